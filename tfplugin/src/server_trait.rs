@@ -1,0 +1,32 @@
+//! The interface a provider implements. One method per tfplugin6 RPC that a resource-only provider needs; every
+//! other RPC is answered UNIMPLEMENTED by the server, which both clients tolerate.
+
+use async_trait::async_trait;
+
+use crate::diag::Diagnostics;
+use crate::types::*;
+
+#[async_trait]
+pub trait ProviderServer: Send + Sync + 'static {
+    /// Every schema the provider has. Called first by every client process, so it must be cheap.
+    async fn get_provider_schema(&self) -> GetProviderSchemaResponse;
+    async fn validate_provider_config(&self, config: DynamicValue) -> Diagnostics;
+    async fn configure_provider(&self, req: ConfigureProviderRequest) -> Diagnostics;
+    /// Cancels work in flight. Returns an error text only for a system fault.
+    async fn stop_provider(&self) -> Option<String>;
+
+    async fn validate_resource_config(&self, req: ValidateResourceConfigRequest) -> Diagnostics;
+    async fn upgrade_resource_state(&self, req: UpgradeResourceStateRequest) -> UpgradeResourceStateResponse;
+    async fn read_resource(&self, req: ReadResourceRequest) -> ReadResourceResponse;
+    async fn plan_resource_change(&self, req: PlanResourceChangeRequest) -> PlanResourceChangeResponse;
+    async fn apply_resource_change(&self, req: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse;
+    async fn import_resource_state(&self, req: ImportResourceStateRequest) -> ImportResourceStateResponse;
+
+    /// Provider-defined functions. The default has none.
+    async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {
+        CallFunctionResponse {
+            result: DynamicValue::default(),
+            error: Some(FunctionError { text: format!("this provider has no function {:?}", req.name), function_argument: None }),
+        }
+    }
+}

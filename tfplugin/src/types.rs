@@ -1,0 +1,266 @@
+//! Plain Rust forms of the tfplugin6 messages a provider handles. The gRPC adapter converts to and from the
+//! generated protobuf types; nothing outside this crate sees those.
+//!
+//! Values stay encoded ([`DynamicValue`]) at this layer: only code that knows the schema can decode them.
+
+use crate::diag::{AttributePath, Diagnostics};
+use crate::value::Type;
+
+/// A value as the client sent it: msgpack (the usual form) or JSON (upgraded state, some older paths).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DynamicValue {
+    pub msgpack: Option<Vec<u8>>,
+    pub json: Option<Vec<u8>>,
+}
+
+impl DynamicValue {
+    pub fn msgpack(bytes: Vec<u8>) -> Self {
+        Self { msgpack: Some(bytes), json: None }
+    }
+    pub fn json(bytes: Vec<u8>) -> Self {
+        Self { msgpack: None, json: Some(bytes) }
+    }
+}
+
+/// Stored state before upgrade: cty JSON (or legacy flatmap, which we never wrote).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawState {
+    pub json: Option<Vec<u8>>,
+    pub flatmap: std::collections::HashMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StringKind {
+    #[default]
+    Plain,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Schema {
+    pub version: i64,
+    pub block: Block,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Block {
+    pub version: i64,
+    pub attributes: Vec<Attribute>,
+    pub block_types: Vec<NestedBlock>,
+    pub description: String,
+    pub description_kind: StringKind,
+    pub deprecated: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Attribute {
+    pub name: String,
+    /// The cty type (sent as JSON bytes).
+    pub ty: Type,
+    pub description: String,
+    pub description_kind: StringKind,
+    pub required: bool,
+    pub optional: bool,
+    pub computed: bool,
+    pub sensitive: bool,
+    pub deprecated: bool,
+    pub write_only: bool,
+}
+
+impl Default for Type {
+    fn default() -> Self {
+        Type::Dynamic
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NestingMode {
+    #[default]
+    Single,
+    List,
+    Set,
+    Map,
+    Group,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NestedBlock {
+    pub type_name: String,
+    pub block: Block,
+    pub nesting: NestingMode,
+    pub min_items: i64,
+    pub max_items: i64,
+}
+
+/// A provider-defined function's signature (`provider::ha::quorum(n)`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Function {
+    pub parameters: Vec<FunctionParameter>,
+    pub variadic_parameter: Option<FunctionParameter>,
+    pub return_type: Type,
+    pub summary: String,
+    pub description: String,
+    pub description_kind: StringKind,
+    pub deprecation_message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FunctionParameter {
+    pub name: String,
+    pub ty: Type,
+    pub allow_null_value: bool,
+    pub allow_unknown_values: bool,
+    pub description: String,
+    pub description_kind: StringKind,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerCapabilities {
+    pub plan_destroy: bool,
+    pub get_provider_schema_optional: bool,
+    pub move_resource_state: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientCapabilities {
+    pub deferral_allowed: bool,
+    pub write_only_attributes_allowed: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GetProviderSchemaResponse {
+    pub provider: Schema,
+    pub provider_meta: Option<Schema>,
+    /// Resource type name → schema, in the order to list them.
+    pub resource_schemas: Vec<(String, Schema)>,
+    pub data_source_schemas: Vec<(String, Schema)>,
+    pub functions: Vec<(String, Function)>,
+    pub server_capabilities: ServerCapabilities,
+    pub diagnostics: Diagnostics,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ConfigureProviderRequest {
+    pub terraform_version: String,
+    pub config: DynamicValue,
+    pub client_capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ValidateResourceConfigRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
+    pub client_capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct UpgradeResourceStateRequest {
+    pub type_name: String,
+    pub version: i64,
+    pub raw_state: RawState,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct UpgradeResourceStateResponse {
+    pub upgraded_state: DynamicValue,
+    pub diagnostics: Diagnostics,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadResourceRequest {
+    pub type_name: String,
+    pub current_state: DynamicValue,
+    pub private: Vec<u8>,
+    pub provider_meta: Option<DynamicValue>,
+    pub client_capabilities: ClientCapabilities,
+    pub current_identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadResourceResponse {
+    pub new_state: DynamicValue,
+    pub diagnostics: Diagnostics,
+    pub private: Vec<u8>,
+    pub new_identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanResourceChangeRequest {
+    pub type_name: String,
+    pub prior_state: DynamicValue,
+    pub proposed_new_state: DynamicValue,
+    pub config: DynamicValue,
+    pub prior_private: Vec<u8>,
+    pub provider_meta: Option<DynamicValue>,
+    pub client_capabilities: ClientCapabilities,
+    pub prior_identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanResourceChangeResponse {
+    pub planned_state: DynamicValue,
+    pub requires_replace: Vec<AttributePath>,
+    pub planned_private: Vec<u8>,
+    pub diagnostics: Diagnostics,
+    pub planned_identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ApplyResourceChangeRequest {
+    pub type_name: String,
+    pub prior_state: DynamicValue,
+    pub planned_state: DynamicValue,
+    pub config: DynamicValue,
+    pub planned_private: Vec<u8>,
+    pub provider_meta: Option<DynamicValue>,
+    pub planned_identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ApplyResourceChangeResponse {
+    pub new_state: DynamicValue,
+    pub private: Vec<u8>,
+    pub diagnostics: Diagnostics,
+    pub new_identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ImportResourceStateRequest {
+    pub type_name: String,
+    pub id: String,
+    pub client_capabilities: ClientCapabilities,
+    pub identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ImportedResource {
+    pub type_name: String,
+    pub state: DynamicValue,
+    pub private: Vec<u8>,
+    pub identity: Option<DynamicValue>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ImportResourceStateResponse {
+    pub imported_resources: Vec<ImportedResource>,
+    pub diagnostics: Diagnostics,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CallFunctionRequest {
+    pub name: String,
+    pub arguments: Vec<DynamicValue>,
+}
+
+/// A function error: a message and, optionally, which argument caused it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FunctionError {
+    pub text: String,
+    pub function_argument: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CallFunctionResponse {
+    pub result: DynamicValue,
+    pub error: Option<FunctionError>,
+}
