@@ -1,0 +1,110 @@
+//! Allocation of distinct loopback addresses, serializable so a restarted sim gives every VM its old IP back.
+
+use super::{NetError, is_usable_loopback};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+/// A range of loopback addresses and which of them are taken.
+///
+/// Allocation is lowest-free-first, so a fresh sim hands out predictable addresses (127.10.0.2, 127.10.0.3, ...),
+/// which keeps logs and docs readable. Host parts .0, .1 and .255 are skipped: GCE keeps .0/.1 of a subnet for the network
+/// and gateway, and addresses ending in .255 look like broadcasts to anyone reading them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpPool {
+    first: Ipv4Addr,
+    last: Ipv4Addr,
+    allocated: BTreeSet<Ipv4Addr>,
+}
+
+impl IpPool {
+    /// A pool over `first..=last`; both ends must be usable loopback addresses (see [`super::is_usable_loopback`]).
+    pub fn new(first: Ipv4Addr, last: Ipv4Addr) -> Result<IpPool, NetError> {
+        if !is_usable_loopback(first)
+            || !is_usable_loopback(last)
+            || u32::from(first) > u32::from(last)
+        {
+            return Err(NetError::Invalid(format!(
+                "address pool {first}-{last} must be an ascending range inside 127.0.0.0/8"
+            )));
+        }
+        // A range spanning 127.0.0.1 or .53 would hand out addresses the host already uses.
+        for reserved in [Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(127, 0, 0, 53)] {
+            if (u32::from(first)..=u32::from(last)).contains(&u32::from(reserved)) {
+                return Err(NetError::Invalid(format!(
+                    "address pool {first}-{last} contains the host's {reserved}"
+                )));
+            }
+        }
+        Ok(IpPool {
+            first,
+            last,
+            allocated: BTreeSet::new(),
+        })
+    }
+
+    /// The default pool for VM internal IPs (the sim's "VPC subnet"): 127.10.0.0/16.
+    pub fn internal() -> IpPool {
+        IpPool::new(
+            Ipv4Addr::new(127, 10, 0, 2),
+            Ipv4Addr::new(127, 10, 255, 254),
+        )
+        .expect("static range is valid")
+    }
+
+    /// The default pool for external addresses (static and ephemeral): 127.20.0.0/16.
+    pub fn external() -> IpPool {
+        IpPool::new(
+            Ipv4Addr::new(127, 20, 0, 2),
+            Ipv4Addr::new(127, 20, 255, 254),
+        )
+        .expect("static range is valid")
+    }
+
+    /// Takes the lowest free address.
+    pub fn allocate(&mut self) -> Result<Ipv4Addr, NetError> {
+        let ip = (u32::from(self.first)..=u32::from(self.last))
+            .map(Ipv4Addr::from)
+            .filter(|ip| !matches!(ip.octets()[3], 0 | 1 | 255))
+            .find(|ip| !self.allocated.contains(ip))
+            .ok_or_else(|| NetError::Exhausted {
+                range: format!("{}-{}", self.first, self.last),
+            })?;
+        self.allocated.insert(ip);
+        Ok(ip)
+    }
+
+    /// Takes a specific address, as when an instance asks for `networkIP` or an address resource names its IP.
+    pub fn allocate_specific(&mut self, ip: Ipv4Addr) -> Result<(), NetError> {
+        if !self.contains(ip) {
+            return Err(NetError::Invalid(format!(
+                "{ip} is outside the address range {}-{}",
+                self.first, self.last
+            )));
+        }
+        if !self.allocated.insert(ip) {
+            return Err(NetError::Invalid(format!("{ip} is already in use")));
+        }
+        Ok(())
+    }
+
+    /// Returns an address to the pool; false when it was not allocated.
+    pub fn release(&mut self, ip: Ipv4Addr) -> bool {
+        self.allocated.remove(&ip)
+    }
+
+    /// Whether `ip` lies in this pool's range (allocated or not).
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        (u32::from(self.first)..=u32::from(self.last)).contains(&u32::from(ip))
+    }
+
+    /// Whether `ip` is currently allocated.
+    pub fn is_allocated(&self, ip: Ipv4Addr) -> bool {
+        self.allocated.contains(&ip)
+    }
+
+    /// The allocated addresses, in ascending order.
+    pub fn allocated(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
+        self.allocated.iter().copied()
+    }
+}

@@ -1,0 +1,199 @@
+//! The kube-apiserver stand-in: a TLS server on the secure port whose /healthz is as honest as the real one (it fails
+//! when the local etcd does), plus the plain-HTTP `healthcheck` sidecar that legacy HTTP health checks probe.
+
+use super::VmError;
+use crate::net::background::{Background, bind};
+use crate::net::http;
+use rustls::pki_types::ServerName;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A real apiserver gives its etcd check a few seconds; a hung etcd must still turn /healthz red promptly.
+const ETCD_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How to reach the local etcd's /health endpoint, as the apiserver's --etcd-* flags say.
+#[derive(Debug, Clone)]
+pub(crate) struct EtcdProbe {
+    pub addr: SocketAddr,
+    /// The name the certificate is checked against: the host as written in --etcd-servers (e.g. 127.0.0.1), even
+    /// though the sim connects to the VM's own IP.
+    pub server_name: ServerName<'static>,
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+pub(crate) struct ApiSpec {
+    pub name: String,
+    pub secure: std::net::TcpListener,
+    pub tls: Arc<rustls::ServerConfig>,
+    /// The healthcheck sidecar: listener and path.
+    pub plain: Option<(std::net::TcpListener, String)>,
+    pub etcd: EtcdProbe,
+    pub health_interval: Duration,
+}
+
+/// Last known health of the local etcd, for `VmHandle::status()`.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    pub etcd_healthy: AtomicBool,
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl Health {
+    fn record(&self, result: &Result<(), String>) {
+        self.etcd_healthy.store(result.is_ok(), Ordering::SeqCst);
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = result.clone().err();
+    }
+}
+
+/// Binds are done by the caller; this starts serving.
+pub(crate) fn start(spec: ApiSpec, health: Arc<Health>) -> Result<Background, VmError> {
+    let name = spec.name.clone();
+    Background::spawn(&format!("api-{name}"), move || serve(spec, health)).map_err(|source| {
+        VmError::Io {
+            context: format!("start API server stand-in for {name}"),
+            source,
+        }
+    })
+}
+
+/// Binds a listener, naming it in the error.
+pub(crate) fn listen(addr: SocketAddr, what: &str) -> Result<std::net::TcpListener, VmError> {
+    bind(addr).map_err(|source| VmError::Io {
+        context: format!("listen on {addr} for {what}"),
+        source,
+    })
+}
+
+async fn serve(spec: ApiSpec, health: Arc<Health>) {
+    let ctx = Arc::new(Ctx {
+        name: spec.name,
+        etcd: spec.etcd,
+        health,
+    });
+    let acceptor = tokio_rustls::TlsAcceptor::from(spec.tls);
+    let secure = TcpListener::from_std(spec.secure);
+    let plain = spec.plain.map(|(l, path)| (TcpListener::from_std(l), path));
+    let (Ok(secure), plain) = (secure, plain) else {
+        tracing::error!("API stand-in listeners unusable");
+        return;
+    };
+
+    let c = ctx.clone();
+    let secure_loop = async move {
+        loop {
+            let Ok((tcp, _)) = secure.accept().await else {
+                continue;
+            };
+            let (acceptor, c) = (acceptor.clone(), c.clone());
+            tokio::spawn(async move {
+                // Handshake failures (e.g. a client that distrusts our CA) are the client's business.
+                if let Ok(tls) = acceptor.accept(tcp).await {
+                    c.handle(tls, None).await;
+                }
+            });
+        }
+    };
+    let c = ctx.clone();
+    let plain_loop = async move {
+        let Some((Ok(listener), path)) = plain else {
+            return std::future::pending::<()>().await;
+        };
+        let path = Arc::new(path);
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let (c, path) = (c.clone(), path.clone());
+            tokio::spawn(async move { c.handle(tcp, Some(&path)).await });
+        }
+    };
+    // Background poll so status() stays current even when nobody calls /healthz.
+    let c = ctx.clone();
+    let monitor = async move {
+        let mut ticker = tokio::time::interval(spec.health_interval);
+        loop {
+            ticker.tick().await;
+            let r = c.probe_etcd().await;
+            c.health.record(&r);
+        }
+    };
+    tokio::join!(secure_loop, plain_loop, monitor);
+}
+
+struct Ctx {
+    name: String,
+    etcd: EtcdProbe,
+    health: Arc<Health>,
+}
+
+impl Ctx {
+    /// Serves one request. `health_path` is set for the plain sidecar, which answers only its configured path.
+    async fn handle<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        mut stream: S,
+        health_path: Option<&str>,
+    ) {
+        let Ok((method, path)) = http::read_request(&mut stream).await else {
+            return;
+        };
+        let path = path.split('?').next().unwrap_or_default().to_string();
+        let replica = [("X-Replica", self.name.as_str())];
+        let is_health = match health_path {
+            Some(p) => path == p,
+            None => matches!(path.as_str(), "/healthz" | "/livez" | "/readyz"),
+        };
+        let _ = if method != "GET" && method != "HEAD" {
+            http::respond(&mut stream, 405, &replica, "method not allowed\n").await
+        } else if !is_health {
+            http::respond(&mut stream, 404, &replica, "not found\n").await
+        } else {
+            // Live, like the real /healthz: a cached answer could call a dead etcd healthy.
+            let r = self.probe_etcd().await;
+            self.health.record(&r);
+            match r {
+                Ok(()) => http::respond(&mut stream, 200, &replica, "ok").await,
+                Err(e) => {
+                    let body = format!("[-]etcd failed: {e}\nhealthz check failed\n");
+                    http::respond(&mut stream, 500, &replica, &body).await
+                }
+            }
+        };
+    }
+
+    async fn probe_etcd(&self) -> Result<(), String> {
+        let p = &self.etcd;
+        let attempt = async {
+            let tcp = TcpStream::connect(p.addr)
+                .await
+                .map_err(|e| format!("connect {}: {e}", p.addr))?;
+            let host = p.addr.ip().to_string();
+            let resp = match &p.tls {
+                Some(cfg) => {
+                    let tls = tokio_rustls::TlsConnector::from(cfg.clone())
+                        .connect(p.server_name.clone(), tcp)
+                        .await
+                        .map_err(|e| format!("TLS to {}: {e}", p.addr))?;
+                    http::get(tls, &host, "/health").await
+                }
+                None => http::get(tcp, &host, "/health").await,
+            }
+            .map_err(|e| format!("GET /health from {}: {e}", p.addr))?;
+            if resp.status == 200 && resp.body.replace(' ', "").contains("\"health\":\"true\"") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "etcd /health: {} {}",
+                    resp.status,
+                    resp.body.trim()
+                ))
+            }
+        };
+        tokio::time::timeout(ETCD_PROBE_TIMEOUT, attempt)
+            .await
+            .unwrap_or_else(|_| Err(format!("etcd /health at {} timed out", p.addr)))
+    }
+}

@@ -1,0 +1,334 @@
+//! Reading a master's startup contract (docs/master-config.md) out of instance metadata, the way the guest would:
+//! cloud-init's `write_files` from `user-data`, then the kubelet's view of the static pod manifests.
+
+use super::VmError;
+use base64::Engine;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Component, Path, PathBuf};
+
+/// Where the kubelet looks for static pods (the contract fixes `staticPodPath` to this).
+pub(crate) const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
+
+#[derive(Debug, Deserialize)]
+struct CloudConfig {
+    #[serde(default)]
+    write_files: Vec<WriteFile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WriteFile {
+    path: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    encoding: Option<String>,
+    #[serde(default)]
+    permissions: Option<String>,
+    #[serde(default)]
+    append: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Pod {
+    kind: String,
+    spec: PodSpec,
+}
+
+#[derive(Debug, Deserialize)]
+struct PodSpec {
+    containers: Vec<Container>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Container {
+    name: String,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    args: Vec<String>,
+}
+
+/// One decoded `write_files` entry, with its guest path.
+#[derive(Debug, Clone)]
+pub(crate) struct GuestFile {
+    pub path: String,
+    pub mode: u32,
+    pub append: bool,
+    pub bytes: Vec<u8>,
+}
+
+/// `--flag=value` arguments of a container; bare `--flag` means "true".
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Flags(BTreeMap<String, String>);
+
+impl Flags {
+    fn parse(component: &str, argv: &[String]) -> Result<Flags, VmError> {
+        let mut flags = BTreeMap::new();
+        for arg in argv {
+            let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+                return Err(VmError::Config(format!(
+                    "{component}: argument {arg:?} is not a flag; the contract wants --flag=value"
+                )));
+            };
+            let (k, v) = flag.split_once('=').unwrap_or((flag, "true"));
+            flags.insert(k.to_string(), v.to_string());
+        }
+        Ok(Flags(flags))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub fn require(&self, component: &str, name: &str) -> Result<&str, VmError> {
+        self.get(name)
+            .ok_or_else(|| VmError::Config(format!("{component}: missing required flag --{name}")))
+    }
+}
+
+/// What the sim needs from a master's startup config.
+#[derive(Debug, Clone)]
+pub(crate) struct Startup {
+    pub files: Vec<GuestFile>,
+    /// etcd's argv exactly as the manifest says (command ++ args), before any host mapping.
+    pub etcd_argv: Vec<String>,
+    pub apiserver: Flags,
+    /// The `healthcheck` sidecar in the kube-apiserver pod, if any.
+    pub healthcheck: Option<Flags>,
+}
+
+/// Parses metadata `user-data` and the static pod manifests it writes.
+pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmError> {
+    let user_data = metadata.get("user-data").ok_or_else(|| {
+        VmError::Config("metadata has no `user-data` key (the master's cloud-config)".into())
+    })?;
+    // cloud-init ignores user-data that lacks this header, so a real VM would boot with nothing configured.
+    if !user_data.trim_start().starts_with("#cloud-config") {
+        return Err(VmError::Config(
+            "user-data must start with `#cloud-config`".into(),
+        ));
+    }
+    let cloud: CloudConfig = serde_norway::from_str(user_data)
+        .map_err(|e| VmError::Config(format!("user-data is not valid cloud-config YAML: {e}")))?;
+    let files = cloud
+        .write_files
+        .iter()
+        .map(decode)
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let manifest = |file: &str| -> Result<Pod, VmError> {
+        let path = format!("{MANIFEST_DIR}/{file}");
+        let f = files
+            .iter()
+            .rfind(|f| f.path == path)
+            .ok_or_else(|| VmError::Config(format!("write_files has no {path}")))?;
+        serde_norway::from_slice(&f.bytes)
+            .map_err(|e| VmError::Config(format!("{path} is not a pod manifest: {e}")))
+    };
+    // Every manifest the kubelet would pick up must at least parse, or a real kubelet would skip it silently.
+    for f in files
+        .iter()
+        .filter(|f| f.path.starts_with(MANIFEST_DIR) && f.path.ends_with(".yaml"))
+    {
+        let pod: Pod = serde_norway::from_slice(&f.bytes)
+            .map_err(|e| VmError::Config(format!("{} is not a pod manifest: {e}", f.path)))?;
+        if pod.kind != "Pod" {
+            return Err(VmError::Config(format!(
+                "{} has kind {:?}, want Pod",
+                f.path, pod.kind
+            )));
+        }
+    }
+
+    let etcd_pod = manifest("etcd.yaml")?;
+    let etcd = container(&etcd_pod, "etcd", "etcd.yaml")?;
+    let etcd_argv: Vec<String> = etcd.command.iter().chain(&etcd.args).cloned().collect();
+    let program = etcd_argv.first().map(|p| {
+        Path::new(p)
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+    });
+    if program.as_deref() != Some("etcd") {
+        return Err(VmError::Config(format!(
+            "etcd.yaml: container `etcd` must exec the etcd binary directly (command[0] = .../etcd), got {:?}",
+            etcd_argv.first()
+        )));
+    }
+
+    let api_pod = manifest("kube-apiserver.yaml")?;
+    let api = container(&api_pod, "kube-apiserver", "kube-apiserver.yaml")?;
+    let apiserver = Flags::parse("kube-apiserver", &flag_args(api))?;
+    let healthcheck = match api_pod
+        .spec
+        .containers
+        .iter()
+        .find(|c| c.name == "healthcheck")
+    {
+        Some(c) => Some(Flags::parse("healthcheck", &flag_args(c))?),
+        None => None,
+    };
+    Ok(Startup {
+        files,
+        etcd_argv,
+        apiserver,
+        healthcheck,
+    })
+}
+
+fn container<'a>(pod: &'a Pod, name: &str, file: &str) -> Result<&'a Container, VmError> {
+    pod.spec
+        .containers
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| VmError::Config(format!("{file}: no container named `{name}`")))
+}
+
+/// A container's flags: command ++ args without the program name (with no command, the image's entrypoint is the
+/// program and all of args are flags).
+fn flag_args(c: &Container) -> Vec<String> {
+    let skip = usize::from(!c.command.is_empty());
+    c.command
+        .iter()
+        .skip(skip)
+        .chain(&c.args)
+        .cloned()
+        .collect()
+}
+
+fn decode(f: &WriteFile) -> Result<GuestFile, VmError> {
+    guest_relative(&f.path)?;
+    let bytes = match f.encoding.as_deref().unwrap_or("text/plain") {
+        "text/plain" => f.content.clone().into_bytes(),
+        "b64" | "base64" => base64::engine::general_purpose::STANDARD
+            .decode(f.content.split_whitespace().collect::<String>())
+            .map_err(|e| VmError::Config(format!("write_files {}: bad base64: {e}", f.path)))?,
+        other => {
+            return Err(VmError::Config(format!(
+                "write_files {}: encoding {other:?} is not in the contract (use b64 or none)",
+                f.path
+            )));
+        }
+    };
+    let mode = match &f.permissions {
+        Some(p) => u32::from_str_radix(p.trim_start_matches("0o"), 8).map_err(|_| {
+            VmError::Config(format!(
+                "write_files {}: permissions {p:?} is not octal",
+                f.path
+            ))
+        })?,
+        None => 0o644,
+    };
+    Ok(GuestFile {
+        path: f.path.clone(),
+        mode,
+        append: f.append,
+        bytes,
+    })
+}
+
+/// The part of an absolute guest path below `/`, refusing anything that could escape the VM's root.
+pub(crate) fn guest_relative(path: &str) -> Result<PathBuf, VmError> {
+    let p = Path::new(path);
+    if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(VmError::Config(format!(
+            "guest path {path:?} must be absolute, without `..`"
+        )));
+    }
+    Ok(p.components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect())
+}
+
+/// Maps guest paths and addresses to the host: `/x` → `<rootfs>/x`, and the guest's own loopback / wildcard → its
+/// internal IP (the host's 127.0.0.1 is shared by every VM, so each VM's "localhost" is its own address).
+#[derive(Debug, Clone)]
+pub(crate) struct HostMap {
+    pub rootfs: PathBuf,
+    pub ip: Ipv4Addr,
+}
+
+impl HostMap {
+    pub fn path(&self, guest: &str) -> Result<PathBuf, VmError> {
+        Ok(self.rootfs.join(guest_relative(guest)?))
+    }
+
+    /// The host that `host` means inside this VM.
+    pub fn host(&self, host: &str) -> String {
+        match host {
+            "127.0.0.1" | "localhost" | "0.0.0.0" | "" => self.ip.to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Rewrites each URL of a comma-separated list through [`HostMap::host`], dropping duplicates that result.
+    pub fn url_list(&self, list: &str) -> String {
+        let mut out: Vec<String> = Vec::new();
+        for url in list.split(',').filter(|u| !u.is_empty()) {
+            let mapped = match split_url(url) {
+                Some((scheme, host, port)) => format!("{scheme}://{}:{port}", self.host(host)),
+                None => url.to_string(),
+            };
+            if !out.contains(&mapped) {
+                out.push(mapped);
+            }
+        }
+        out.join(",")
+    }
+}
+
+/// `scheme://host:port[/...]` → (scheme, host, port).
+pub(crate) fn split_url(url: &str) -> Option<(&str, &str, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    Some((scheme, host, port.parse().ok()?))
+}
+
+/// etcd flags whose values are listen/advertise URLs of this member (mapped through the VM's localhost rule).
+const ETCD_OWN_URL_FLAGS: &[&str] = &[
+    "listen-client-urls",
+    "listen-peer-urls",
+    "advertise-client-urls",
+    "initial-advertise-peer-urls",
+    "listen-metrics-urls",
+];
+
+/// The host argv for etcd: the local binary, guest paths under rootfs, own URLs on the VM's IP.
+/// Also checks that etcd only listens on this VM's address: on a real VM binding another host's IP fails.
+pub(crate) fn etcd_host_argv(
+    argv: &[String],
+    etcd_bin: &Path,
+    map: &HostMap,
+) -> Result<Vec<String>, VmError> {
+    let mut out = vec![etcd_bin.to_string_lossy().into_owned()];
+    for arg in &argv[1..] {
+        let Some((flag, value)) = arg.split_once('=') else {
+            out.push(arg.clone());
+            continue;
+        };
+        let name = flag.trim_start_matches('-');
+        let value = if ETCD_OWN_URL_FLAGS.contains(&name) {
+            let mapped = map.url_list(value);
+            if name.starts_with("listen-") {
+                for url in mapped.split(',') {
+                    if split_url(url).map(|(_, h, _)| h) != Some(&map.ip.to_string()) {
+                        return Err(VmError::Config(format!(
+                            "etcd.yaml: --{name} has {url}, but this VM's only address is {}",
+                            map.ip
+                        )));
+                    }
+                }
+            }
+            mapped
+        } else if value.starts_with('/') {
+            map.path(value)?.to_string_lossy().into_owned()
+        } else {
+            value.to_string()
+        };
+        out.push(format!("{flag}={value}"));
+    }
+    Ok(out)
+}

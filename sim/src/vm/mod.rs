@@ -1,0 +1,367 @@
+//! Simulated master VMs: each boots from its instance metadata as a real GCE master would (docs/master-config.md),
+//! keeps its disk under its own folder, and plays kubelet for the two things the sim runs for real: the etcd static pod
+//! (the real binary, restarted on exit) and an API-server stand-in whose /healthz tracks that etcd.
+
+mod api;
+mod config;
+mod etcd;
+mod tls;
+
+#[cfg(test)]
+pub(crate) mod testkit;
+#[cfg(test)]
+mod tests;
+
+use crate::net::PortMap;
+use crate::net::background::Background;
+use config::{HostMap, split_url};
+use rustls::pki_types::ServerName;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Errors from booting or inspecting a VM; messages name the file, flag or socket involved.
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    /// The startup config breaks the contract in docs/master-config.md.
+    #[error("invalid master startup config: {0}")]
+    Config(String),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> VmError {
+    let context = context.into();
+    move |source| VmError::Io { context, source }
+}
+
+/// Knobs a sim sets once for all its VMs.
+#[derive(Debug, Clone)]
+pub struct VmOptions {
+    /// Guest→host port mapping (443 → 6443 by default); must match the one given to NATs and load balancers.
+    pub port_map: PortMap,
+    /// First delay before restarting an exited etcd; doubles per exit up to `restart_backoff_max`. The kubelet uses
+    /// 10 s → 5 min; the sim defaults to 1 s → 30 s so fault drills do not take minutes.
+    pub restart_backoff_initial: Duration,
+    pub restart_backoff_max: Duration,
+    /// How often the stand-in polls etcd's /health for [`VmHandle::status`] (/healthz itself always checks live).
+    pub health_interval: Duration,
+}
+
+impl Default for VmOptions {
+    fn default() -> Self {
+        VmOptions {
+            port_map: PortMap::default(),
+            restart_backoff_initial: Duration::from_secs(1),
+            restart_backoff_max: Duration::from_secs(30),
+            health_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A snapshot of what runs inside a VM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmStatus {
+    pub etcd_running: bool,
+    pub etcd_pid: Option<u32>,
+    /// How many times etcd has exited (each exit is followed by a restart after the back-off).
+    pub etcd_restarts: u32,
+    pub etcd_last_exit: Option<String>,
+    /// The last /health probe of the local etcd succeeded (so the API's /healthz is 200).
+    pub etcd_healthy: bool,
+    pub health_error: Option<String>,
+}
+
+/// What `ssh` into a VM needs, saved at boot so `ssh_env` works from another process (the CLI).
+#[derive(Debug, Serialize, Deserialize)]
+struct SshInfo {
+    name: String,
+    internal_ip: Ipv4Addr,
+    etcdctl_dir: PathBuf,
+    endpoints: String,
+    cacert: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+const SSH_INFO: &str = "vm.json";
+
+/// Boots master VMs.
+pub struct Vm;
+
+impl Vm {
+    /// [`Vm::boot_with`] with [`VmOptions::default`].
+    pub fn boot(
+        dir: &Path,
+        name: &str,
+        internal_ip: Ipv4Addr,
+        metadata: &BTreeMap<String, String>,
+        etcd_bin: &Path,
+    ) -> Result<VmHandle, VmError> {
+        Vm::boot_with(
+            dir,
+            name,
+            internal_ip,
+            metadata,
+            etcd_bin,
+            &VmOptions::default(),
+        )
+    }
+
+    /// Boots (or reboots: the disk under `dir/rootfs` survives) a master from its metadata. Returns once etcd has been
+    /// started and the API ports are bound; etcd health follows asynchronously, as on a real VM.
+    ///
+    /// Layout of `dir`: `rootfs/` (guest `/`, so `/var/lib/etcd` is `rootfs/var/lib/etcd`), `etcd.log` (etcd's output
+    /// and restarts), `vm.json` (for [`ssh_env`]).
+    pub fn boot_with(
+        dir: &Path,
+        name: &str,
+        internal_ip: Ipv4Addr,
+        metadata: &BTreeMap<String, String>,
+        etcd_bin: &Path,
+        opts: &VmOptions,
+    ) -> Result<VmHandle, VmError> {
+        let startup = config::parse(metadata)?;
+        let map = HostMap {
+            rootfs: dir.join("rootfs"),
+            ip: internal_ip,
+        };
+        // cloud-init's write_files (the sim re-applies them on every boot, so setMetadata + restart takes effect).
+        for f in &startup.files {
+            write_guest_file(&map, f)?;
+        }
+        if !etcd_bin.is_file() {
+            return Err(VmError::Config(format!(
+                "etcd binary {} not found",
+                etcd_bin.display()
+            )));
+        }
+        let etcd_argv = config::etcd_host_argv(&startup.etcd_argv, etcd_bin, &map)?;
+
+        let api = &startup.apiserver;
+        let c = "kube-apiserver";
+        let secure_port: u16 =
+            parse_flag(c, "secure-port", api.get("secure-port").unwrap_or("6443"))?;
+        let bind_host = map.host(api.get("bind-address").unwrap_or("0.0.0.0"));
+        let server_tls = tls::server_config(
+            &map.path(api.require(c, "tls-cert-file")?)?,
+            &map.path(api.require(c, "tls-private-key-file")?)?,
+        )?;
+        let etcd_url = api
+            .require(c, "etcd-servers")?
+            .split(',')
+            .next()
+            .unwrap_or_default();
+        let (scheme, etcd_host, etcd_port) = split_url(etcd_url).ok_or_else(|| {
+            VmError::Config(format!(
+                "{c}: --etcd-servers {etcd_url:?} is not scheme://host:port"
+            ))
+        })?;
+        let etcd_ip: Ipv4Addr = parse_flag(c, "etcd-servers", &map.host(etcd_host))?;
+        let (cacert, cert, key) = (
+            map.path(api.require(c, "etcd-cafile")?)?,
+            map.path(api.require(c, "etcd-certfile")?)?,
+            map.path(api.require(c, "etcd-keyfile")?)?,
+        );
+        let etcd_probe = api::EtcdProbe {
+            addr: SocketAddr::from((etcd_ip, etcd_port)),
+            server_name: ServerName::try_from(etcd_host.to_string()).map_err(|e| {
+                VmError::Config(format!("{c}: --etcd-servers host {etcd_host:?}: {e}"))
+            })?,
+            tls: match scheme {
+                "https" => Some(tls::client_config(&cacert, &cert, &key)?),
+                _ => None,
+            },
+        };
+
+        let bind_ip: Ipv4Addr = parse_flag(c, "bind-address", &bind_host)?;
+        let secure_addr = SocketAddr::from((bind_ip, opts.port_map.host_port(secure_port)));
+        let secure = api::listen(
+            secure_addr,
+            &format!("{name} kube-apiserver :{secure_port}"),
+        )?;
+        let plain = match &startup.healthcheck {
+            Some(h) => {
+                let listen = h.get("listen").unwrap_or("0.0.0.0:8080");
+                let (host, port) = listen.rsplit_once(':').ok_or_else(|| {
+                    VmError::Config(format!("healthcheck: --listen {listen:?} is not host:port"))
+                })?;
+                let ip: Ipv4Addr = parse_flag("healthcheck", "listen", &map.host(host))?;
+                let port: u16 = parse_flag("healthcheck", "listen", port)?;
+                let addr = SocketAddr::from((ip, opts.port_map.host_port(port)));
+                let l = api::listen(addr, &format!("{name} healthcheck :{port}"))?;
+                Some((l, h.get("path").unwrap_or("/healthz").to_string()))
+            }
+            None => None,
+        };
+
+        let info = SshInfo {
+            name: name.to_string(),
+            internal_ip,
+            etcdctl_dir: etcd_bin.parent().map(Path::to_path_buf).unwrap_or_default(),
+            endpoints: format!("{scheme}://{etcd_ip}:{etcd_port}"),
+            cacert,
+            cert,
+            key,
+        };
+        let info_json = serde_json::to_vec_pretty(&info).expect("SshInfo serializes");
+        std::fs::write(dir.join(SSH_INFO), info_json)
+            .map_err(io_err(format!("write {}", dir.join(SSH_INFO).display())))?;
+
+        let backoff = etcd::Backoff {
+            initial: opts.restart_backoff_initial,
+            max: opts.restart_backoff_max.max(opts.restart_backoff_initial),
+        };
+        let etcd = etcd::Supervisor::start(etcd_argv, dir.join("etcd.log"), backoff)
+            .map_err(io_err(format!("start etcd supervisor for {name}")))?;
+        let health = Arc::new(api::Health::default());
+        let api = api::start(
+            api::ApiSpec {
+                name: name.to_string(),
+                secure,
+                tls: server_tls,
+                plain,
+                etcd: etcd_probe,
+                health_interval: opts.health_interval,
+            },
+            health.clone(),
+        )?;
+        Ok(VmHandle {
+            name: name.to_string(),
+            internal_ip,
+            dir: dir.to_path_buf(),
+            etcd,
+            api,
+            health,
+        })
+    }
+}
+
+fn parse_flag<T: std::str::FromStr>(component: &str, flag: &str, value: &str) -> Result<T, VmError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|e| VmError::Config(format!("{component}: --{flag} value {value:?}: {e}")))
+}
+
+fn write_guest_file(map: &HostMap, f: &config::GuestFile) -> Result<(), VmError> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let path = map.path(&f.path)?;
+    let ctx = || format!("write_files {} -> {}", f.path, path.display());
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io_err(ctx()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(f.append)
+        .truncate(!f.append)
+        .open(&path)
+        .map_err(io_err(ctx()))?;
+    file.write_all(&f.bytes).map_err(io_err(ctx()))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(f.mode)).map_err(io_err(ctx()))
+}
+
+/// A running VM. Dropping it powers the VM off (like [`VmHandle::kill`]); its disk stays.
+pub struct VmHandle {
+    name: String,
+    internal_ip: Ipv4Addr,
+    dir: PathBuf,
+    etcd: etcd::Supervisor,
+    api: Background,
+    health: Arc<api::Health>,
+}
+
+impl VmHandle {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn internal_ip(&self) -> Ipv4Addr {
+        self.internal_ip
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn status(&self) -> VmStatus {
+        let etcd = self.etcd.snapshot();
+        VmStatus {
+            etcd_running: etcd.pid.is_some(),
+            etcd_pid: etcd.pid,
+            etcd_restarts: etcd.restarts,
+            etcd_last_exit: etcd.last_exit,
+            etcd_healthy: etcd.pid.is_some() && self.health.etcd_healthy.load(Ordering::SeqCst),
+            health_error: self
+                .health
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        }
+    }
+
+    /// Powers the VM off: SIGKILLs etcd's process group (etcd's WAL makes this safe for its data) and closes the API
+    /// ports. Returns after everything is gone. Idempotent.
+    pub fn kill(&mut self) {
+        self.api.stop();
+        self.etcd.stop();
+        self.health.etcd_healthy.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for VmHandle {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl std::fmt::Debug for VmHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmHandle")
+            .field("name", &self.name)
+            .field("internal_ip", &self.internal_ip)
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+/// Environment for a shell "inside" the VM in `dir`, as `ha-sim ssh <vm> -- <cmd>` gives it: etcdctl talks v3 to this
+/// VM's etcd over mutual TLS with the API server's etcd client certificate, and `etcdctl` is on PATH.
+pub fn ssh_env(dir: &Path) -> Result<Vec<(String, String)>, VmError> {
+    let path = dir.join(SSH_INFO);
+    let raw = std::fs::read(&path).map_err(io_err(format!(
+        "read {} (has this VM ever booted?)",
+        path.display()
+    )))?;
+    let info: SshInfo = serde_json::from_slice(&raw)
+        .map_err(|e| VmError::Config(format!("{} is not a VM record: {e}", path.display())))?;
+    let mut search = info.etcdctl_dir.to_string_lossy().into_owned();
+    if let Ok(inherited) = std::env::var("PATH") {
+        search = format!("{search}:{inherited}");
+    }
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    Ok(vec![
+        ("ETCDCTL_API".into(), "3".into()),
+        ("ETCDCTL_ENDPOINTS".into(), info.endpoints),
+        ("ETCDCTL_CACERT".into(), s(&info.cacert)),
+        ("ETCDCTL_CERT".into(), s(&info.cert)),
+        ("ETCDCTL_KEY".into(), s(&info.key)),
+        ("PATH".into(), search),
+        ("HOSTNAME".into(), info.name),
+    ])
+}

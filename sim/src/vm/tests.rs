@@ -1,0 +1,278 @@
+//! VM tests with real etcd and real sockets. Each test owns a distinct 127.4x.0.0/16 range so they run in parallel.
+
+use super::testkit::*;
+use super::*;
+use std::time::Duration;
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn ip(a: u8, b: u8, d: u8) -> Ipv4Addr {
+    Ipv4Addr::new(127, a, b, d)
+}
+
+#[test]
+fn three_masters_form_an_mtls_etcd_cluster_that_survives_losing_one() {
+    let root = tempfile::tempdir().unwrap();
+    let pki = ClusterPki::new();
+    let static_ip = ip(41, 1, 2);
+    let members: Vec<Member> = (1..=3)
+        .map(|i| member(&format!("m{i}"), ip(41, 0, 1 + i)))
+        .collect();
+    let mut vms: Vec<VmHandle> = members
+        .iter()
+        .map(|m| {
+            let md = master_metadata(&pki, m, &members, "new", static_ip);
+            Vm::boot_with(
+                &root.path().join(&m.name),
+                &m.name,
+                m.ip,
+                &md,
+                &etcd_bin(),
+                &fast_opts(),
+            )
+            .unwrap()
+        })
+        .collect();
+    wait_healthy(&vms.iter().collect::<Vec<_>>());
+
+    for vm in &vms {
+        let (ok, out) = etcdctl(vm.dir(), &["endpoint", "health"]);
+        assert!(ok && out.contains("is healthy"), "{}: {out}", vm.name());
+        // The API stand-in serves /healthz over TLS with this replica's own certificate.
+        let (status, replica) = block_on(https_get(
+            vm.internal_ip(),
+            6443,
+            &pki.cluster.ca_pem,
+            "/healthz",
+        ))
+        .unwrap();
+        assert_eq!((status, replica.as_str()), (200, vm.name()));
+    }
+    let (ok, out) = etcdctl(vms[0].dir(), &["member", "list"]);
+    assert!(ok, "{out}");
+    for m in &members {
+        assert!(
+            out.contains(&format!("{}, https://{}:2380", m.name, m.ip)),
+            "{out}"
+        );
+    }
+
+    // Power off m3: the other two keep quorum and serve reads and writes.
+    vms[2].kill();
+    assert!(!vms[2].status().etcd_running);
+    let (ok, out) = etcdctl(vms[0].dir(), &["put", "/registry/k", "v1"]);
+    assert!(ok, "{out}");
+    let (ok, out) = etcdctl(vms[1].dir(), &["get", "/registry/k", "--print-value-only"]);
+    assert!(ok && out.trim() == "v1", "{out}");
+    let dead = block_on(https_get(
+        vms[2].internal_ip(),
+        6443,
+        &pki.cluster.ca_pem,
+        "/healthz",
+    ));
+    assert!(dead.is_err(), "a powered-off VM must not answer: {dead:?}");
+
+    // Lose m2 as well: m1 has no quorum, so its API server's /healthz must turn 500.
+    vms[1].kill();
+    wait_until(
+        Duration::from_secs(30),
+        "m1 /healthz to fail without quorum",
+        || {
+            matches!(
+                block_on(https_get(
+                    vms[0].internal_ip(),
+                    6443,
+                    &pki.cluster.ca_pem,
+                    "/healthz"
+                )),
+                Ok((500, _))
+            )
+        },
+    );
+}
+
+#[test]
+fn etcd_is_restarted_and_keeps_its_data_across_vm_stop_start() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("solo");
+    let pki = ClusterPki::new();
+    let me = member("solo", ip(42, 0, 2));
+    let md = master_metadata(&pki, &me, std::slice::from_ref(&me), "new", ip(42, 1, 2));
+    let mut vm = Vm::boot_with(&dir, "solo", me.ip, &md, &etcd_bin(), &fast_opts()).unwrap();
+    wait_healthy(&[&vm]);
+    let (ok, out) = etcdctl(&dir, &["put", "/registry/answer", "42"]);
+    assert!(ok, "{out}");
+
+    // Like a kubelet, the VM restarts etcd when it dies.
+    let pid = vm.status().etcd_pid.unwrap();
+    // SAFETY: plain kill(2) of the etcd we just started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    wait_until(Duration::from_secs(30), "etcd restarted", || {
+        let s = vm.status();
+        s.etcd_restarts >= 1 && s.etcd_pid.is_some_and(|p| p != pid) && s.etcd_healthy
+    });
+
+    // Stop the VM: nothing of it may keep running or listening.
+    vm.kill();
+    assert!(!vm.status().etcd_running);
+    // SAFETY: kill with signal 0 only checks for existence.
+    assert!(
+        unsafe { libc::kill(pid as libc::pid_t, 0) } != 0,
+        "old etcd still alive"
+    );
+    assert!(
+        std::net::TcpStream::connect((me.ip, 2379)).is_err(),
+        "etcd port still open after stop"
+    );
+    drop(vm);
+
+    // Start it again from the same disk: the key is still there.
+    let vm = Vm::boot_with(&dir, "solo", me.ip, &md, &etcd_bin(), &fast_opts()).unwrap();
+    wait_healthy(&[&vm]);
+    let (ok, out) = etcdctl(&dir, &["get", "/registry/answer", "--print-value-only"]);
+    assert!(ok && out.trim() == "42", "{out}");
+    assert!(dir.join("etcd.log").metadata().unwrap().len() > 0);
+    assert!(dir.join("rootfs/var/lib/etcd/member").is_dir());
+}
+
+#[test]
+fn ssh_env_points_etcdctl_at_this_vm() {
+    let root = tempfile::tempdir().unwrap();
+    let pki = ClusterPki::new();
+    let me = member("m1", ip(43, 0, 2));
+    let md = master_metadata(&pki, &me, std::slice::from_ref(&me), "new", ip(43, 1, 2));
+    let opts = VmOptions {
+        restart_backoff_initial: Duration::from_secs(60),
+        ..fast_opts()
+    };
+    // A nonexistent etcd would be a config error, so point at a binary that exits at once instead: boot still works.
+    let vm = Vm::boot_with(
+        root.path(),
+        "m1",
+        me.ip,
+        &md,
+        Path::new("/bin/false"),
+        &opts,
+    );
+    let vm = match vm {
+        Ok(vm) => vm,
+        Err(e) => panic!("{e}"),
+    };
+    let env: BTreeMap<String, String> = ssh_env(root.path()).unwrap().into_iter().collect();
+    assert_eq!(env["ETCDCTL_API"], "3");
+    assert_eq!(env["ETCDCTL_ENDPOINTS"], "https://127.43.0.2:2379");
+    let rootfs = root.path().join("rootfs/etc/srv/kubernetes/pki");
+    assert_eq!(
+        Path::new(&env["ETCDCTL_CACERT"]),
+        rootfs.join("etcd-apiserver-ca.crt")
+    );
+    assert_eq!(
+        Path::new(&env["ETCDCTL_CERT"]),
+        rootfs.join("etcd-apiserver-client.crt")
+    );
+    assert_eq!(
+        Path::new(&env["ETCDCTL_KEY"]),
+        rootfs.join("etcd-apiserver-client.key")
+    );
+    assert!(env["PATH"].starts_with("/bin"));
+    // Files land under rootfs with their permissions; b64 content is decoded.
+    use std::os::unix::fs::PermissionsExt;
+    let key = std::fs::metadata(rootfs.join("etcd-apiserver-client.key")).unwrap();
+    assert_eq!(key.permissions().mode() & 0o777, 0o600);
+    let kubelet =
+        std::fs::read_to_string(root.path().join("rootfs/var/lib/kubelet/config.yaml")).unwrap();
+    assert!(kubelet.contains("staticPodPath: /etc/kubernetes/manifests"));
+    wait_until(
+        Duration::from_secs(10),
+        "crash-looping etcd to be noticed",
+        || vm.status().etcd_restarts >= 1,
+    );
+    let s = vm.status();
+    assert!(!s.etcd_healthy);
+    assert!(s.etcd_last_exit.unwrap().contains("exited"));
+}
+
+fn edit_user_data(md: &BTreeMap<String, String>, from: &str, to: &str) -> BTreeMap<String, String> {
+    let mut md = md.clone();
+    let ud = md["user-data"].replace(from, to);
+    assert_ne!(ud, md["user-data"], "edit {from:?} did not apply");
+    md.insert("user-data".into(), ud);
+    md
+}
+
+#[test]
+fn startup_config_violations_are_reported_before_anything_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let pki = ClusterPki::new();
+    let me = member("m1", ip(44, 0, 2));
+    let md = master_metadata(&pki, &me, std::slice::from_ref(&me), "new", ip(44, 1, 2));
+    let boot = |md: &BTreeMap<String, String>| {
+        Vm::boot_with(root.path(), "m1", me.ip, md, &etcd_bin(), &fast_opts())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(boot(&BTreeMap::new()).contains("user-data"));
+    assert!(boot(&edit_user_data(&md, "#cloud-config", "#!/bin/sh")).contains("#cloud-config"));
+    // etcd must listen on this VM's own address.
+    let foreign = edit_user_data(
+        &md,
+        "--listen-peer-urls=https://127.44.0.2",
+        "--listen-peer-urls=https://127.44.0.9",
+    );
+    assert!(
+        boot(&foreign).contains("only address"),
+        "{}",
+        boot(&foreign)
+    );
+    // A shell wrapper instead of the etcd binary is outside the contract.
+    let wrapped = edit_user_data(&md, "/usr/local/bin/etcd\n", "/bin/sh\n");
+    assert!(boot(&wrapped).contains("etcd binary"), "{}", boot(&wrapped));
+    let no_cert = edit_user_data(&md, "--tls-cert-file", "--tls-cert-fil");
+    assert!(
+        boot(&no_cert).contains("--tls-cert-file"),
+        "{}",
+        boot(&no_cert)
+    );
+    // Nothing was started: the VM's ports are free.
+    assert!(std::net::TcpStream::connect((me.ip, 2379)).is_err());
+}
+
+#[test]
+fn guest_localhost_and_paths_map_into_the_vm() {
+    let map = config::HostMap {
+        rootfs: PathBuf::from("/vms/m1/rootfs"),
+        ip: ip(45, 0, 2),
+    };
+    assert_eq!(
+        map.url_list("https://127.45.0.2:2379,https://127.0.0.1:2379"),
+        "https://127.45.0.2:2379"
+    );
+    assert_eq!(
+        map.path("/var/lib/etcd").unwrap(),
+        PathBuf::from("/vms/m1/rootfs/var/lib/etcd")
+    );
+    assert!(map.path("/etc/../../escape").is_err());
+    let argv: Vec<String> = [
+        "/usr/local/bin/etcd",
+        "--data-dir=/var/lib/etcd",
+        "--listen-client-urls=https://0.0.0.0:2379",
+    ]
+    .map(String::from)
+    .to_vec();
+    let host = config::etcd_host_argv(&argv, Path::new("/opt/etcd"), &map).unwrap();
+    assert_eq!(
+        host,
+        [
+            "/opt/etcd",
+            "--data-dir=/vms/m1/rootfs/var/lib/etcd",
+            "--listen-client-urls=https://127.45.0.2:2379"
+        ]
+    );
+}
