@@ -1,0 +1,167 @@
+//! Helpers every resource handler shares: scope checks, request ids, body decoding, lists.
+
+use super::Req;
+use super::error::{ApiError, ApiResult};
+use crate::app::Sim;
+use crate::state::{Cloud, catalog, ids};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Unknown zone or region in the path → 400, as GCE ("Invalid value for field 'zone': 'x'. Unknown zone.").
+pub fn check_scope(_sim: &Sim, req: &Req) -> ApiResult<()> {
+    let zone = req.p("zone");
+    if !zone.is_empty() && catalog::region_of(zone).is_none() {
+        return Err(ApiError::invalid_field("zone", zone, "Unknown zone."));
+    }
+    let region = req.p("region");
+    if !region.is_empty() && !catalog::is_region(region) {
+        return Err(ApiError::invalid_field("region", region, "Unknown region."));
+    }
+    Ok(())
+}
+
+/// Mutations in a zone that is down fail fast with 503, as during a real zonal outage.
+pub fn check_zone_up(cloud: &Cloud, req: &Req) -> ApiResult<()> {
+    let zone = req.p("zone");
+    if !zone.is_empty() && cloud.zones_down.contains(zone) {
+        return Err(ApiError::new(
+            503,
+            "backendError",
+            format!(
+                "The zone 'projects/{}/zones/{zone}' is currently unavailable.",
+                req.project
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The `requestId` query parameter: a UUID other than the zero UUID, as GCE requires.
+pub fn request_id(req: &Req) -> ApiResult<Option<&str>> {
+    let Some(rid) = req.q("requestId").filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    match uuid::Uuid::parse_str(rid) {
+        Ok(u) if !u.is_nil() => Ok(Some(rid)),
+        _ => Err(ApiError::invalid_field(
+            "requestId",
+            rid,
+            "The request ID must be a valid UUID with the exception that zero UUID is not supported \
+             (00000000-0000-0000-0000-000000000000).",
+        )),
+    }
+}
+
+/// Decodes the request body into a typed resource; a wrong type is a 400 like GCE's JSON decoding errors.
+pub fn body<T: DeserializeOwned>(req: &Req) -> ApiResult<T> {
+    serde_json::from_value(req.body.clone()).map_err(|e| {
+        ApiError::new(
+            400,
+            "invalid",
+            format!("Invalid JSON payload received. {e}"),
+        )
+    })
+}
+
+/// The resource name in a body: required, RFC 1035.
+pub fn check_name(name: &str) -> ApiResult<()> {
+    if name.is_empty() {
+        return Err(ApiError::required("resource.name"));
+    }
+    if !ids::valid_name(name) {
+        return Err(ApiError::invalid_field(
+            "resource.name",
+            name,
+            &format!("Must be a match of regex '{}'", ids::NAME_REGEX),
+        ));
+    }
+    Ok(())
+}
+
+pub fn to_value<T: serde::Serialize>(t: &T) -> ApiResult<Value> {
+    serde_json::to_value(t)
+        .map_err(|e| ApiError::new(500, "backendError", format!("encoding response: {e}")))
+}
+
+/// A `compute#xxxList`. Supports `filter` on the name (`name = "x"`, `name eq x`, `name != x`), `maxResults`
+/// and `pageToken` (an offset); other filters are ignored (documented simplification).
+pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> ApiResult<Value> {
+    let items: Vec<Value> = match req.q("filter").map(parse_name_filter) {
+        Some(Some((want, eq))) => items
+            .into_iter()
+            .filter(|i| (i["name"].as_str() == Some(want.as_str())) == eq)
+            .collect(),
+        _ => items,
+    };
+    let start: usize = match req.q("pageToken").filter(|t| !t.is_empty()) {
+        Some(t) => t
+            .parse()
+            .map_err(|_| ApiError::invalid_field("pageToken", t, "Invalid page token."))?,
+        None => 0,
+    };
+    let max = match req.q("maxResults") {
+        Some(m) => m
+            .parse::<usize>()
+            .map_err(|_| ApiError::invalid_field("maxResults", m, "Must be an integer."))?,
+        None => 500,
+    }
+    .clamp(1, 500);
+    let page: Vec<Value> = items.iter().skip(start).take(max).cloned().collect();
+    let mut out = json!({"kind": kind, "id": rel, "selfLink": sim.links.url(rel)});
+    if !page.is_empty() {
+        out["items"] = Value::Array(page);
+    }
+    if start + max < items.len() {
+        out["nextPageToken"] = json!((start + max).to_string());
+    }
+    Ok(out)
+}
+
+/// `name = "x"` / `name eq x` → (x, true); `name != x` / `name ne x` → (x, false).
+fn parse_name_filter(f: &str) -> Option<(String, bool)> {
+    let f = f.trim().trim_start_matches('(').trim_end_matches(')');
+    let rest = f.strip_prefix("name")?.trim_start();
+    let (eq, v) = if let Some(v) = rest.strip_prefix("!=").or_else(|| rest.strip_prefix("ne ")) {
+        (false, v)
+    } else {
+        (
+            true,
+            rest.strip_prefix('=')
+                .or_else(|| rest.strip_prefix("eq "))?,
+        )
+    };
+    Some((v.trim().trim_matches('"').to_string(), eq))
+}
+
+/// The relative path of a referenced resource (full URL, `projects/...` or partial), or a 400 naming the field.
+pub fn reference(sim: &Sim, req: &Req, field: &str, value: &str) -> ApiResult<String> {
+    sim.links.rel(&req.project, value).ok_or_else(|| {
+        ApiError::invalid_field(
+            field,
+            value,
+            "Must be a URL to a valid Compute resource of the correct type.",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_filters_parse() {
+        assert_eq!(
+            parse_name_filter("name = \"vm-1\""),
+            Some(("vm-1".into(), true))
+        );
+        assert_eq!(
+            parse_name_filter("name eq vm-1"),
+            Some(("vm-1".into(), true))
+        );
+        assert_eq!(
+            parse_name_filter("(name != vm-1)"),
+            Some(("vm-1".into(), false))
+        );
+        assert_eq!(parse_name_filter("status = RUNNING"), None);
+    }
+}

@@ -1,0 +1,172 @@
+//! The fabric: VMs, NATs and load balancers that follow the `Cloud`.
+//!
+//! Handlers only change data. After each change the sim computes [`Desired`] (a pure function of the cloud)
+//! and hands it to the fabric, which converges in the background: boots VMs that should run, kills those
+//! that should not, opens and closes NATs and forwarding rules. So an out-of-band event, a restart of the sim
+//! or an operation completing all go through the same path.
+
+use crate::config::SimConfig;
+use crate::state::{Cloud, links};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// A VM that should be running.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmSpec {
+    pub name: String,
+    pub zone: String,
+    /// Persistent per-instance directory (its "boot disk"): survives stop/start, removed on delete.
+    pub dir: PathBuf,
+    pub internal_ip: Ipv4Addr,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A forwarding rule's balancer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LbSpec {
+    pub ip: Ipv4Addr,
+    pub ports: Vec<u16>,
+    /// Internal IPs of the pool's RUNNING instances.
+    pub backends: Vec<Ipv4Addr>,
+    pub health_check: Option<crate::net::HealthCheckSpec>,
+}
+
+/// What should exist, keyed so that a change of identity (instance recreated with the same name: new id)
+/// replaces the process rather than keeping the old one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Desired {
+    /// Key: instance relative path + `#` + id.
+    pub vms: BTreeMap<String, VmSpec>,
+    /// (external, internal) 1:1 NATs from access configs.
+    pub nats: BTreeSet<(Ipv4Addr, Ipv4Addr)>,
+    /// Key: forwarding rule relative path.
+    pub lbs: BTreeMap<String, LbSpec>,
+    /// Directories of instances that no longer exist (deleted): their disks go too.
+    pub live_dirs: BTreeSet<PathBuf>,
+}
+
+/// What `ha-sim status` and `targetPools.getHealth` learn from the fabric.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LbHealth {
+    pub serving: bool,
+    /// (backend internal IP, healthy)
+    pub backends: Vec<(Ipv4Addr, bool)>,
+}
+
+/// The interface the sim needs from the machines and the network.
+pub trait Fabric: Send + Sync {
+    /// Converge towards `desired` (asynchronously; must return quickly, it is called under the state lock).
+    fn sync(&self, desired: &Desired);
+    /// Health of a forwarding rule's balancer; `None` if it is not running (no fabric, or not yet started).
+    fn lb_health(&self, fr_key: &str) -> Option<LbHealth>;
+    /// Problems starting things, per resource key (shown by `ha-sim status`).
+    fn problems(&self) -> BTreeMap<String, String>;
+    /// Stop everything, waiting until every child process is gone.
+    fn shutdown(&self);
+}
+
+/// For API-only tests: nothing runs; health is derived from instance status by the caller.
+pub struct NoFabric;
+
+impl Fabric for NoFabric {
+    fn sync(&self, _: &Desired) {}
+    fn lb_health(&self, _: &str) -> Option<LbHealth> {
+        None
+    }
+    fn problems(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn shutdown(&self) {}
+}
+
+/// Where an instance's VM keeps its files: `state_dir/vms/{zone}/{name}-{id}`.
+pub fn vm_dir(cfg: &SimConfig, zone: &str, name: &str, id: &str) -> PathBuf {
+    cfg.state_dir
+        .join("vms")
+        .join(zone)
+        .join(format!("{name}-{id}"))
+}
+
+fn ip(s: Option<&str>) -> Option<Ipv4Addr> {
+    s.and_then(|s| s.parse().ok())
+}
+
+/// The pure mapping from cloud state to running things.
+pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
+    let mut d = Desired::default();
+    let mut internal_of = BTreeMap::new();
+    for (key, i) in &cloud.instances {
+        let zone = links::name_of(&i.zone).to_string();
+        let dir = vm_dir(cfg, &zone, &i.name, &i.id);
+        d.live_dirs.insert(dir.clone());
+        let Some(nic0) = i.network_interfaces.first() else {
+            continue;
+        };
+        let Some(internal) = ip(nic0.network_ip.as_deref()) else {
+            continue;
+        };
+        if i.status == "RUNNING" {
+            internal_of.insert(i.self_link.clone(), internal);
+            let spec = VmSpec {
+                name: i.name.clone(),
+                zone,
+                dir,
+                internal_ip: internal,
+                metadata: i.metadata.to_map(),
+            };
+            d.vms.insert(format!("{key}#{}", i.id), spec);
+        }
+        for nic in &i.network_interfaces {
+            let Some(int) = ip(nic.network_ip.as_deref()) else {
+                continue;
+            };
+            for ac in &nic.access_configs {
+                if let Some(ext) = ip(ac.nat_ip.as_deref()) {
+                    d.nats.insert((ext, int));
+                }
+            }
+        }
+    }
+    for (key, fr) in &cloud.forwarding_rules {
+        let Some(frip) = ip(Some(&fr.ip_address)) else {
+            continue;
+        };
+        let pool = cfg_pool(cloud, &fr.target);
+        let backends = pool.map(|p| {
+            p.instances
+                .iter()
+                .filter_map(|u| internal_of.get(u).copied())
+                .collect()
+        });
+        let health_check = pool.and_then(|p| p.health_checks.first()).and_then(|hc| {
+            let rel = hc.find("projects/").map(|i| &hc[i..])?;
+            let h = cloud.http_health_checks.get(rel)?;
+            let spec = crate::net::HealthCheckSpec {
+                port: u16::try_from(h.port).unwrap_or(80),
+                request_path: h.request_path.clone(),
+                check_interval: std::time::Duration::from_secs(
+                    u64::try_from(h.check_interval_sec).unwrap_or(5),
+                ),
+                timeout: std::time::Duration::from_secs(u64::try_from(h.timeout_sec).unwrap_or(5)),
+                healthy_threshold: u32::try_from(h.healthy_threshold).unwrap_or(2),
+                unhealthy_threshold: u32::try_from(h.unhealthy_threshold).unwrap_or(2),
+            };
+            Some(spec.scaled(cfg.latency.time_scale))
+        });
+        let spec = LbSpec {
+            ip: frip,
+            ports: fr.port_list(),
+            backends: backends.unwrap_or_default(),
+            health_check,
+        };
+        d.lbs.insert(key.clone(), spec);
+    }
+    d
+}
+
+fn cfg_pool<'a>(cloud: &'a Cloud, target: &str) -> Option<&'a crate::state::resources::TargetPool> {
+    let rel = target.find("projects/").map(|i| &target[i..])?;
+    cloud.target_pools.get(rel)
+}

@@ -1,0 +1,218 @@
+//! Out-of-band events: things that happen to the cloud behind the provider's back. Each is data, applied to
+//! the `Cloud` in one step; the fabric then kills or restarts processes to match.
+
+use crate::state::{Cloud, catalog, links};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum Event {
+    /// The VM's processes die and the instance shows TERMINATED.
+    CrashVm { instance: String },
+    /// The instance vanishes without an operation (someone deleted it in the console).
+    DeleteInstance { instance: String },
+    /// Every access config of the instance is removed: its external IP is gone, a static address turns RESERVED.
+    DetachIp { instance: String },
+    /// The instance is removed from the target pool.
+    DropPoolMember { pool: String, instance: String },
+    /// The zone reports DOWN, its VMs stop, and mutations in it fail with 503 until it is back.
+    ZoneDown { zone: String },
+    /// The zone is UP again; VMs the outage stopped restart.
+    ZoneUp { zone: String },
+}
+
+/// Finds an instance key from `name`, `zone/name`, or a full or relative link.
+pub fn find_instance(cloud: &Cloud, reference: &str) -> Result<String, String> {
+    find(cloud.instances.keys(), reference, "instances", "instance")
+}
+
+fn find<'a>(
+    keys: impl Iterator<Item = &'a String>,
+    reference: &str,
+    coll: &str,
+    what: &str,
+) -> Result<String, String> {
+    let r = reference.trim_start_matches('/');
+    let r = r
+        .find("/compute/v1/")
+        .map_or(r, |i| &r[i + "/compute/v1/".len()..]);
+    let hits: Vec<&String> = keys
+        .filter(|k| {
+            let name = links::name_of(k);
+            let scope = k.split('/').nth(3).unwrap_or_default();
+            k.as_str() == r
+                || name == r
+                || format!("{scope}/{name}") == r
+                || k.ends_with(&format!("/{coll}/{r}"))
+        })
+        .collect();
+    match hits.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(format!("no {what} matches '{reference}'")),
+        many => Err(format!(
+            "'{reference}' matches {} {what}s; say zone/name",
+            many.len()
+        )),
+    }
+}
+
+/// Applies an event; returns a one-line description of what changed.
+pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
+    match event {
+        Event::CrashVm { instance } => {
+            let key = find_instance(cloud, instance)?;
+            let i = cloud.instances.get_mut(&key).ok_or("instance vanished")?;
+            i.status = "TERMINATED".into();
+            Ok(format!("{key} crashed: TERMINATED"))
+        }
+        Event::DeleteInstance { instance } => {
+            let key = find_instance(cloud, instance)?;
+            cloud.instances.remove(&key);
+            Ok(format!("{key} deleted out of band"))
+        }
+        Event::DetachIp { instance } => {
+            let key = find_instance(cloud, instance)?;
+            let i = cloud.instances.get_mut(&key).ok_or("instance vanished")?;
+            let n: usize = i
+                .network_interfaces
+                .iter_mut()
+                .map(|n| std::mem::take(&mut n.access_configs).len())
+                .sum();
+            Ok(format!("{key}: {n} access config(s) detached"))
+        }
+        Event::DropPoolMember { pool, instance } => {
+            let pool_key = find(
+                cloud.target_pools.keys(),
+                pool,
+                "targetPools",
+                "target pool",
+            )?;
+            let inst = instance.clone();
+            let p = cloud
+                .target_pools
+                .get_mut(&pool_key)
+                .ok_or("pool vanished")?;
+            let before = p.instances.len();
+            p.instances
+                .retain(|u| links::name_of(u) != links::name_of(&inst) && u != &inst);
+            if p.instances.len() == before {
+                return Err(format!("{instance} is not a member of {pool_key}"));
+            }
+            Ok(format!("{instance} dropped from {pool_key}"))
+        }
+        Event::ZoneDown { zone } => {
+            catalog::region_of(zone).ok_or_else(|| format!("unknown zone {zone}"))?;
+            cloud.zones_down.insert(zone.clone());
+            let hit: Vec<String> = cloud
+                .instances
+                .iter()
+                .filter(|(k, i)| {
+                    links::scope_of(k, "zones") == Some(zone) && i.status != "TERMINATED"
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in &hit {
+                if let Some(i) = cloud.instances.get_mut(k) {
+                    i.status = "TERMINATED".into();
+                }
+                cloud.crashed_by_outage.insert(k.clone());
+            }
+            Ok(format!(
+                "zone {zone} DOWN; {} instance(s) stopped",
+                hit.len()
+            ))
+        }
+        Event::ZoneUp { zone } => {
+            cloud.zones_down.remove(zone);
+            let back: Vec<String> = cloud
+                .crashed_by_outage
+                .iter()
+                .filter(|k| links::scope_of(k, "zones") == Some(zone))
+                .cloned()
+                .collect();
+            for k in &back {
+                cloud.crashed_by_outage.remove(k);
+                if let Some(i) = cloud.instances.get_mut(k) {
+                    i.status = "RUNNING".into();
+                }
+            }
+            Ok(format!(
+                "zone {zone} UP; {} instance(s) restarted",
+                back.len()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::resources::Instance;
+
+    fn cloud_with(keys: &[&str]) -> Cloud {
+        let mut c = Cloud::new("http://x/");
+        for k in keys {
+            let i = Instance {
+                status: "RUNNING".into(),
+                name: links::name_of(k).into(),
+                ..Default::default()
+            };
+            c.instances.insert(k.to_string(), i);
+        }
+        c
+    }
+
+    #[test]
+    fn instances_are_found_by_name_zone_name_or_link() {
+        let c = cloud_with(&[
+            "projects/p/zones/us-central1-a/instances/m1",
+            "projects/p/zones/us-central1-b/instances/m1",
+        ]);
+        assert!(find_instance(&c, "m1").unwrap_err().contains("matches 2"));
+        assert_eq!(
+            find_instance(&c, "us-central1-b/m1").unwrap(),
+            "projects/p/zones/us-central1-b/instances/m1"
+        );
+        let link = "http://h:1/compute/v1/projects/p/zones/us-central1-a/instances/m1";
+        assert_eq!(
+            find_instance(&c, link).unwrap(),
+            "projects/p/zones/us-central1-a/instances/m1"
+        );
+        assert!(find_instance(&c, "m2").is_err());
+    }
+
+    #[test]
+    fn a_zone_outage_stops_its_vms_and_recovery_restarts_them() {
+        let mut c = cloud_with(&[
+            "projects/p/zones/us-central1-a/instances/a",
+            "projects/p/zones/us-central1-b/instances/b",
+        ]);
+        apply(
+            &mut c,
+            &Event::ZoneDown {
+                zone: "us-central1-a".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            c.instances["projects/p/zones/us-central1-a/instances/a"].status,
+            "TERMINATED"
+        );
+        assert_eq!(
+            c.instances["projects/p/zones/us-central1-b/instances/b"].status,
+            "RUNNING"
+        );
+        apply(
+            &mut c,
+            &Event::ZoneUp {
+                zone: "us-central1-a".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            c.instances["projects/p/zones/us-central1-a/instances/a"].status,
+            "RUNNING"
+        );
+        assert!(c.zones_down.is_empty());
+    }
+}

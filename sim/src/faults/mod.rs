@@ -1,0 +1,320 @@
+//! Failpoints as data: *when* (a request or an operation kind matches) × *then* (an effect), for N hits or
+//! until cleared. Added and listed through `/_sim/faults` and `ha-sim fault add`.
+//!
+//! A failpoint prints as `request(POST instances.insert)=status(503)x2` or `operation(instances.*)=fail(QUOTA_EXCEEDED)`,
+//! the same notation as etcd's gofail (`name=effect`), so logs and test names read alike.
+//! One-off out-of-band events (crash a VM, take a zone down...) are in [`events`].
+
+pub mod events;
+
+use serde::{Deserialize, Serialize};
+
+/// What a failpoint matches.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "on", rename_all = "camelCase")]
+pub enum Trigger {
+    /// An API request. Every given field must match; `*` in a pattern matches any run of characters.
+    Request {
+        /// HTTP method, e.g. `POST`.
+        #[serde(default)]
+        method: Option<String>,
+        /// API method pattern, e.g. `instances.insert`, `*.get`.
+        #[serde(default)]
+        api: Option<String>,
+        /// URL path pattern, e.g. `/compute/v1/projects/*/zones/*/instances*`.
+        #[serde(default)]
+        path: Option<String>,
+    },
+    /// An operation being accepted, by kind (`instances.insert`, `targetPools.*`).
+    Operation { kind: String },
+}
+
+/// What happens when it matches.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "effect", rename_all = "camelCase")]
+pub enum Effect {
+    /// Answer the request with this HTTP status (429, 500, 503...) in Google's error shape, without acting.
+    Status { status: u16 },
+    /// Delay the request's response, or the operation's completion, by this much.
+    Delay { ms: u64 },
+    /// The operation ends DONE with this error code (QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED...) and has no
+    /// effect.
+    Fail {
+        code: String,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// The operation stays RUNNING until failpoints are cleared.
+    Stall,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Failpoint {
+    #[serde(default)]
+    pub id: u64,
+    pub when: Trigger,
+    pub then: Effect,
+    /// How many matches it fires for; `None` = until cleared.
+    #[serde(default)]
+    pub times: Option<u32>,
+    /// How many times it has fired.
+    #[serde(default)]
+    pub hits: u32,
+    /// Read-only: the printed form.
+    #[serde(default)]
+    pub name: String,
+}
+
+impl Failpoint {
+    /// Rejects combinations that mean nothing (an HTTP status for an operation, a stalled request).
+    pub fn validate(&self) -> Result<(), String> {
+        match (&self.when, &self.then) {
+            (Trigger::Request { .. }, Effect::Status { status }) if (400..600).contains(status) => {
+                Ok(())
+            }
+            (Trigger::Request { .. }, Effect::Status { status }) => {
+                Err(format!("status {status} is not an error"))
+            }
+            (Trigger::Request { .. }, Effect::Delay { .. }) => Ok(()),
+            (
+                Trigger::Operation { .. },
+                Effect::Fail { .. } | Effect::Stall | Effect::Delay { .. },
+            ) => Ok(()),
+            (w, t) => Err(format!("{} cannot {}", trigger_name(w), effect_name(t))),
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        self.times.is_some_and(|t| self.hits >= t)
+    }
+}
+
+fn trigger_name(t: &Trigger) -> String {
+    match t {
+        Trigger::Request { method, api, path } => {
+            let parts: Vec<&str> = [method, api, path]
+                .iter()
+                .filter_map(|p| p.as_deref())
+                .collect();
+            format!(
+                "request({})",
+                if parts.is_empty() {
+                    "*".to_string()
+                } else {
+                    parts.join(" ")
+                }
+            )
+        }
+        Trigger::Operation { kind } => format!("operation({kind})"),
+    }
+}
+
+fn effect_name(e: &Effect) -> String {
+    match e {
+        Effect::Status { status } => format!("status({status})"),
+        Effect::Delay { ms } => format!("delay({ms}ms)"),
+        Effect::Fail { code, .. } => format!("fail({code})"),
+        Effect::Stall => "stall()".to_string(),
+    }
+}
+
+impl std::fmt::Display for Failpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}={}",
+            trigger_name(&self.when),
+            effect_name(&self.then)
+        )?;
+        match self.times {
+            Some(n) => write!(f, "x{n}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `*` matches any run of characters (including `/`); everything else literally.
+pub fn glob(pattern: &str, s: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == s,
+        Some((head, rest)) => {
+            let Some(s) = s.strip_prefix(head) else {
+                return false;
+            };
+            (0..=s.len())
+                .filter(|i| s.is_char_boundary(*i))
+                .any(|i| glob(rest, &s[i..]))
+        }
+    }
+}
+
+/// What a request is, for matching.
+pub struct RequestFacts<'a> {
+    pub method: &'a str,
+    pub api: &'a str,
+    pub path: &'a str,
+}
+
+/// The registry of active failpoints.
+#[derive(Default, Debug)]
+pub struct Faults {
+    next_id: u64,
+    points: Vec<Failpoint>,
+}
+
+impl Faults {
+    pub fn add(&mut self, mut fp: Failpoint) -> Result<Failpoint, String> {
+        fp.validate()?;
+        self.next_id += 1;
+        fp.id = self.next_id;
+        fp.hits = 0;
+        fp.name = fp.to_string();
+        self.points.push(fp.clone());
+        Ok(fp)
+    }
+
+    pub fn list(&self) -> Vec<Failpoint> {
+        self.points.clone()
+    }
+
+    /// Removes one failpoint (`Some(id)`) or all; returns how many were removed.
+    pub fn clear(&mut self, id: Option<u64>) -> usize {
+        let before = self.points.len();
+        self.points.retain(|p| id.is_some_and(|id| p.id != id));
+        before - self.points.len()
+    }
+
+    /// Fires every live failpoint whose trigger matches, counting hits; returns their effects in order.
+    fn fire(&mut self, matches: impl Fn(&Trigger) -> bool) -> Vec<Effect> {
+        let mut out = Vec::new();
+        for p in self
+            .points
+            .iter_mut()
+            .filter(|p| !p.exhausted() && matches(&p.when))
+        {
+            p.hits += 1;
+            out.push(p.then.clone());
+        }
+        // Spent failpoints are dropped so `list` shows only what can still fire.
+        self.points.retain(|p| !p.exhausted());
+        out
+    }
+
+    pub fn on_request(&mut self, r: &RequestFacts) -> Vec<Effect> {
+        self.fire(|t| match t {
+            Trigger::Request { method, api, path } => {
+                method
+                    .as_deref()
+                    .is_none_or(|m| m.eq_ignore_ascii_case(r.method))
+                    && api.as_deref().is_none_or(|a| glob(a, r.api))
+                    && path.as_deref().is_none_or(|p| glob(p, r.path))
+            }
+            Trigger::Operation { .. } => false,
+        })
+    }
+
+    pub fn on_operation(&mut self, kind: &str) -> Vec<Effect> {
+        self.fire(|t| matches!(t, Trigger::Operation { kind: k } if glob(k, kind)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
+        Failpoint {
+            id: 0,
+            when,
+            then,
+            times,
+            hits: 0,
+            name: String::new(),
+        }
+    }
+
+    #[test]
+    fn globs_match_like_shell_stars() {
+        assert!(glob("instances.*", "instances.insert"));
+        assert!(glob("*.get", "instances.get"));
+        assert!(glob(
+            "/compute/v1/*/instances",
+            "/compute/v1/projects/p/zones/z/instances"
+        ));
+        assert!(!glob("instances.*", "addresses.insert"));
+        assert!(glob("*", ""));
+    }
+
+    #[test]
+    fn a_counted_failpoint_fires_n_times_then_disappears() {
+        let mut f = Faults::default();
+        let when = Trigger::Request {
+            method: Some("POST".into()),
+            api: Some("instances.insert".into()),
+            path: None,
+        };
+        let added = f
+            .add(fp(when, Effect::Status { status: 503 }, Some(2)))
+            .unwrap();
+        assert_eq!(added.name, "request(POST instances.insert)=status(503)x2");
+        let post = RequestFacts {
+            method: "POST",
+            api: "instances.insert",
+            path: "/x",
+        };
+        let get = RequestFacts {
+            method: "GET",
+            api: "instances.insert",
+            path: "/x",
+        };
+        assert!(f.on_request(&get).is_empty());
+        assert_eq!(f.on_request(&post), vec![Effect::Status { status: 503 }]);
+        assert_eq!(f.on_request(&post).len(), 1);
+        assert!(f.on_request(&post).is_empty());
+        assert!(f.list().is_empty());
+    }
+
+    #[test]
+    fn meaningless_combinations_are_refused() {
+        let mut f = Faults::default();
+        let op = Trigger::Operation {
+            kind: "instances.insert".into(),
+        };
+        assert!(
+            f.add(fp(op.clone(), Effect::Status { status: 503 }, None))
+                .is_err()
+        );
+        let req = Trigger::Request {
+            method: None,
+            api: None,
+            path: None,
+        };
+        assert!(f.add(fp(req.clone(), Effect::Stall, None)).is_err());
+        assert!(
+            f.add(fp(req, Effect::Status { status: 200 }, None))
+                .is_err()
+        );
+        let added = f
+            .add(fp(
+                op,
+                Effect::Fail {
+                    code: "QUOTA_EXCEEDED".into(),
+                    message: None,
+                },
+                None,
+            ))
+            .unwrap();
+        assert_eq!(
+            added.name,
+            "operation(instances.insert)=fail(QUOTA_EXCEEDED)"
+        );
+        assert_eq!(f.on_operation("instances.insert").len(), 1);
+        assert_eq!(
+            f.on_operation("instances.insert").len(),
+            1,
+            "uncounted failpoints persist"
+        );
+        assert_eq!(f.clear(None), 1);
+    }
+}
