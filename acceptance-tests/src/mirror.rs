@@ -1,0 +1,169 @@
+//! A local filesystem mirror holding the provider the way a user would install it offline, plus the CLI config
+//! and lock file that make a workspace install from it.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use sha2::{Digest, Sha256};
+
+use crate::dirhash::hash1;
+use crate::lockfile::{LockEntry, render};
+use crate::paths::work_dir;
+use crate::provider::{
+    NAMESPACE, PROVIDER_TYPE, REGISTRY_HOSTS, platform, provider_address, provider_binary,
+    provider_version,
+};
+
+/// A mirror directory with the provider package under both registry hosts, and the package's h1 hash.
+#[derive(Debug)]
+pub struct Mirror {
+    root: PathBuf,
+    version: String,
+    h1: String,
+}
+
+impl Mirror {
+    /// The mirror of the release binary, shared by every workspace of this process.
+    ///
+    /// It lives under `.work/acceptance/mirrors/<version>-<binary sha256 prefix>`: content-addressed, so test
+    /// processes running at once (cargo test, nextest) agree on it, and a rebuilt binary gets a new mirror rather
+    /// than breaking the lock files of workspaces still using the old one.
+    pub fn shared() -> Arc<Mirror> {
+        static SHARED: OnceLock<Arc<Mirror>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| {
+                let binary = provider_binary();
+                let mirrors = work_dir().join("mirrors");
+                Arc::new(
+                    Mirror::content_addressed(&mirrors, &binary).unwrap_or_else(|e| {
+                        panic!(
+                            "building the provider mirror from {}: {e}",
+                            binary.display()
+                        )
+                    }),
+                )
+            })
+            .clone()
+    }
+
+    /// A mirror of `binary` in `parent/<version>-<sha256 prefix>`, created atomically (built in a temporary
+    /// sibling, then renamed) so concurrent processes never see a half-copied package.
+    pub fn content_addressed(parent: &Path, binary: &Path) -> io::Result<Mirror> {
+        let bytes = std::fs::read(binary).map_err(|e| with_path(e, binary))?;
+        let version = provider_version().to_string();
+        let key = hex::encode(Sha256::digest(&bytes));
+        let root = parent.join(format!("{version}-{}", &key[..16]));
+        if !root.is_dir() {
+            std::fs::create_dir_all(parent).map_err(|e| with_path(e, parent))?;
+            let staging = tempfile::Builder::new()
+                .prefix(".staging-")
+                .tempdir_in(parent)?;
+            Mirror::populate(staging.path(), binary, &version)?;
+            // Losing the race to another process is fine: its copy is byte-identical.
+            if let Err(e) = std::fs::rename(staging.path(), &root)
+                && !root.is_dir()
+            {
+                return Err(with_path(e, &root));
+            }
+        }
+        Mirror::open(root, version)
+    }
+
+    /// A mirror of `binary` in the empty or new directory `root` (e.g. a bench wrapper script).
+    pub fn create(root: &Path, binary: &Path) -> io::Result<Mirror> {
+        let version = provider_version().to_string();
+        Mirror::populate(root, binary, &version)?;
+        Mirror::open(root.to_path_buf(), version)
+    }
+
+    /// Copies (not symlinks: the package is what gets hashed and what users get) the binary to
+    /// `<root>/<host>/hamaster/ha/<version>/<os_arch>/terraform-provider-ha_v<version>` for each host.
+    fn populate(root: &Path, binary: &Path, version: &str) -> io::Result<()> {
+        for host in REGISTRY_HOSTS {
+            let dir = package_dir(root, host, version);
+            std::fs::create_dir_all(&dir).map_err(|e| with_path(e, &dir))?;
+            let dest = dir.join(format!("terraform-provider-{PROVIDER_TYPE}_v{version}"));
+            std::fs::copy(binary, &dest).map_err(|e| with_path(e, &dest))?;
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))?;
+        }
+        Ok(())
+    }
+
+    fn open(root: PathBuf, version: String) -> io::Result<Mirror> {
+        let h1 = hash1(&package_dir(&root, REGISTRY_HOSTS[0], &version))?;
+        // Both hosts hold the same bytes, so one hash serves both lock entries.
+        let other = hash1(&package_dir(&root, REGISTRY_HOSTS[1], &version))?;
+        if other != h1 {
+            return Err(io::Error::other(format!(
+                "mirror {} differs between registry hosts",
+                root.display()
+            )));
+        }
+        Ok(Mirror { root, version, h1 })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The package's `h1:` hash as `init` computes it.
+    pub fn h1(&self) -> &str {
+        &self.h1
+    }
+
+    /// The unpacked package directory for a registry host.
+    pub fn package_dir(&self, host: &str) -> PathBuf {
+        package_dir(&self.root, host, &self.version)
+    }
+
+    /// A CLI config installing our provider only from this mirror (under either registry host) and everything
+    /// else the usual way (nothing else is needed offline: terraform_data is built in).
+    pub fn cli_config(&self) -> String {
+        let addresses: Vec<String> = REGISTRY_HOSTS
+            .iter()
+            .map(|h| format!("{:?}", provider_address(h)))
+            .collect();
+        let list = addresses.join(", ");
+        format!(
+            "provider_installation {{\n  filesystem_mirror {{\n    path    = {:?}\n    include = [{list}]\n  }}\n  \
+             direct {{\n    exclude = [{list}]\n  }}\n}}\n",
+            self.root.display().to_string()
+        )
+    }
+
+    /// A lock file pinning this mirror's package under both registry hosts.
+    pub fn lock_file(&self) -> String {
+        self.lock_file_with_hashes(std::slice::from_ref(&self.h1))
+    }
+
+    /// A lock file recording arbitrary hashes (e.g. a wrong one, to see init refuse the package).
+    pub fn lock_file_with_hashes(&self, hashes: &[String]) -> String {
+        let entries: Vec<LockEntry> = REGISTRY_HOSTS
+            .iter()
+            .map(|host| LockEntry {
+                address: provider_address(host),
+                version: self.version.clone(),
+                hashes: hashes.to_vec(),
+            })
+            .collect();
+        render(&entries)
+    }
+}
+
+fn package_dir(root: &Path, host: &str, version: &str) -> PathBuf {
+    root.join(host)
+        .join(NAMESPACE)
+        .join(PROVIDER_TYPE)
+        .join(version)
+        .join(platform())
+}
+
+fn with_path(e: io::Error, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}

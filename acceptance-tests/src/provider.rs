@@ -1,0 +1,109 @@
+//! Facts about the provider under test: its addresses, its version and where its release binary is.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::paths::{repo_root, target_dir};
+
+/// The provider's local name in configurations.
+pub const PROVIDER_TYPE: &str = "ha";
+/// Registry namespace.
+pub const NAMESPACE: &str = "hamaster";
+/// The short source users write in `required_providers`. Each client expands it with its own default registry
+/// host (see `Client::registry_host`), so the mirror and the lock file cover both hosts.
+pub const SOURCE: &str = "hamaster/ha";
+/// Both registry hosts the short source can expand to.
+pub const REGISTRY_HOSTS: [&str; 2] = ["registry.terraform.io", "registry.opentofu.org"];
+/// Env var that points the harness at a provider binary other than `target/release/terraform-provider-ha`.
+pub const PROVIDER_BIN_ENV: &str = "HA_PROVIDER_BIN";
+
+/// `terraform { required_providers { ... } }` for the provider; configs without one would resolve `ha` to
+/// hashicorp/ha.
+pub const REQUIRED_PROVIDERS: &str = r#"terraform {
+  required_providers {
+    ha = {
+      source = "hamaster/ha"
+    }
+  }
+}
+"#;
+
+/// Full address for a registry host, e.g. `registry.terraform.io/hamaster/ha`.
+pub fn provider_address(host: &str) -> String {
+    format!("{host}/{NAMESPACE}/{PROVIDER_TYPE}")
+}
+
+/// The provider version: the root Cargo.toml's `[package] version`, which is what the binary reports and what
+/// the mirror directory must be named after.
+pub fn provider_version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        let path = repo_root().join("Cargo.toml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        package_version(&text)
+            .unwrap_or_else(|| panic!("no [package] version in {}", path.display()))
+    })
+}
+
+/// The `version = "..."` line of the `[package]` table. A line scan is enough for our own manifest and avoids a
+/// TOML parser dependency.
+fn package_version(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package && let Some(rest) = line.strip_prefix("version") {
+            let value = rest.trim_start().strip_prefix('=')?.trim();
+            return Some(value.trim_matches('"').to_string());
+        }
+    }
+    None
+}
+
+/// Terraform's name for this machine's platform, e.g. `linux_amd64`: the mirror's last directory level.
+pub fn platform() -> String {
+    let os = std::env::consts::OS;
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    format!("{os}_{arch}")
+}
+
+/// The release binary of the provider. The harness never builds it: the test command does that once (`make
+/// build`, or `cargo build --release -p terraform-provider-ha`), so that parallel test binaries don't race or
+/// repeat a slow LTO build. `HA_PROVIDER_BIN` overrides the path.
+pub fn provider_binary() -> PathBuf {
+    let path = match std::env::var_os(PROVIDER_BIN_ENV) {
+        Some(p) => PathBuf::from(p),
+        None => target_dir().join("release").join("terraform-provider-ha"),
+    };
+    assert!(
+        path.is_file(),
+        "provider binary {} not found: run `cargo build --release -p terraform-provider-ha` (or `make build`) \
+         first, or set {PROVIDER_BIN_ENV}",
+        path.display()
+    );
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_package_version_not_dependency_versions() {
+        let manifest =
+            "[package]\nname = \"x\"\nversion = \"1.2.3\"\n[dependencies]\nversion = \"9\"\n";
+        assert_eq!(package_version(manifest).as_deref(), Some("1.2.3"));
+        assert_eq!(package_version("[workspace]\nversion = \"1\"\n"), None);
+    }
+
+    #[test]
+    fn root_manifest_has_a_version() {
+        assert!(!provider_version().is_empty());
+    }
+}
