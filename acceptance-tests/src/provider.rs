@@ -1,7 +1,8 @@
 //! Facts about the provider under test: its addresses, its version and where its release binary is.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::SystemTime;
 
 use crate::paths::{repo_root, target_dir};
 
@@ -76,9 +77,11 @@ pub fn platform() -> String {
 /// The release binary of the provider. The harness never builds it: the test command does that once (`make
 /// build`, or `cargo build --release -p terraform-provider-ha`), so that parallel test binaries don't race or
 /// repeat a slow LTO build. `HA_PROVIDER_BIN` overrides the path.
+///
+/// A relative `HA_PROVIDER_BIN` is taken from the repository root, since cargo runs tests in the package dir.
 pub fn provider_binary() -> PathBuf {
     let path = match std::env::var_os(PROVIDER_BIN_ENV) {
-        Some(p) => PathBuf::from(p),
+        Some(p) => repo_root().join(p),
         None => target_dir().join("release").join("terraform-provider-ha"),
     };
     assert!(
@@ -87,7 +90,42 @@ pub fn provider_binary() -> PathBuf {
          first, or set {PROVIDER_BIN_ENV}",
         path.display()
     );
+    warn_if_stale(&path);
     path
+}
+
+/// Testing an old build after editing the provider is an easy mistake, and the harness doesn't build: say so
+/// (once per process) when a provider source is newer than the binary.
+fn warn_if_stale(binary: &Path) {
+    static WARNED: OnceLock<()> = OnceLock::new();
+    WARNED.get_or_init(|| {
+        let Ok(built) = std::fs::metadata(binary).and_then(|m| m.modified()) else { return };
+        let root = repo_root();
+        let sources = ["src", "framework/src", "tfplugin/src", "Cargo.toml"].map(|p| root.join(p));
+        if let Some(newer) = sources.iter().find_map(|p| newer_than(p, built)) {
+            eprintln!(
+                "warning: {} is older than {}; rebuild with `cargo build --release -p terraform-provider-ha`",
+                binary.display(),
+                newer.display()
+            );
+        }
+    });
+}
+
+/// The first file under `path` modified after `time`.
+fn newer_than(path: &Path, time: SystemTime) -> Option<PathBuf> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_dir() {
+        std::fs::read_dir(path)
+            .ok()?
+            .flatten()
+            .find_map(|e| newer_than(&e.path(), time))
+    } else {
+        meta.modified()
+            .ok()
+            .filter(|m| *m > time)
+            .map(|_| path.to_path_buf())
+    }
 }
 
 #[cfg(test)]
