@@ -1,0 +1,431 @@
+//! Codec tests: the wire facts recorded against real clients (docs/research, tfplugin.md), property round trips
+//! over arbitrary (type, value) pairs, and hostile input that must fail cleanly.
+
+use std::collections::BTreeMap;
+
+use proptest::collection::{btree_map, vec};
+use proptest::prelude::*;
+
+use super::{Number, Refinements, Type, Value, json, msgpack};
+
+fn obj_ty(attrs: &[(&str, Type)]) -> Type {
+    Type::object(attrs.iter().cloned())
+}
+
+// ---- wire facts -------------------------------------------------------------------------------------------------
+
+#[test]
+fn unknown_is_fixext1_zero() {
+    assert_eq!(
+        msgpack::encode(&Type::String, &Value::unknown()).unwrap(),
+        [0xd4, 0, 0]
+    );
+    assert_eq!(
+        msgpack::decode(&Type::String, &[0xd4, 0, 0]).unwrap(),
+        Value::unknown()
+    );
+    // Any extension type is an unknown, whatever the slot's type.
+    assert!(
+        msgpack::decode(&Type::list(Type::Bool), &[0xd5, 7, 1, 2])
+            .unwrap()
+            .is_unknown()
+    );
+}
+
+#[test]
+fn refined_unknown_from_clients_round_trips() {
+    let wire = b"\xc7\x09\x0c\x82\x01\xc2\x02\xa4pre-";
+    let v = msgpack::decode(&Type::String, wire).unwrap();
+    let Value::Unknown(r) = &v else {
+        panic!("{v:?}")
+    };
+    assert!(r.definitely_not_null());
+    assert_eq!(r.string_prefix.as_deref(), Some("pre-"));
+    assert_eq!(msgpack::encode(&Type::String, &v).unwrap(), wire);
+}
+
+#[test]
+fn dynamic_is_bin_type_then_value() {
+    let t =
+        Type::from_json_bytes(br#"["object",{"l":["tuple",["bool"]],"n":"number","s":"string"}]"#)
+            .unwrap();
+    let inner = Value::object([
+        ("l", Value::Tuple(vec![true.into()])),
+        ("n", 1i64.into()),
+        ("s", "x".into()),
+    ]);
+    let v = Value::dynamic(t.clone(), inner);
+    let bytes = msgpack::encode(&Type::Dynamic, &v).unwrap();
+    let ty_json = t.to_json_bytes();
+    assert_eq!(&bytes[..3], &[0x92, 0xc4, ty_json.len() as u8]);
+    assert_eq!(&bytes[3..3 + ty_json.len()], &ty_json[..]);
+    assert_eq!(msgpack::decode(&Type::Dynamic, &bytes).unwrap(), v);
+    // Null and unknown dynamic values carry no type.
+    assert_eq!(
+        msgpack::encode(&Type::Dynamic, &Value::Null).unwrap(),
+        [0xc0]
+    );
+    assert_eq!(
+        msgpack::decode(&Type::Dynamic, &[0xd4, 0, 0]).unwrap(),
+        Value::unknown()
+    );
+    // JSON form, as state stores it.
+    let j = json::encode(
+        &Type::Dynamic,
+        &Value::dynamic(Type::list(Type::String), Value::list(["a".into()])),
+    )
+    .unwrap();
+    assert_eq!(j, br#"{"value":["a"],"type":["list","string"]}"#);
+    assert!(
+        json::decode(&Type::Dynamic, &j)
+            .unwrap()
+            .get("missing")
+            .is_none()
+    );
+}
+
+#[test]
+fn plain_values_in_dynamic_slots_get_an_inferred_type() {
+    let v = Value::object([("a", Value::list(["x".into()]))]);
+    let bytes = msgpack::encode(&Type::Dynamic, &v).unwrap();
+    let back = msgpack::decode(&Type::Dynamic, &bytes).unwrap();
+    assert_eq!(
+        back,
+        Value::dynamic(obj_ty(&[("a", Type::list(Type::String))]), v)
+    );
+}
+
+#[test]
+fn whole_object_null_and_empty_object() {
+    let t = obj_ty(&[("id", Type::String)]);
+    assert_eq!(msgpack::decode(&t, &[0xc0]).unwrap(), Value::Null);
+    assert_eq!(msgpack::encode(&t, &Value::Null).unwrap(), [0xc0]);
+    let empty = Type::object::<[(&str, Type); 0], &str>([]);
+    assert_eq!(
+        msgpack::decode(&empty, &[0x80]).unwrap(),
+        Value::Object(BTreeMap::new())
+    );
+    assert_eq!(
+        msgpack::encode(&empty, &Value::Object(BTreeMap::new())).unwrap(),
+        [0x80]
+    );
+}
+
+#[test]
+fn numbers_keep_their_wire_form() {
+    let cases: [(&[u8], &str); 5] = [
+        (&[0x2a], "42"),
+        (&[0xd0, 0x80], "-128"),
+        (
+            &[0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            "18446744073709551615",
+        ),
+        (
+            &[0xcb, 0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a],
+            "0.1",
+        ),
+        (b"\xa50.1e1", "1"), // decimal strings are parsed and normalised
+    ];
+    for (wire, text) in cases {
+        let v = msgpack::decode(&Type::Number, wire).unwrap();
+        assert_eq!(v.as_number().unwrap().to_string(), text);
+    }
+    // A decimal that no f64 holds stays a string, so it reaches the client unrounded.
+    let big = b"\xb70.100000000000000000001";
+    let v = msgpack::decode(&Type::Number, big).unwrap();
+    assert_eq!(msgpack::encode(&Type::Number, &v).unwrap(), big);
+    // float64 0.1 goes back as float64 0.1, not as the text "0.1" (which cty would read as a different number).
+    let f = msgpack::encode(&Type::Number, &Value::from(0.1)).unwrap();
+    assert_eq!(f[0], 0xcb);
+    assert!(msgpack::encode(&Type::Number, &Value::from(f64::NAN)).is_err());
+}
+
+#[test]
+fn encoders_accept_serde_shapes() {
+    let items = vec![Value::from("a"), Value::from("b")];
+    for v in [
+        Value::List(items.clone()),
+        Value::Set(items.clone()),
+        Value::Tuple(items.clone()),
+    ] {
+        assert!(msgpack::encode(&Type::set(Type::String), &v).is_ok());
+        assert!(msgpack::encode(&Type::Tuple(vec![Type::String, Type::String]), &v).is_ok());
+    }
+    let m: BTreeMap<String, Value> = [("a".to_string(), Value::from("x"))].into();
+    assert!(msgpack::encode(&Type::map(Type::String), &Value::Object(m.clone())).is_ok());
+    assert!(msgpack::encode(&obj_ty(&[("a", Type::String)]), &Value::Map(m)).is_ok());
+}
+
+#[test]
+fn errors_name_the_path() {
+    let t = obj_ty(&[(
+        "timeouts",
+        obj_ty(&[("create", Type::String), ("delete", Type::String)]),
+    )]);
+    let v = Value::object([("timeouts", Value::object([("delete", Value::Null)]))]);
+    let e = msgpack::encode(&t, &v).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "at .timeouts: object is missing attributes: create"
+    );
+    let v = Value::object([(
+        "timeouts",
+        Value::object([("create", Value::unknown()), ("delete", Value::Null)]),
+    )]);
+    let e = json::encode(&t, &v).unwrap_err();
+    assert_eq!(e.path(), ".timeouts.create");
+    let e = msgpack::decode(&Type::list(Type::String), &[0x92, 0xa0, 0x01]).unwrap_err();
+    assert_eq!(e.path(), "[1]");
+    let e = msgpack::decode(&t, &[0x81, 0xa1, b'x', 0xc0]).unwrap_err();
+    assert!(e.to_string().contains("unsupported attribute \"x\""), "{e}");
+}
+
+#[test]
+fn json_follows_cty_leniency() {
+    let t = obj_ty(&[
+        ("n", Type::Number),
+        ("b", Type::Bool),
+        ("s", Type::String),
+        ("new", Type::String),
+    ]);
+    let v = json::decode(&t, br#"{"n": "1e400", "b": "true", "s": 12.50}"#).unwrap();
+    assert_eq!(
+        v.get("n").unwrap().as_number().unwrap().to_string(),
+        "1e400"
+    );
+    assert_eq!(v.get("b"), Some(&Value::Bool(true)));
+    assert_eq!(v.get("s").and_then(Value::as_str), Some("12.50"));
+    assert_eq!(v.get("new"), Some(&Value::Null)); // attributes added since the state was written
+    assert!(json::decode(&t, br#"{"gone": 1}"#).is_err());
+}
+
+#[test]
+fn hostile_lengths_and_depth_fail_cleanly() {
+    // An array32 claiming four billion elements, in five bytes.
+    assert!(msgpack::decode(&Type::list(Type::Bool), &[0xdd, 0xff, 0xff, 0xff, 0xff]).is_err());
+    assert!(msgpack::decode(&Type::String, &[0xdb, 0xff, 0xff, 0xff, 0xff, b'a']).is_err());
+    let mut deep = Type::Bool;
+    for _ in 0..300 {
+        deep = Type::list(deep);
+    }
+    let e = msgpack::decode(&deep, &[0x91; 300]).unwrap_err();
+    assert!(e.to_string().contains("nested"), "{e}");
+    assert!(msgpack::decode(&Type::Bool, &[0xc3, 0xc3]).is_err()); // trailing bytes
+}
+
+// ---- properties -------------------------------------------------------------------------------------------------
+
+fn arb_type() -> impl Strategy<Value = Type> {
+    let leaf = prop_oneof![
+        Just(Type::Bool),
+        Just(Type::Number),
+        Just(Type::String),
+        Just(Type::Dynamic)
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(Type::list),
+            inner.clone().prop_map(Type::set),
+            inner.clone().prop_map(Type::map),
+            btree_map("[a-z_]{1,6}", inner.clone(), 0..4).prop_map(Type::object),
+            vec(inner, 0..3).prop_map(Type::Tuple),
+        ]
+    })
+}
+
+#[derive(Clone, Copy)]
+struct Gen {
+    /// JSON cannot carry unknowns or infinities.
+    json: bool,
+    /// How many more dynamic values may nest.
+    dynamic_depth: u32,
+}
+
+fn arb_number(g: Gen) -> BoxedStrategy<Number> {
+    let mut options = vec![
+        any::<i64>().prop_map(Number::from).boxed(),
+        any::<u64>().prop_map(Number::from).boxed(),
+        any::<f64>()
+            .prop_filter("NaN is not a cty number", |f| !f.is_nan())
+            .prop_map(Number::from)
+            .boxed(),
+        "-?[0-9]{1,30}(\\.[0-9]{1,30})?(e-?[0-9]{1,3})?"
+            .prop_map(|s| s.parse::<Number>().unwrap())
+            .boxed(),
+    ];
+    if g.json {
+        options[2] = any::<f64>()
+            .prop_filter("JSON needs finite", |f| f.is_finite())
+            .prop_map(Number::from)
+            .boxed();
+    }
+    proptest::strategy::Union::new(options).boxed()
+}
+
+fn arb_refinements() -> impl Strategy<Value = Refinements> {
+    let bound = || {
+        proptest::option::of((
+            arb_number(Gen {
+                json: false,
+                dynamic_depth: 0,
+            }),
+            any::<bool>(),
+        ))
+    };
+    let raw = prop_oneof![
+        any::<i64>().prop_map(|i| msgpack::encode(&Type::Number, &i.into()).unwrap()),
+        ".{0,8}".prop_map(|s| msgpack::encode(&Type::String, &s.into()).unwrap()),
+    ];
+    (
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(".{0,8}"),
+        bound(),
+        bound(),
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(any::<u64>()),
+        btree_map(prop_oneof![-20i64..1, 7i64..1000], raw, 0..2),
+    )
+        .prop_map(
+            |(
+                nullness,
+                string_prefix,
+                number_lower,
+                number_upper,
+                length_lower,
+                length_upper,
+                other,
+            )| {
+                Refinements {
+                    nullness,
+                    string_prefix,
+                    number_lower,
+                    number_upper,
+                    length_lower,
+                    length_upper,
+                    other,
+                }
+            },
+        )
+}
+
+/// A value of type `ty`, possibly null or unknown (with refinements) at any depth.
+fn arb_value(ty: &Type, g: Gen) -> BoxedStrategy<Value> {
+    let known: BoxedStrategy<Value> = match ty {
+        Type::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
+        Type::Number => arb_number(g).prop_map(Value::Number).boxed(),
+        Type::String => ".{0,12}".prop_map(Value::String).boxed(),
+        Type::List(t) => vec(arb_value(t, g), 0..4).prop_map(Value::List).boxed(),
+        Type::Set(t) => vec(arb_value(t, g), 0..4).prop_map(Value::Set).boxed(),
+        Type::Map(t) => btree_map(".{0,4}", arb_value(t, g), 0..4)
+            .prop_map(Value::Map)
+            .boxed(),
+        Type::Object { attrs, .. } => {
+            let fields: Vec<_> = attrs
+                .iter()
+                .map(|(k, t)| (Just(k.clone()), arb_value(t, g)))
+                .collect();
+            fields
+                .prop_map(|kvs| Value::Object(kvs.into_iter().collect()))
+                .boxed()
+        }
+        Type::Tuple(ts) => ts
+            .iter()
+            .map(|t| arb_value(t, g))
+            .collect::<Vec<_>>()
+            .prop_map(Value::Tuple)
+            .boxed(),
+        Type::Dynamic if g.dynamic_depth == 0 => Just(Value::Null).boxed(),
+        Type::Dynamic => {
+            let inner = Gen {
+                dynamic_depth: g.dynamic_depth - 1,
+                ..g
+            };
+            arb_type()
+                .prop_flat_map(move |t| {
+                    arb_value(&t, inner).prop_map(move |v| Value::dynamic(t.clone(), v))
+                })
+                .boxed()
+        }
+    };
+    if g.json {
+        prop_oneof![1 => Just(Value::Null), 6 => known].boxed()
+    } else {
+        prop_oneof![1 => Just(Value::Null), 1 => arb_refinements().prop_map(|r| Value::Unknown(Box::new(r))), 6 => known]
+            .boxed()
+    }
+}
+
+fn typed_value(g: Gen) -> impl Strategy<Value = (Type, Value)> {
+    arb_type().prop_flat_map(move |t| (Just(t.clone()), arb_value(&t, g)))
+}
+
+/// JSON carries numbers as decimal text, which cty (and we) read back at full precision: a float64 like 0.1 comes
+/// back as the decimal 0.1. This is what the JSON round trip preserves.
+fn through_text(v: Value) -> Value {
+    match v {
+        Value::Number(n) => Value::Number(n.to_string().parse().unwrap()),
+        Value::List(items) => Value::List(items.into_iter().map(through_text).collect()),
+        Value::Set(items) => Value::Set(items.into_iter().map(through_text).collect()),
+        Value::Tuple(items) => Value::Tuple(items.into_iter().map(through_text).collect()),
+        Value::Map(m) => Value::Map(m.into_iter().map(|(k, v)| (k, through_text(v))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.into_iter().map(|(k, v)| (k, through_text(v))).collect())
+        }
+        Value::Dynamic(d) => Value::dynamic(d.ty, through_text(d.value)),
+        other => other,
+    }
+}
+
+fn mutate(mut bytes: Vec<u8>, edits: &[(usize, u8, u8)]) -> Vec<u8> {
+    for &(pos, byte, op) in edits {
+        let at = if bytes.is_empty() {
+            0
+        } else {
+            pos % bytes.len()
+        };
+        match op % 4 {
+            0 if !bytes.is_empty() => bytes[at] = byte,
+            1 => bytes.insert(at, byte),
+            2 if !bytes.is_empty() => {
+                bytes.remove(at);
+            }
+            _ => bytes.truncate(at),
+        }
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn msgpack_round_trips((ty, v) in typed_value(Gen { json: false, dynamic_depth: 2 })) {
+        let bytes = msgpack::encode(&ty, &v).unwrap();
+        prop_assert_eq!(msgpack::decode(&ty, &bytes).unwrap(), v);
+    }
+
+    #[test]
+    fn json_round_trips((ty, v) in typed_value(Gen { json: true, dynamic_depth: 2 })) {
+        let bytes = json::encode(&ty, &v).unwrap();
+        let back = json::decode(&ty, &bytes).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
+        prop_assert_eq!(back, through_text(v));
+    }
+
+    #[test]
+    fn garbage_never_panics(ty in arb_type(), bytes in vec(any::<u8>(), 0..256)) {
+        let _ = msgpack::decode(&ty, &bytes);
+        let _ = json::decode(&ty, &bytes);
+    }
+
+    #[test]
+    fn mutated_encodings_never_panic(
+        (ty, v) in typed_value(Gen { json: true, dynamic_depth: 2 }),
+        edits in vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..4),
+    ) {
+        for bytes in [msgpack::encode(&ty, &v).unwrap(), json::encode(&ty, &v).unwrap()] {
+            let bad = mutate(bytes, &edits);
+            let _ = msgpack::decode(&ty, &bad);
+            let _ = json::decode(&ty, &bad);
+        }
+    }
+}
