@@ -4,6 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -66,6 +67,7 @@ impl Mirror {
             {
                 return Err(with_path(e, &root));
             }
+            prune_stale(parent, &root);
         }
         Mirror::open(root, version)
     }
@@ -153,6 +155,28 @@ impl Mirror {
             })
             .collect();
         render(&entries)
+    }
+}
+
+/// Mirrors of earlier builds are only useful to test runs still going; after an hour none are. Without this,
+/// every rebuild of the provider would leave two more copies of it behind.
+fn prune_stale(parent: &Path, keep: &Path) {
+    const STALE: Duration = Duration::from_secs(3600);
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE);
+        if path != keep && old {
+            // Best effort: a mirror another process removed first, or can't be removed, is not our problem.
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
