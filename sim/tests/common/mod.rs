@@ -14,7 +14,10 @@ pub const PROJECT: &str = "proj";
 
 pub struct Sim {
     pub running: Option<Running>,
+    /// The root links are built from (`running.url`).
     pub url: String,
+    /// Where requests go (the bound address); differs from `url` when a base URL is configured.
+    pub endpoint: String,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
     /// How many responses were checked against the official types.
@@ -96,9 +99,11 @@ pub async fn start_in(dir: tempfile::TempDir, cfg: SimConfig) -> Sim {
         .await
         .expect("sim starts");
     let url = running.url.clone();
+    let endpoint = format!("http://{}/", running.addr);
     Sim {
         running: Some(running),
         url,
+        endpoint,
         http: ha_sim::cli::http_client(),
         dir,
         checked: AtomicUsize::new(0),
@@ -107,7 +112,7 @@ pub async fn start_in(dir: tempfile::TempDir, cfg: SimConfig) -> Sim {
 
 impl Sim {
     pub fn api(&self, path: &str) -> String {
-        format!("{}compute/v1/projects/{PROJECT}/{path}", self.url)
+        format!("{}compute/v1/projects/{PROJECT}/{path}", self.endpoint)
     }
 
     /// One API call with a bearer token; 2xx bodies go through the contract check.
@@ -197,7 +202,9 @@ impl Sim {
 
     pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Value {
         let m = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut rb = self.http.request(m, format!("{}_sim/{path}", self.url));
+        let mut rb = self
+            .http
+            .request(m, format!("{}_sim/{path}", self.endpoint));
         if let Some(b) = body {
             rb = rb.json(&b);
         }
