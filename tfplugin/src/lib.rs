@@ -13,3 +13,10 @@ pub mod value;
 
 mod server_trait;
 pub use server_trait::ProviderServer;
+
+mod convert;
+mod logging;
+mod proto;
+mod server;
+pub use logging::init_logging;
+pub use server::serve;

@@ -67,6 +67,8 @@ pub struct Attribute {
     pub write_only: bool,
 }
 
+// `Type` is declared in `value::ty`; deriving there would move this rule away from the schema types using it.
+#[allow(clippy::derivable_impls)]
 impl Default for Type {
     fn default() -> Self {
         Type::Dynamic
