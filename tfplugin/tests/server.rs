@@ -1,0 +1,212 @@
+//! The provider process as Terraform and OpenTofu see it: launched with go-plugin's environment, it prints one
+//! handshake line, serves gRPC only to the client holding the certificate from PLUGIN_CLIENT_CERT, and exits by
+//! itself after Shutdown or when the client goes away.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::*;
+
+const PROVIDER: &str = "/tfplugin6.Provider/GetProviderSchema";
+const VALIDATE: &str = "/tfplugin6.Provider/ValidateResourceConfig";
+const SHUTDOWN: &str = "/plugin.GRPCController/Shutdown";
+const STDIO: &str = "/plugin.GRPCStdio/StreamStdio";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn run_by_hand_it_says_what_it_is_and_exits_1() {
+    let start = Instant::now();
+    let out = provider_command().output().expect("run the provider");
+    assert!(start.elapsed() < Duration::from_secs(5), "must not hang");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "exactly one line: {stderr:?}");
+    assert!(
+        stderr.contains("not meant to be run directly") && stderr.contains("terraform init"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_client_without_protocol_6_gets_a_clear_error() {
+    let out = provider_command()
+        .env(COOKIE.0, COOKIE.1)
+        .env("PLUGIN_PROTOCOL_VERSIONS", "5")
+        .output()
+        .expect("run the provider");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("protocol 6"));
+}
+
+#[test]
+fn the_launching_client_gets_the_schema_over_mutual_tls() {
+    let client = cert::go_plugin_style();
+    let plugin = Plugin::launch(Some(&client.pem()));
+    assert!(
+        plugin.line.ends_with('\n') && plugin.line.len() > 300,
+        "{:?}",
+        plugin.line
+    );
+    runtime().block_on(async {
+        let channel = plugin
+            .channel(Some(plugin.client_tls(Some(&client))))
+            .await
+            .expect("connect");
+        let schema: SchemaResponse = unary(channel.clone(), PROVIDER, Empty {})
+            .await
+            .expect("GetProviderSchema");
+        assert!(schema.resource_schemas.contains_key("echo_thing"));
+        assert!(schema.server_capabilities.unwrap().plan_destroy);
+
+        // A diagnostic crosses the wire with severity ERROR (1), never 0, and its attribute path.
+        let req = ValidateResourceConfigRequest {
+            type_name: "echo_invalid".into(),
+        };
+        let resp: DiagnosticsResponse = unary(channel, VALIDATE, req)
+            .await
+            .expect("ValidateResourceConfig");
+        assert_eq!(resp.diagnostics.len(), 1);
+        assert_eq!(resp.diagnostics[0].severity, 1);
+        let steps = &resp.diagnostics[0].attribute.as_ref().unwrap().steps;
+        assert_eq!(steps[0].attribute_name.as_deref(), Some("name"));
+    });
+}
+
+/// Nothing but the launching client can talk to the plugin: not a client with another certificate, not one with
+/// none, not one without TLS.
+#[test]
+fn any_other_client_is_refused_at_the_tls_handshake() {
+    let client = cert::go_plugin_style();
+    let impostor = cert::go_plugin_style();
+    let plugin = Plugin::launch(Some(&client.pem()));
+    runtime().block_on(async {
+        for (who, tls) in [
+            (
+                "another certificate",
+                Some(plugin.client_tls(Some(&impostor))),
+            ),
+            ("no certificate", Some(plugin.client_tls(None))),
+            ("no TLS", None),
+        ] {
+            // With TLS 1.3 the client may finish its side before the server's rejection arrives, so the failure
+            // can surface on connect or on the first call; either way no RPC may succeed.
+            let result = match plugin.channel(tls).await {
+                Err(e) => Err(e.to_string()),
+                Ok(ch) => unary::<_, SchemaResponse>(ch, PROVIDER, Empty {})
+                    .await
+                    .map_err(|s| s.to_string()),
+            };
+            assert!(result.is_err(), "{who}: the call must fail, got {result:?}");
+        }
+        // Let the server log each refusal: it must have seen failed TLS handshakes, not gRPC-level errors.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    });
+    let log = plugin.stderr();
+    for reason in [
+        "ApplicationVerificationFailure",
+        "peer sent no certificates",
+        "corrupt message",
+    ] {
+        assert!(
+            log.contains(reason),
+            "expected a TLS handshake refusal ({reason}) in stderr:\n{log}"
+        );
+    }
+    // The refused peers do not count as the client: the plugin is still up for the real one.
+    runtime().block_on(async {
+        let channel = plugin
+            .channel(Some(plugin.client_tls(Some(&client))))
+            .await
+            .expect("connect");
+        let _: SchemaResponse = unary(channel, PROVIDER, Empty {})
+            .await
+            .expect("the real client still works");
+    });
+}
+
+#[test]
+fn after_shutdown_the_process_exits_by_itself_even_with_stdio_streaming() {
+    let client = cert::go_plugin_style();
+    let mut plugin = Plugin::launch(Some(&client.pem()));
+    let rt = runtime();
+    let (channel, _stdio) = rt.block_on(async {
+        let channel = plugin
+            .channel(Some(plugin.client_tls(Some(&client))))
+            .await
+            .expect("connect");
+        // go-plugin opens StreamStdio at start and reads it until EOF; it must not hold the process open.
+        let stdio = server_stream::<_, StdioData>(channel.clone(), STDIO, Empty {})
+            .await
+            .expect("StreamStdio");
+        let _: Empty = unary(channel.clone(), SHUTDOWN, Empty {})
+            .await
+            .expect("Shutdown replies");
+        (channel, stdio)
+    });
+    let start = Instant::now();
+    let status = plugin
+        .wait_exit(Duration::from_secs(1))
+        .expect("exited within 1 s of Shutdown");
+    assert!(status.success(), "{status:?}");
+    eprintln!("exited {:?} after the Shutdown reply", start.elapsed());
+    drop(channel);
+}
+
+#[test]
+fn when_the_client_goes_away_the_process_exits() {
+    let client = cert::go_plugin_style();
+    let mut plugin = Plugin::launch(Some(&client.pem()));
+    {
+        let rt = runtime();
+        rt.block_on(async {
+            let channel = plugin
+                .channel(Some(plugin.client_tls(Some(&client))))
+                .await
+                .expect("connect");
+            let _: SchemaResponse = unary(channel, PROVIDER, Empty {})
+                .await
+                .expect("GetProviderSchema");
+        });
+        // Dropping the runtime closes the connection, as a crashed or killed client's kernel would.
+    }
+    let status = plugin
+        .wait_exit(Duration::from_secs(3))
+        .expect("exited after the client's connection closed");
+    assert!(status.success(), "{status:?}");
+}
+
+/// With TF_DISABLE_PLUGIN_TLS the client sets no PLUGIN_CLIENT_CERT and expects plaintext, as go-plugin serves it.
+#[test]
+fn without_a_client_certificate_it_serves_plaintext() {
+    let plugin = Plugin::launch(None);
+    assert!(
+        plugin.server_cert.is_none() && plugin.line.ends_with("|grpc|\n"),
+        "{:?}",
+        plugin.line
+    );
+    runtime().block_on(async {
+        let channel = plugin.channel(None).await.expect("connect");
+        let schema: SchemaResponse = unary(channel, PROVIDER, Empty {})
+            .await
+            .expect("GetProviderSchema");
+        assert!(schema.resource_schemas.contains_key("echo_thing"));
+    });
+    assert!(
+        plugin.stderr().contains("serving plaintext"),
+        "the choice is logged: {}",
+        plugin.stderr()
+    );
+}
