@@ -86,6 +86,8 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
     let secure_loop = async move {
         loop {
             let Ok((tcp, _)) = secure.accept().await else {
+                // Accept errors (e.g. EMFILE) are transient; back off instead of spinning.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
             let (acceptor, c) = (acceptor.clone(), c.clone());
@@ -105,6 +107,7 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
         let path = Arc::new(path);
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
             let (c, path) = (c.clone(), path.clone());

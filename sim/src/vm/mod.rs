@@ -315,6 +315,17 @@ impl VmHandle {
         }
     }
 
+    /// Fault injection: SIGKILLs the running etcd (not the VM); the kubelet-like supervisor restarts it after the
+    /// back-off. Returns false when no etcd was running.
+    pub fn crash_etcd(&self) -> bool {
+        match self.etcd.snapshot().pid {
+            // SAFETY: plain kill(2) of our child; the supervisor clears the pid as soon as it reaps it, so a reused pid
+            // could only be hit in that microsecond window.
+            Some(pid) => unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) == 0 },
+            None => false,
+        }
+    }
+
     /// Powers the VM off: SIGKILLs etcd's process group (etcd's WAL makes this safe for its data) and closes the API
     /// ports. Returns after everything is gone. Idempotent.
     pub fn kill(&mut self) {
