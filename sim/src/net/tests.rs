@@ -210,7 +210,19 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
         replicas_behind(static_ip, &ca, 3).unwrap(),
         BTreeSet::from(["vm1".to_string()])
     );
+    // Removing the NAT cuts connections that were open through it, not just the listener.
+    let mut held = std::net::TcpStream::connect((static_ip, 8080)).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
     nat.stop();
+    held.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let cut = std::io::Read::read(&mut held, &mut [0u8; 1]);
+    assert!(
+        matches!(&cut, Ok(0))
+            || cut
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "connection through a removed NAT survived: {cut:?}"
+    );
 
     // 2. The IP moves to a forwarding rule over both; nothing answers until the rule has propagated.
     let created = Instant::now();
