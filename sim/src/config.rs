@@ -21,6 +21,9 @@ pub struct SimConfig {
     pub etcd_bin: PathBuf,
     /// Whether VMs and the network fabric are really started (false in API-only tests).
     pub fabric: bool,
+    /// Guest ports a 1:1 NAT carries (a userspace proxy needs one listener per port): the API server (443),
+    /// etcd client and peer (2379, 2380) and the health endpoint (8080). Also the ports of an all-ports rule.
+    pub nat_ports: Vec<u16>,
 }
 
 impl SimConfig {
@@ -34,6 +37,7 @@ impl SimConfig {
             latency: LatencyProfile::test(),
             etcd_bin: PathBuf::from("etcd"),
             fabric: false,
+            nat_ports: vec![443, 2379, 2380, 8080],
         }
     }
 }

@@ -4,9 +4,71 @@
 use crate::app::Sim;
 use crate::state::links;
 use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long one VM's `etcdctl member list` may take before status reports it as unreachable.
+const ETCDCTL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The member list as this VM's etcd sees it, asked with etcdctl in the VM's environment (`vm::ssh_env`).
+async fn etcd_members(dir: PathBuf) -> Value {
+    let env = match crate::vm::ssh_env(&dir) {
+        Ok(e) => e,
+        Err(e) => return json!({"etcdError": e.to_string()}),
+    };
+    // etcdctl from the VM's PATH (next to its etcd), not the sim's.
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let bin = std::env::split_paths(&path)
+        .map(|d| d.join("etcdctl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("etcdctl"));
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(["member", "list", "-w", "json"])
+        .envs(env)
+        .kill_on_drop(true);
+    let out = match tokio::time::timeout(ETCDCTL_TIMEOUT, cmd.output()).await {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => return json!({"etcdError": format!("running etcdctl: {e}")}),
+        Err(_) => return json!({"etcdError": "etcdctl timed out"}),
+    };
+    if !out.status.success() {
+        return json!({"etcdError": String::from_utf8_lossy(&out.stderr).trim().to_string()});
+    }
+    match serde_json::from_slice::<Value>(&out.stdout) {
+        Ok(v) => {
+            let members: Vec<Value> = v["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    json!({"name": m["name"], "peerURLs": m["peerURLs"], "clientURLs": m["clientURLs"],
+                           "isLearner": m["isLearner"].as_bool().unwrap_or(false)})
+                })
+                .collect();
+            json!({"etcdMembers": members})
+        }
+        Err(e) => json!({"etcdError": format!("parsing etcdctl output: {e}")}),
+    }
+}
 
 pub async fn collect(sim: &Sim) -> Value {
     let cloud = sim.cloud().clone();
+    let mut probes = tokio::task::JoinSet::new();
+    for (key, i) in &cloud.instances {
+        if sim.cfg.fabric && i.status == "RUNNING" {
+            let dir = crate::fabric::vm_dir(&sim.cfg, links::name_of(&i.zone), &i.name, &i.id);
+            let key = key.clone();
+            probes.spawn(async move { (key, etcd_members(dir).await) });
+        }
+    }
+    let mut vms = std::collections::BTreeMap::new();
+    while let Some(Ok((key, v))) = probes.join_next().await {
+        vms.insert(key, v);
+    }
     let instances: Vec<Value> = cloud
         .instances
         .iter()
@@ -19,6 +81,7 @@ pub async fn collect(sim: &Sim) -> Value {
                 "status": i.status,
                 "internalIp": nic.and_then(|n| n.network_ip.clone()),
                 "externalIp": nic.and_then(|n| n.access_configs.first()).and_then(|a| a.nat_ip.clone()),
+                "vm": vms.get(key).cloned().unwrap_or(Value::Null),
             })
         })
         .collect();

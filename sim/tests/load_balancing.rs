@@ -334,7 +334,7 @@ async fn target_pool_membership_and_health() {
     assert_eq!(health.body["healthStatus"][0]["port"], 443);
     sim.ok(
         "POST",
-        &format!("zones/us-central1-c/instances/b/stop"),
+        "zones/us-central1-c/instances/b/stop",
         None,
     )
     .await;

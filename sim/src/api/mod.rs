@@ -28,6 +28,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// A matched route, the project and the captured path parameters; or why nothing matched.
+type Routed = Result<(&'static Route, String, Vec<(&'static str, String)>), StatusCode>;
+
 pub type ReadFn = fn(&Sim, &Cloud, &Req) -> ApiResult<Value>;
 pub type MutateFn = fn(&Sim, &mut Cloud, &Req) -> ApiResult<OpSpec>;
 pub type WriteFn = fn(&Sim, &mut Cloud, &Req) -> ApiResult<Option<Value>>;
@@ -128,7 +131,7 @@ fn capture(pattern: &'static str, segs: &[&str]) -> Option<Vec<(&'static str, St
 fn find_route(
     method: &Method,
     path: &str,
-) -> Result<(&'static Route, String, Vec<(&'static str, String)>), StatusCode> {
+) -> Routed {
     let rest = path
         .strip_prefix("/compute/v1/projects/")
         .ok_or(StatusCode::NOT_FOUND)?;
@@ -242,7 +245,6 @@ pub async fn handle(
     response
 }
 
-type Routed = Result<(&'static Route, String, Vec<(&'static str, String)>), StatusCode>;
 
 async fn serve(
     sim: &Arc<Sim>,

@@ -5,6 +5,8 @@
 //! that should not, opens and closes NATs and forwarding rules. So an out-of-band event, a restart of the sim
 //! or an operation completing all go through the same path.
 
+pub mod live;
+
 use crate::config::SimConfig;
 use crate::state::{Cloud, links};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,178 @@
+//! `ha-sim fault ...`: builds failpoints and events as data and sends them to the admin API.
+
+use super::client::Client;
+use crate::faults::events::Event;
+use crate::faults::{Effect, Failpoint, Trigger};
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum FaultCommand {
+    /// Fail matching API requests with an HTTP status (429, 500, 503...).
+    Http {
+        #[arg(long)]
+        status: u16,
+        /// HTTP method, e.g. POST.
+        #[arg(long)]
+        method: Option<String>,
+        /// API method pattern, e.g. `instances.insert`, `*.get`.
+        #[arg(long)]
+        api: Option<String>,
+        /// URL path pattern, e.g. `/compute/v1/projects/*/zones/*/instances*`.
+        #[arg(long)]
+        path: Option<String>,
+        /// Only the next N matches (default: until cleared).
+        #[arg(long)]
+        times: Option<u32>,
+    },
+    /// Add latency to matching requests (`--api`) or operations (`--op`).
+    Delay {
+        #[arg(long)]
+        ms: u64,
+        #[arg(long, conflicts_with = "op")]
+        api: Option<String>,
+        #[arg(long)]
+        op: Option<String>,
+        #[arg(long)]
+        times: Option<u32>,
+    },
+    /// Operations of a kind (e.g. `instances.insert`) end DONE with this error code and change nothing.
+    FailOp {
+        #[arg(long)]
+        kind: String,
+        /// QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED, RESOURCE_NOT_READY, ...
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long)]
+        times: Option<u32>,
+    },
+    /// Operations of a kind stay RUNNING until `fault clear`.
+    StallOp {
+        #[arg(long)]
+        kind: String,
+        #[arg(long)]
+        times: Option<u32>,
+    },
+    /// List active failpoints.
+    List,
+    /// Remove one failpoint (by id) or all, releasing stalled operations.
+    Clear { id: Option<u64> },
+    /// Kill a VM's processes; the instance shows TERMINATED.
+    CrashVm { instance: String },
+    /// Delete an instance behind the provider's back (no operation).
+    DeleteInstance { instance: String },
+    /// Remove an instance's access configs (its external IP).
+    DetachIp { instance: String },
+    /// Remove an instance from a target pool.
+    DropMember { pool: String, instance: String },
+    /// Take a zone down: its VMs stop and mutations in it fail with 503.
+    ZoneDown { zone: String },
+    /// Bring a zone back; VMs the outage stopped restart.
+    ZoneUp { zone: String },
+}
+
+fn failpoint(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
+    Failpoint {
+        id: 0,
+        when,
+        then,
+        times,
+        hits: 0,
+        name: String::new(),
+    }
+}
+
+pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
+    use FaultCommand::*;
+    let fp = match action {
+        Http {
+            status,
+            method,
+            api,
+            path,
+            times,
+        } => failpoint(
+            Trigger::Request { method, api, path },
+            Effect::Status { status },
+            times,
+        ),
+        Delay {
+            ms,
+            api,
+            op: Some(kind),
+            times,
+        } => {
+            let _ = api;
+            failpoint(Trigger::Operation { kind }, Effect::Delay { ms }, times)
+        }
+        Delay {
+            ms,
+            api,
+            op: None,
+            times,
+        } => failpoint(
+            Trigger::Request {
+                method: None,
+                api,
+                path: None,
+            },
+            Effect::Delay { ms },
+            times,
+        ),
+        FailOp {
+            kind,
+            code,
+            message,
+            times,
+        } => failpoint(
+            Trigger::Operation { kind },
+            Effect::Fail { code, message },
+            times,
+        ),
+        StallOp { kind, times } => failpoint(Trigger::Operation { kind }, Effect::Stall, times),
+        List => {
+            let v = c.get("faults").await?;
+            for f in v["faults"].as_array().into_iter().flatten() {
+                println!(
+                    "{:>4}  {}  (fired {})",
+                    f["id"],
+                    f["name"].as_str().unwrap_or_default(),
+                    f["hits"]
+                );
+            }
+            return Ok(());
+        }
+        Clear { id } => {
+            let v = match id {
+                Some(id) => c.delete(&format!("faults/{id}")).await?,
+                None => c.delete("faults").await?,
+            };
+            println!("cleared {}", v["cleared"]);
+            return Ok(());
+        }
+        CrashVm { instance } => return event(c, Event::CrashVm { instance }).await,
+        DeleteInstance { instance } => return event(c, Event::DeleteInstance { instance }).await,
+        DetachIp { instance } => return event(c, Event::DetachIp { instance }).await,
+        DropMember { pool, instance } => {
+            return event(c, Event::DropPoolMember { pool, instance }).await;
+        }
+        ZoneDown { zone } => return event(c, Event::ZoneDown { zone }).await,
+        ZoneUp { zone } => return event(c, Event::ZoneUp { zone }).await,
+    };
+    let body = serde_json::to_value(&fp).map_err(|e| format!("encoding failpoint: {e}"))?;
+    let added = c.post("faults", Some(body)).await?;
+    println!(
+        "{:>4}  {}",
+        added["id"],
+        added["name"].as_str().unwrap_or_default()
+    );
+    Ok(())
+}
+
+async fn event(c: &Client, e: Event) -> Result<(), String> {
+    let body = serde_json::to_value(&e).map_err(|e| format!("encoding event: {e}"))?;
+    let v = c.post("events", Some(body)).await?;
+    println!("{}", v["result"].as_str().unwrap_or_default());
+    Ok(())
+}

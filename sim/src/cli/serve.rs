@@ -1,0 +1,135 @@
+//! `ha-sim serve`: runs a sim in the foreground; a clean stop on SIGTERM, SIGINT or `ha-sim stop` kills every
+//! VM process before exiting.
+
+use super::client::DISCOVERY_FILE;
+use crate::config::{LatencyProfile, SimConfig};
+use crate::fabric::{Fabric, NoFabric, live::LiveFabric};
+use clap::Args;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Where state.json and VM disks live; reused across runs so separate terraform runs see one cloud.
+    #[arg(long, env = "HA_SIM_STATE_DIR")]
+    pub state_dir: PathBuf,
+    /// Address to listen on; port 0 picks a free port (see --port-file).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// `test` (operations take ~20 ms) or `demo` (seconds, like GCE).
+    #[arg(long, default_value = "demo")]
+    pub latency_profile: String,
+    /// Write the bound port here once listening.
+    #[arg(long)]
+    pub port_file: Option<PathBuf>,
+    /// Root of emitted links; default http://LISTEN-ADDRESS/.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Accept only `Authorization: Bearer T` (default: any bearer token).
+    #[arg(long)]
+    pub require_token: Option<String>,
+    /// The etcd binary VMs run (default: `etcd` on PATH).
+    #[arg(long)]
+    pub etcd_bin: Option<PathBuf>,
+    /// API only: no VM processes, NATs or load balancers.
+    #[arg(long)]
+    pub no_vms: bool,
+    /// Override how long operations/wait blocks (seconds).
+    #[arg(long)]
+    pub wait_deadline_secs: Option<f64>,
+}
+
+/// The first `name` on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("renaming to {}: {e}", path.display()))
+}
+
+pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
+    let mut latency = LatencyProfile::by_name(&args.latency_profile).ok_or_else(|| {
+        format!(
+            "unknown latency profile {:?} (test or demo)",
+            args.latency_profile
+        )
+    })?;
+    if let Some(s) = args.wait_deadline_secs {
+        latency.wait_deadline =
+            Duration::try_from_secs_f64(s).map_err(|e| format!("--wait-deadline-secs: {e}"))?;
+    }
+    let etcd_bin = match &args.etcd_bin {
+        Some(p) => p.clone(),
+        None => on_path("etcd").unwrap_or_else(|| PathBuf::from("etcd")),
+    };
+    let mut cfg = SimConfig::for_tests(args.state_dir.clone());
+    cfg.listen = args.listen;
+    cfg.base_url = args.base_url.clone();
+    cfg.require_token = args.require_token.clone();
+    cfg.latency = latency;
+    cfg.etcd_bin = etcd_bin;
+    cfg.fabric = !args.no_vms;
+    Ok(cfg)
+}
+
+async fn signalled() -> Result<&'static str, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| format!("installing SIGTERM handler: {e}"))?;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| format!("installing SIGINT handler: {e}"))?;
+    Ok(tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    })
+}
+
+pub async fn run(args: ServeArgs) -> Result<(), String> {
+    let cfg = config(&args)?;
+    if cfg.fabric && !cfg.etcd_bin.is_file() {
+        tracing::warn!(
+            "etcd binary {} not found: VMs will fail to boot (see `ha-sim status`)",
+            cfg.etcd_bin.display()
+        );
+    }
+    let fabric: Arc<dyn Fabric> = if cfg.fabric {
+        Arc::new(LiveFabric::start(&cfg)?)
+    } else {
+        Arc::new(NoFabric)
+    };
+    let state_dir = cfg.state_dir.clone();
+    let running = crate::server::start(cfg, fabric).await?;
+    let endpoint = format!("http://{}/", running.addr);
+    let discovery = json!({"pid": std::process::id(), "url": running.url, "endpoint": endpoint, "port": running.addr.port()});
+    write_atomically(&state_dir.join(DISCOVERY_FILE), &discovery.to_string())?;
+    if let Some(pf) = &args.port_file {
+        write_atomically(pf, &running.addr.port().to_string())?;
+    }
+    eprintln!(
+        "ha-sim listening on {endpoint} (links under {}), state in {}",
+        running.url,
+        state_dir.display()
+    );
+    let why = tokio::select! {
+        s = signalled() => s?,
+        _ = running.stopped() => "shutdown request",
+    };
+    tracing::info!("stopping on {why}");
+    running.stop().await;
+    let _ = std::fs::remove_file(state_dir.join(DISCOVERY_FILE));
+    eprintln!("ha-sim stopped ({why})");
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `ha-sim status`, `ha-sim requests` and `ha-sim ssh`.
+
+use super::Target;
+use super::client::Client;
+use crate::faults::events::find_instance;
+use crate::state::{Cloud, links};
+use serde_json::Value;
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        v => v.to_string(),
+    }
+}
+
+pub async fn status(c: &Client, json: bool) -> Result<(), String> {
+    let v = c.get("status").await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(());
+    }
+    println!("ha-sim at {} (state {})", s(&v["url"]), s(&v["stateDir"]));
+    if let Some(z) = v["zonesDown"].as_array().filter(|z| !z.is_empty()) {
+        println!(
+            "zones DOWN: {}",
+            z.iter().map(s).collect::<Vec<_>>().join(", ")
+        );
+    }
+    println!(
+        "\nINSTANCE                      ZONE             STATUS       INTERNAL        EXTERNAL"
+    );
+    for i in v["instances"].as_array().into_iter().flatten() {
+        println!(
+            "{:<29} {:<16} {:<12} {:<15} {}",
+            s(&i["name"]),
+            s(&i["zone"]),
+            s(&i["status"]),
+            s(&i["internalIp"]),
+            s(&i["externalIp"])
+        );
+        let vm = &i["vm"];
+        if let Some(members) = vm["etcdMembers"].as_array() {
+            let names: Vec<String> = members.iter().map(|m| s(&m["name"])).collect();
+            println!("    etcd members ({}): {}", members.len(), names.join(", "));
+        } else if !vm["etcdError"].is_null() {
+            println!("    etcd: {}", s(&vm["etcdError"]));
+        }
+    }
+    println!("\nADDRESS              REGION         IP              USERS");
+    for a in v["addresses"].as_array().into_iter().flatten() {
+        let users: Vec<String> = a["users"].as_array().into_iter().flatten().map(s).collect();
+        println!(
+            "{:<20} {:<14} {:<15} {}",
+            s(&a["name"]),
+            s(&a["region"]),
+            s(&a["address"]),
+            users.join(", ")
+        );
+    }
+    println!(
+        "\nFORWARDING RULE      IP              PORTS          TARGET         SERVING  BACKENDS"
+    );
+    for f in v["forwardingRules"].as_array().into_iter().flatten() {
+        let backends: Vec<String> = f["backends"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| {
+                format!(
+                    "{}{}",
+                    s(&b["ip"]),
+                    if b["healthy"] == true {
+                        "(healthy)"
+                    } else {
+                        "(unhealthy)"
+                    }
+                )
+            })
+            .collect();
+        println!(
+            "{:<20} {:<15} {:<14} {:<14} {:<8} {}",
+            s(&f["name"]),
+            s(&f["ip"]),
+            s(&f["portRange"]),
+            s(&f["target"]),
+            s(&f["serving"]),
+            backends.join(" ")
+        );
+    }
+    println!("\npending operations: {}", s(&v["pendingOperations"]));
+    for f in v["faults"].as_array().into_iter().flatten() {
+        println!("failpoint: {}", s(f));
+    }
+    for (k, p) in v["problems"].as_object().into_iter().flatten() {
+        println!("problem: {k}: {}", s(p));
+    }
+    Ok(())
+}
+
+pub async fn requests(c: &Client, reset: bool, json: bool) -> Result<(), String> {
+    let v = c.get("requests").await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        for (method, n) in v["byMethod"].as_object().into_iter().flatten() {
+            println!("{n:>6}  {method}");
+        }
+        println!("{:>6}  total", s(&v["total"]));
+    }
+    if reset {
+        c.post("requests/reset", None).await?;
+    }
+    Ok(())
+}
+
+/// Runs `cmd` with the VM's environment and returns its exit code. Reads the state file directly, so it also
+/// works while the sim is busy.
+pub fn ssh(target: &Target, vm: &str, cmd: &[String]) -> Result<i32, String> {
+    let dir = target
+        .state_dir
+        .as_ref()
+        .ok_or("ssh needs --state-dir (it reads the VM's files)")?;
+    let path = dir.join("state.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let cloud: Cloud =
+        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    let key = find_instance(&cloud, vm)?;
+    let inst = cloud.instances.get(&key).ok_or("instance vanished")?;
+    if inst.status != "RUNNING" {
+        return Err(format!(
+            "{} is {}: nothing to ssh into",
+            inst.name, inst.status
+        ));
+    }
+    let vm_dir = dir
+        .join("vms")
+        .join(links::name_of(&inst.zone))
+        .join(format!("{}-{}", inst.name, inst.id));
+    let env = crate::vm::ssh_env(&vm_dir).map_err(|e| format!("{}: {e}", inst.name))?;
+    let (program, args) = match cmd.split_first() {
+        Some((p, a)) => (p.clone(), a.to_vec()),
+        None => (
+            std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into()),
+            vec![],
+        ),
+    };
+    let status = std::process::Command::new(&program)
+        .args(&args)
+        .envs(env)
+        .current_dir(&vm_dir)
+        .status()
+        .map_err(|e| format!("running {program}: {e}"))?;
+    Ok(status.code().unwrap_or(1))
+}

@@ -1,0 +1,237 @@
+//! The real fabric: VMs running etcd (`vm::Vm::boot_with`), 1:1 NATs (`net::forward`) and load balancers
+//! (`net::LoadBalancer`), reconciled on a dedicated thread so slow boots never block the API.
+//!
+//! Calls into the VM/net layer (their signatures, as used here):
+//! - `vm::Vm::boot_with(dir: &Path, name: &str, internal_ip: Ipv4Addr, metadata: &BTreeMap<String, String>,
+//!   etcd_bin: &Path, opts: &vm::VmOptions) -> Result<vm::VmHandle, vm::VmError>`; dropping the handle powers off.
+//! - `net::forward(listen_ip: Ipv4Addr, target_ip: Ipv4Addr, ports: &[u16], map: net::PortMap)
+//!   -> Result<net::Forward, net::NetError>`; dropping it removes the NAT.
+//! - `net::LoadBalancer::start(net::LbConfig) -> Result<LoadBalancer, NetError>`, `.set_backends(&[Ipv4Addr])`,
+//!   `.backends() -> Vec<net::Backend{ip, healthy}>`, `.is_serving()`; dropping it removes the rule.
+
+use super::{Desired, Fabric, LbHealth, LbSpec};
+use crate::config::SimConfig;
+use crate::net::{self, Forward, LbConfig, LoadBalancer, PortMap};
+use crate::vm::{Vm, VmHandle, VmOptions};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often failed starts are retried (a port still held by a dying process, an etcd binary that appeared).
+const RETRY: Duration = Duration::from_secs(2);
+
+type Lbs = Arc<Mutex<BTreeMap<String, (LbSpec, Arc<LoadBalancer>)>>>;
+type Problems = Arc<Mutex<BTreeMap<String, String>>>;
+
+pub struct LiveFabric {
+    tx: Mutex<Option<mpsc::Sender<Desired>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    lbs: Lbs,
+    problems: Problems,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the reconciler owns: everything that is running.
+struct Actual {
+    cfg: SimConfig,
+    opts: VmOptions,
+    vms: BTreeMap<String, VmHandle>,
+    nats: BTreeMap<(Ipv4Addr, Ipv4Addr), Forward>,
+    lbs: Lbs,
+    problems: Problems,
+}
+
+impl LiveFabric {
+    pub fn start(cfg: &SimConfig) -> Result<Self, String> {
+        let (tx, rx) = mpsc::channel::<Desired>();
+        let lbs: Lbs = Arc::default();
+        let problems: Problems = Arc::default();
+        let mut actual = Actual {
+            cfg: cfg.clone(),
+            opts: VmOptions {
+                port_map: PortMap::default(),
+                ..VmOptions::default()
+            },
+            vms: BTreeMap::new(),
+            nats: BTreeMap::new(),
+            lbs: lbs.clone(),
+            problems: problems.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("fabric".into())
+            .spawn(move || {
+                let mut last = Desired::default();
+                loop {
+                    match rx.recv_timeout(RETRY) {
+                        Ok(d) => last = d,
+                        Err(RecvTimeoutError::Timeout) if lock(&actual.problems).is_empty() => {
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                    // Only the newest state matters; skip intermediate ones.
+                    while let Ok(d) = rx.try_recv() {
+                        last = d;
+                    }
+                    actual.reconcile(&last);
+                }
+                actual.reconcile(&Desired::default());
+            })
+            .map_err(|e| format!("starting the fabric thread: {e}"))?;
+        Ok(LiveFabric {
+            tx: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+            lbs,
+            problems,
+        })
+    }
+}
+
+impl Fabric for LiveFabric {
+    fn sync(&self, desired: &Desired) {
+        if let Some(tx) = lock(&self.tx).as_ref() {
+            let _ = tx.send(desired.clone());
+        }
+    }
+
+    fn lb_health(&self, fr_key: &str) -> Option<LbHealth> {
+        let lb = lock(&self.lbs).get(fr_key).map(|(_, lb)| lb.clone())?;
+        Some(LbHealth {
+            serving: lb.is_serving(),
+            backends: lb.backends().iter().map(|b| (b.ip, b.healthy)).collect(),
+        })
+    }
+
+    fn problems(&self) -> BTreeMap<String, String> {
+        lock(&self.problems).clone()
+    }
+
+    /// Closes the channel; the thread then stops everything (killing every etcd) and exits.
+    fn shutdown(&self) {
+        drop(lock(&self.tx).take());
+        if let Some(t) = lock(&self.thread).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Actual {
+    fn problem(&self, key: &str, what: Option<String>) {
+        let mut p = lock(&self.problems);
+        match what {
+            Some(w) => {
+                tracing::warn!(%key, problem = %w, "fabric");
+                p.insert(key.to_string(), w);
+            }
+            None => drop(p.remove(key)),
+        }
+    }
+
+    /// Removals first, so an IP moving from a NAT to a load balancer finds its ports free.
+    fn reconcile(&mut self, d: &Desired) {
+        self.vms.retain(|k, _| d.vms.contains_key(k));
+        self.nats.retain(|k, _| d.nats.contains(k));
+        lock(&self.lbs).retain(|k, (spec, _)| d.lbs.get(k).is_some_and(|s| same_rule(s, spec)));
+        lock(&self.problems)
+            .retain(|k, _| d.vms.contains_key(k) || d.lbs.contains_key(k) || k.starts_with("nat "));
+        self.remove_deleted_disks(d);
+        for (key, spec) in &d.vms {
+            if self.vms.contains_key(key) {
+                continue;
+            }
+            let booted = std::fs::create_dir_all(&spec.dir)
+                .map_err(|e| format!("creating {}: {e}", spec.dir.display()))
+                .and_then(|_| {
+                    Vm::boot_with(
+                        &spec.dir,
+                        &spec.name,
+                        spec.internal_ip,
+                        &spec.metadata,
+                        &self.cfg.etcd_bin,
+                        &self.opts,
+                    )
+                    .map_err(|e| format!("booting {}: {e}", spec.name))
+                });
+            match booted {
+                Ok(h) => {
+                    self.problem(key, None);
+                    self.vms.insert(key.clone(), h);
+                }
+                Err(e) => self.problem(key, Some(e)),
+            }
+        }
+        for &(ext, int) in &d.nats {
+            let key = format!("nat {ext}->{int}");
+            if self.nats.contains_key(&(ext, int)) {
+                continue;
+            }
+            match net::forward(ext, int, &self.cfg.nat_ports, self.opts.port_map) {
+                Ok(f) => {
+                    self.problem(&key, None);
+                    self.nats.insert((ext, int), f);
+                }
+                Err(e) => self.problem(&key, Some(format!("NAT {ext} -> {int}: {e}"))),
+            }
+        }
+        lock(&self.problems).retain(|k, _| {
+            !k.starts_with("nat ") || d.nats.iter().any(|(e, i)| *k == format!("nat {e}->{i}"))
+        });
+        for (key, spec) in &d.lbs {
+            let existing = lock(&self.lbs).get(key).map(|(_, lb)| lb.clone());
+            if let Some(lb) = existing {
+                lb.set_backends(&spec.backends);
+                continue;
+            }
+            let ports = if spec.ports.is_empty() {
+                self.cfg.nat_ports.clone()
+            } else {
+                spec.ports.clone()
+            };
+            let config = LbConfig {
+                ip: spec.ip,
+                ports,
+                backends: spec.backends.clone(),
+                health_check: spec.health_check.clone(),
+                propagation_delay: self.cfg.latency.lb_propagation,
+                port_map: self.opts.port_map,
+            };
+            match LoadBalancer::start(config) {
+                Ok(lb) => {
+                    self.problem(key, None);
+                    lock(&self.lbs).insert(key.clone(), (spec.clone(), Arc::new(lb)));
+                }
+                Err(e) => self.problem(key, Some(format!("load balancer {}: {e}", spec.ip))),
+            }
+        }
+    }
+
+    /// A deleted instance's directory (its disk) goes with it.
+    fn remove_deleted_disks(&self, d: &Desired) {
+        let root = self.cfg.state_dir.join("vms");
+        let Ok(zones) = std::fs::read_dir(&root) else {
+            return;
+        };
+        let dirs: Vec<PathBuf> = zones
+            .flatten()
+            .filter_map(|z| std::fs::read_dir(z.path()).ok())
+            .flat_map(|entries| entries.flatten().map(|e| e.path()))
+            .collect();
+        for dir in dirs.iter().filter(|p| !d.live_dirs.contains(*p)) {
+            if let Err(e) = std::fs::remove_dir_all(dir) {
+                tracing::warn!("removing the disk of a deleted VM {}: {e}", dir.display());
+            }
+        }
+    }
+}
+
+/// A rule keeps its balancer while IP, ports and health check are unchanged (backends are updated in place).
+fn same_rule(a: &LbSpec, b: &LbSpec) -> bool {
+    a.ip == b.ip && a.ports == b.ports && a.health_check == b.health_check
+}
