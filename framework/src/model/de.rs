@@ -204,6 +204,14 @@ impl<'a> de::Deserializer<'a> for De<'a> {
         match self.content() {
             Value::Null => v.visit_none(),
             Value::Unknown(_) => v.visit_unit(),
+            // A collection with unknown elements (`[var.cidr]` at validate time) is not yet known as a whole:
+            // its Rust collection type has nowhere to put an unknown element. Objects keep their partial
+            // knowledge, since their model structs hold `Val` fields.
+            c @ (Value::List(_) | Value::Set(_) | Value::Tuple(_) | Value::Map(_))
+                if !c.is_fully_known() =>
+            {
+                v.visit_unit()
+            }
             _ => v.visit_some(self),
         }
     }

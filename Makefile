@@ -1,0 +1,34 @@
+# The two commands a fresh machine needs:
+#   make demo   apply an HA cluster on the local simulator (ha-sim)
+#   make test   run every test (what CI runs)
+# Both install their prerequisites first (scripts/setup is idempotent).
+
+SHELL := /bin/bash
+CARGO ?= cargo
+# One release build of the provider and the simulator, shared by the acceptance tests, demo and benchmarks.
+RELEASE_BINS := -p terraform-provider-ha -p ha-sim
+
+.PHONY: setup build lint test unit acceptance demo bench clean-work
+
+setup:
+	@bash scripts/setup
+
+build:
+	$(CARGO) build --release $(RELEASE_BINS)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Unit, property, HTTP-level and acceptance tests; the acceptance tests use the release binaries built above.
+test: setup lint build
+	@bash scripts/run-tests
+
+demo: setup build
+	@bash scripts/demo
+
+bench: setup build
+	$(CARGO) run --release -p acceptance-tests --bin bench
+
+clean-work:
+	rm -rf .work

@@ -1,0 +1,228 @@
+//! Type erasure: the server holds resources as `dyn AnyResource` working on untyped values; `Typed<R>` converts to
+//! and from the resource's model around each call.
+
+use async_trait::async_trait;
+use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::value::Value;
+
+use crate::model::{from_value, to_value};
+use crate::plan::{self, unknown_paths};
+use crate::resource::{PlanChange, Resource};
+use crate::schema::Schema;
+
+#[async_trait]
+pub trait AnyResource: Send + Sync {
+    fn type_name(&self) -> &'static str;
+    fn schema(&self) -> &Schema;
+    fn validate(&self, config: &Value) -> Diagnostics;
+    async fn plan(&self, config: &Value, prior: Option<&Value>, proposed: &Value) -> plan::Planned;
+    async fn plan_destroy(&self, prior: &Value) -> Diagnostics;
+    async fn apply(
+        &self,
+        config: &Value,
+        prior: Option<Value>,
+        planned: Option<Value>,
+    ) -> (Option<Value>, Diagnostics);
+    async fn read(&self, state: Value) -> (Option<Value>, Diagnostics);
+    async fn import(&self, id: &str) -> (Option<Value>, Diagnostics);
+}
+
+/// A resource handle the provider lists; build one with [`resource`].
+pub type ResourceHandle = std::sync::Arc<dyn AnyResource>;
+
+pub fn resource<R: Resource>(r: R) -> ResourceHandle {
+    let schema = r.schema();
+    std::sync::Arc::new(Typed { r, schema })
+}
+
+struct Typed<R: Resource> {
+    r: R,
+    schema: Schema,
+}
+
+impl<R: Resource> Typed<R> {
+    fn model(&self, v: &Value, what: &str, diags: &mut Diagnostics) -> Option<R::Model> {
+        match from_value::<R::Model>(v) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                diags.error(
+                    format!("Could not read the {what} of {}", self.r.type_name()),
+                    format!("{e}. This is a bug in the provider; please report it."),
+                );
+                None
+            }
+        }
+    }
+
+    fn value(&self, m: &R::Model, what: &str, diags: &mut Diagnostics) -> Option<Value> {
+        match to_value(m) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                diags.error(
+                    format!("Could not write the {what} of {}", self.r.type_name()),
+                    format!("{e}. This is a bug in the provider; please report it."),
+                );
+                None
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl<R: Resource> AnyResource for Typed<R> {
+    fn type_name(&self) -> &'static str {
+        self.r.type_name()
+    }
+
+    fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    fn validate(&self, config: &Value) -> Diagnostics {
+        let mut diags = plan::validate_config(&self.schema, config);
+        if let Some(m) = self.model(config, "configuration", &mut diags) {
+            self.r.validate(&m, &mut diags);
+        }
+        diags
+    }
+
+    async fn plan(&self, config: &Value, prior: Option<&Value>, proposed: &Value) -> plan::Planned {
+        let mut out = plan::plan(&self.schema, config, prior, proposed);
+        let diags = &mut out.diagnostics;
+        let (Some(cfg), Some(mut planned)) = (
+            self.model(config, "configuration", diags),
+            self.model(&out.planned, "plan", diags),
+        ) else {
+            return out;
+        };
+        let prior_model = match prior {
+            Some(p) => match self.model(p, "prior state", diags) {
+                Some(m) => Some(m),
+                None => return out,
+            },
+            None => None,
+        };
+        self.r.validate(&cfg, diags);
+        let change = PlanChange {
+            config: &cfg,
+            prior: prior_model.as_ref(),
+            planned: &mut planned,
+            requires_replace: &mut out.requires_replace,
+        };
+        self.r.modify_plan(change, diags).await;
+        if let Some(v) = self.value(&planned, "plan", diags) {
+            out.planned = keep_configured(&self.schema, &out.planned, v);
+        }
+        dedup_paths(&mut out.requires_replace);
+        out
+    }
+
+    async fn plan_destroy(&self, prior: &Value) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        if let Some(m) = self.model(prior, "prior state", &mut diags) {
+            self.r.plan_destroy(&m, &mut diags).await;
+        }
+        diags
+    }
+
+    async fn apply(
+        &self,
+        config: &Value,
+        prior: Option<Value>,
+        planned: Option<Value>,
+    ) -> (Option<Value>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let prior_m = match &prior {
+            Some(p) => match self.model(p, "prior state", &mut diags) {
+                Some(m) => Some(m),
+                None => return (prior, diags),
+            },
+            None => None,
+        };
+        let Some(planned) = planned else {
+            // Destroy.
+            if let Some(p) = prior_m {
+                self.r.delete(p, &mut diags).await;
+            }
+            return (if diags.has_error() { prior } else { None }, diags);
+        };
+        // What was unknown at plan time is known now: validate it with the same messages as at plan.
+        diags.extend(self.validate(config));
+        if diags.has_error() {
+            return (prior, diags);
+        }
+        let Some(planned_m) = self.model(&planned, "plan", &mut diags) else {
+            return (prior, diags);
+        };
+        let result = match prior_m {
+            None => self.r.create(planned_m, &mut diags).await,
+            Some(p) => self.r.update(p, planned_m, &mut diags).await,
+        };
+        let state = result.and_then(|m| self.value(&m, "new state", &mut diags));
+        match &state {
+            None if !diags.has_error() => diags.error(
+                format!("{} returned no state", self.r.type_name()),
+                "The apply reported success but returned no state. This is a bug in the provider; please report it.",
+            ),
+            Some(v) => {
+                let unknown = unknown_paths(v);
+                if !unknown.is_empty() {
+                    diags.error(
+                        format!("{} left values unknown after apply", self.r.type_name()),
+                        format!("Still unknown: {}. This is a bug in the provider; please report it.", unknown.join(", ")),
+                    );
+                }
+            }
+            None => {}
+        }
+        (state.or(prior), diags)
+    }
+
+    async fn read(&self, state: Value) -> (Option<Value>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let Some(m) = self.model(&state, "state", &mut diags) else {
+            return (Some(state), diags);
+        };
+        let refreshed = self.r.read(m, &mut diags).await;
+        match refreshed {
+            Some(m) => {
+                let v = self.value(&m, "state", &mut diags);
+                (v.or(Some(state)), diags)
+            }
+            None => (None, diags),
+        }
+    }
+
+    async fn import(&self, id: &str) -> (Option<Value>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let m = self.r.import(id, &mut diags).await;
+        let v = m.and_then(|m| self.value(&m, "imported state", &mut diags));
+        (v, diags)
+    }
+}
+
+/// Terraform refuses a plan in which the provider changed a value the user configures (a non-computed attribute or
+/// a block). A resource's `modify_plan` only derives computed values, so the framework's plan is kept for the rest.
+/// This also keeps partially-unknown collections intact when a model can only say "unknown" for them.
+fn keep_configured(schema: &Schema, framework_plan: &Value, resource_plan: Value) -> Value {
+    let (Value::Object(fw), Value::Object(mut out)) = (framework_plan, resource_plan) else {
+        return framework_plan.clone();
+    };
+    let user_owned = schema
+        .attributes
+        .iter()
+        .filter(|a| !a.is_computed())
+        .map(|a| a.name)
+        .chain(schema.blocks.iter().map(|b| b.name));
+    for name in user_owned {
+        if let Some(v) = fw.get(name) {
+            out.insert(name.to_string(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+fn dedup_paths(paths: &mut Vec<AttributePath>) {
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+}

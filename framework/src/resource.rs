@@ -1,0 +1,71 @@
+//! The `Resource` trait: what a resource implements. The framework does the RPC plumbing: decoding, schema-driven
+//! planning (computed values, defaults, plan modifiers, validators), encoding, and protocol rules such as "a
+//! create must return a state".
+//!
+//! Models are serde structs that mirror the schema one-to-one, with [`crate::model::Val`] for attributes that may be
+//! null or unknown.
+
+use async_trait::async_trait;
+use serde::{Serialize, de::DeserializeOwned};
+use tfplugin::diag::{AttributePath, Diagnostics};
+
+use crate::schema::Schema;
+
+/// A planned change as the resource sees it in [`Resource::modify_plan`].
+pub struct PlanChange<'a, M> {
+    /// The configuration (null where unset, unknown where not yet known).
+    pub config: &'a M,
+    /// The prior state; `None` when creating.
+    pub prior: Option<&'a M>,
+    /// The plan so far (defaults, computed unknowns and modifiers applied). The resource may adjust it.
+    pub planned: &'a mut M,
+    /// Attributes whose change forces a replacement; the resource may add some.
+    pub requires_replace: &'a mut Vec<AttributePath>,
+}
+
+/// What a failed or partial apply returns: the state that exists now (saved so the next apply can finish the job),
+/// or `None` when nothing exists.
+pub type ApplyResult<M> = Option<M>;
+
+#[async_trait]
+pub trait Resource: Send + Sync + 'static {
+    type Model: Serialize + DeserializeOwned + Clone + Send + Sync;
+
+    /// The resource type name, e.g. `ha_master_replica`.
+    fn type_name(&self) -> &'static str;
+    fn schema(&self) -> Schema;
+
+    /// Checks across attributes; attribute validators in the schema have already run on known values. Values
+    /// still unknown are checked again at apply.
+    fn validate(&self, _config: &Self::Model, _diags: &mut Diagnostics) {}
+
+    /// Adjusts a plan: derived values, replacements, warnings. Called for creates and updates, not destroys.
+    async fn modify_plan(&self, _change: PlanChange<'_, Self::Model>, _diags: &mut Diagnostics) {}
+
+    /// Checks a planned destroy (e.g. a quorum guard). Errors refuse the plan.
+    async fn plan_destroy(&self, _prior: &Self::Model, _diags: &mut Diagnostics) {}
+
+    async fn create(
+        &self,
+        planned: Self::Model,
+        diags: &mut Diagnostics,
+    ) -> ApplyResult<Self::Model>;
+    /// Refreshes state from the world. `None` means the object is gone, so the plan proposes to create it again.
+    async fn read(&self, state: Self::Model, diags: &mut Diagnostics) -> Option<Self::Model>;
+    async fn update(
+        &self,
+        prior: Self::Model,
+        planned: Self::Model,
+        diags: &mut Diagnostics,
+    ) -> ApplyResult<Self::Model>;
+    async fn delete(&self, prior: Self::Model, diags: &mut Diagnostics);
+
+    /// Builds a state from an import id. The default says import is not supported.
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Self::Model> {
+        diags.error(
+            format!("{} cannot be imported", self.type_name()),
+            format!("Import of id {id:?} is not supported for this resource type."),
+        );
+        None
+    }
+}

@@ -1,0 +1,353 @@
+//! `FrameworkServer` implements the protocol's `ProviderServer` for any [`Provider`]: it finds the resource, decodes
+//! values against its schema, runs the shared planning and validation, calls the resource and encodes the answer.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use tfplugin::ProviderServer;
+use tfplugin::diag::Diagnostics;
+use tfplugin::types::*;
+use tfplugin::value::Value;
+use tracing::debug;
+
+use crate::codec::{decode, encode};
+use crate::erased::ResourceHandle;
+use crate::function::FunctionHandle;
+use crate::model::from_value;
+use crate::plan::validate_config;
+use crate::provider::Provider;
+use crate::schema::Schema;
+
+pub struct FrameworkServer<P: Provider> {
+    provider: P,
+    provider_schema: Schema,
+    resources: HashMap<&'static str, ResourceHandle>,
+    /// Listing order for the schema response.
+    resource_order: Vec<&'static str>,
+    functions: Vec<FunctionHandle>,
+}
+
+impl<P: Provider> FrameworkServer<P> {
+    pub fn new(provider: P) -> Self {
+        let handles = provider.resources();
+        let resource_order = handles.iter().map(|r| r.type_name()).collect();
+        Self {
+            provider_schema: provider.schema(),
+            resources: handles.into_iter().map(|r| (r.type_name(), r)).collect(),
+            resource_order,
+            functions: provider.functions(),
+            provider,
+        }
+    }
+
+    fn find(&self, type_name: &str, diags: &mut Diagnostics) -> Option<&ResourceHandle> {
+        let r = self.resources.get(type_name);
+        if r.is_none() {
+            diags.error(
+                format!("Unknown resource type {type_name:?}"),
+                "This provider does not have that resource type. Check the spelling, and that the provider version supports it.",
+            );
+        }
+        r
+    }
+}
+
+#[async_trait]
+impl<P: Provider> ProviderServer for FrameworkServer<P> {
+    async fn get_provider_schema(&self) -> GetProviderSchemaResponse {
+        GetProviderSchemaResponse {
+            provider: self.provider_schema.to_wire(),
+            provider_meta: None,
+            resource_schemas: self
+                .resource_order
+                .iter()
+                .map(|name| (name.to_string(), self.resources[name].schema().to_wire()))
+                .collect(),
+            data_source_schemas: Vec::new(),
+            functions: self
+                .functions
+                .iter()
+                .map(|f| (f.name.to_string(), f.to_wire()))
+                .collect(),
+            server_capabilities: ServerCapabilities {
+                plan_destroy: true,
+                ..Default::default()
+            },
+            diagnostics: Diagnostics::new(),
+        }
+    }
+
+    async fn validate_provider_config(&self, config: DynamicValue) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(v) = decode(
+            &self.provider_schema.value_type(),
+            &config,
+            "provider configuration",
+            &mut diags,
+        ) else {
+            return diags;
+        };
+        diags.extend(validate_config(&self.provider_schema, &v));
+        match from_value::<P::Config>(&v) {
+            Ok(cfg) => self.provider.validate(&cfg, &mut diags),
+            Err(e) => diags.error(
+                "Could not read the provider configuration",
+                format!("{e}. This is a bug in the provider."),
+            ),
+        }
+        diags
+    }
+
+    async fn configure_provider(&self, req: ConfigureProviderRequest) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        debug!(terraform_version = %req.terraform_version, "configuring provider");
+        let Some(v) = decode(
+            &self.provider_schema.value_type(),
+            &req.config,
+            "provider configuration",
+            &mut diags,
+        ) else {
+            return diags;
+        };
+        match from_value::<P::Config>(&v) {
+            Ok(cfg) => {
+                self.provider
+                    .configure(cfg, &req.terraform_version, &mut diags)
+                    .await
+            }
+            Err(e) => diags.error(
+                "Could not read the provider configuration",
+                format!("{e}. This is a bug in the provider."),
+            ),
+        }
+        diags
+    }
+
+    async fn stop_provider(&self) -> Option<String> {
+        self.provider.stop().await;
+        None
+    }
+
+    async fn validate_resource_config(&self, req: ValidateResourceConfigRequest) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return diags;
+        };
+        if let Some(config) = decode(
+            &r.schema().value_type(),
+            &req.config,
+            "configuration",
+            &mut diags,
+        ) {
+            diags.extend(r.validate(&config));
+        }
+        diags
+    }
+
+    async fn upgrade_resource_state(
+        &self,
+        req: UpgradeResourceStateRequest,
+    ) -> UpgradeResourceStateResponse {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return UpgradeResourceStateResponse {
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        // Schema version 0 is the only one so far: the stored JSON is already current. Decoding it checks that.
+        let ty = r.schema().value_type();
+        let raw = DynamicValue::json(req.raw_state.json.unwrap_or_default());
+        let upgraded = match decode(&ty, &raw, "stored state", &mut diags) {
+            Some(v) => encode(&ty, &v, "upgraded state", &mut diags),
+            None => DynamicValue::default(),
+        };
+        UpgradeResourceStateResponse {
+            upgraded_state: upgraded,
+            diagnostics: diags,
+        }
+    }
+
+    async fn read_resource(&self, req: ReadResourceRequest) -> ReadResourceResponse {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return ReadResourceResponse {
+                new_state: req.current_state,
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let ty = r.schema().value_type();
+        let Some(state) = decode(&ty, &req.current_state, "state", &mut diags) else {
+            return ReadResourceResponse {
+                new_state: req.current_state,
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let (new, d) = r.read(state).await;
+        diags.extend(d);
+        let new_state = encode(&ty, &new.unwrap_or(Value::Null), "state", &mut diags);
+        ReadResourceResponse {
+            new_state,
+            diagnostics: diags,
+            private: req.private,
+            new_identity: None,
+        }
+    }
+
+    async fn plan_resource_change(
+        &self,
+        req: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse {
+        let mut diags = Diagnostics::new();
+        let fail = |diags| PlanResourceChangeResponse {
+            diagnostics: diags,
+            ..Default::default()
+        };
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return fail(diags);
+        };
+        let ty = r.schema().value_type();
+        let (Some(prior), Some(proposed), Some(config)) = (
+            decode(&ty, &req.prior_state, "prior state", &mut diags),
+            decode(&ty, &req.proposed_new_state, "proposed state", &mut diags),
+            decode(&ty, &req.config, "configuration", &mut diags),
+        ) else {
+            return fail(diags);
+        };
+        if proposed.is_null() {
+            // Destroy: nothing to plan but the resource may refuse (a quorum guard).
+            if !prior.is_null() {
+                diags.extend(r.plan_destroy(&prior).await);
+            }
+            return PlanResourceChangeResponse {
+                planned_state: req.proposed_new_state,
+                planned_private: req.prior_private,
+                diagnostics: diags,
+                ..Default::default()
+            };
+        }
+        let prior = (!prior.is_null()).then_some(prior);
+        let planned = r.plan(&config, prior.as_ref(), &proposed).await;
+        diags.extend(planned.diagnostics);
+        let planned_state = encode(&ty, &planned.planned, "plan", &mut diags);
+        PlanResourceChangeResponse {
+            planned_state,
+            requires_replace: planned.requires_replace,
+            planned_private: req.prior_private,
+            diagnostics: diags,
+            planned_identity: None,
+        }
+    }
+
+    async fn apply_resource_change(
+        &self,
+        req: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return ApplyResourceChangeResponse {
+                new_state: req.prior_state,
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let ty = r.schema().value_type();
+        let (Some(prior), Some(planned), Some(config)) = (
+            decode(&ty, &req.prior_state, "prior state", &mut diags),
+            decode(&ty, &req.planned_state, "planned state", &mut diags),
+            decode(&ty, &req.config, "configuration", &mut diags),
+        ) else {
+            return ApplyResourceChangeResponse {
+                new_state: req.prior_state,
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let prior = (!prior.is_null()).then_some(prior);
+        let planned = (!planned.is_null()).then_some(planned);
+        let (new, d) = r.apply(&config, prior, planned).await;
+        diags.extend(d);
+        let new_state = encode(&ty, &new.unwrap_or(Value::Null), "new state", &mut diags);
+        ApplyResourceChangeResponse {
+            new_state,
+            private: req.planned_private,
+            diagnostics: diags,
+            new_identity: None,
+        }
+    }
+
+    async fn import_resource_state(
+        &self,
+        req: ImportResourceStateRequest,
+    ) -> ImportResourceStateResponse {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return ImportResourceStateResponse {
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let (state, d) = r.import(&req.id).await;
+        diags.extend(d);
+        let imported_resources = match state {
+            Some(v) => vec![ImportedResource {
+                type_name: req.type_name.clone(),
+                state: encode(&r.schema().value_type(), &v, "imported state", &mut diags),
+                private: Vec::new(),
+                identity: None,
+            }],
+            None => Vec::new(),
+        };
+        ImportResourceStateResponse {
+            imported_resources,
+            diagnostics: diags,
+        }
+    }
+
+    async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {
+        let Some(f) = self.functions.iter().find(|f| f.name == req.name) else {
+            return CallFunctionResponse {
+                result: DynamicValue::default(),
+                error: Some(FunctionError {
+                    text: format!("this provider has no function {:?}", req.name),
+                    function_argument: None,
+                }),
+            };
+        };
+        let ty = tfplugin::value::Type::Number;
+        let mut args = Vec::with_capacity(req.arguments.len());
+        for (i, a) in req.arguments.iter().enumerate() {
+            let mut d = Diagnostics::new();
+            match decode(&ty, a, "function argument", &mut d) {
+                Some(v) => args.push(v),
+                None => {
+                    return CallFunctionResponse {
+                        result: DynamicValue::default(),
+                        error: Some(FunctionError {
+                            text: "the argument is not a number".into(),
+                            function_argument: Some(i as i64),
+                        }),
+                    };
+                }
+            }
+        }
+        match f.invoke(&args) {
+            Ok(v) => {
+                let mut d = Diagnostics::new();
+                CallFunctionResponse {
+                    result: encode(&ty, &v, "function result", &mut d),
+                    error: None,
+                }
+            }
+            Err((text, i)) => CallFunctionResponse {
+                result: DynamicValue::default(),
+                error: Some(FunctionError {
+                    text,
+                    function_argument: Some(i as i64),
+                }),
+            },
+        }
+    }
+}

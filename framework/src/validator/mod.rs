@@ -1,0 +1,18 @@
+//! Validators: checks on one attribute's known value, one per file. They run at validate and plan time on known
+//! values, and again at apply on values that were unknown at plan, with the same messages.
+
+mod duration;
+mod from_fn;
+
+pub use duration::{duration, parse_duration};
+pub use from_fn::{FnValidator, string_check};
+
+use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::value::Value;
+
+pub trait Validator: Send + Sync {
+    /// Markdown, one sentence, for documentation.
+    fn description(&self) -> String;
+    /// Called only with known, non-null values.
+    fn validate(&self, path: &AttributePath, value: &Value, diags: &mut Diagnostics);
+}

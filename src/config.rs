@@ -1,0 +1,224 @@
+//! The `provider "ha"` block, modelled on Google's provider so users already know it, with the same `GOOGLE_*`
+//! environment fallbacks; plus how the provider reaches etcd.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin_framework::validator::{duration, parse_duration, string_check};
+use tfplugin_framework::{Attribute, Schema, Val};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProviderConfig {
+    pub project: Val<String>,
+    pub region: Val<String>,
+    pub zone: Val<String>,
+    pub credentials: Val<String>,
+    pub access_token: Val<String>,
+    pub impersonate_service_account: Val<String>,
+    pub compute_custom_endpoint: Val<String>,
+    pub etcd_dial_timeout: Val<String>,
+    pub etcd_via_internal_ip: Val<bool>,
+}
+
+pub fn schema() -> Schema {
+    Schema::new("The `ha` provider runs highly-available Kubernetes masters on Google Compute Engine. Its settings follow Google's provider: every one may also come from the usual `GOOGLE_*` environment variables.")
+        .attribute(Attribute::string("project").optional().description("Default project for clusters that set none. Env: `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`."))
+        .attribute(Attribute::string("region").optional().description("Default region for clusters that set none. Env: `GOOGLE_REGION`, `GCLOUD_REGION`, `CLOUDSDK_COMPUTE_REGION`."))
+        .attribute(Attribute::string("zone").optional().description("Default primary zone for clusters that set none. Env: `GOOGLE_ZONE`, `GCLOUD_ZONE`, `CLOUDSDK_COMPUTE_ZONE`."))
+        .attribute(Attribute::string("credentials").optional().sensitive().description("Path to, or contents of, a service account key or other credentials JSON. Env: `GOOGLE_CREDENTIALS`, `GOOGLE_CLOUD_KEYFILE_JSON`, `GCLOUD_KEYFILE_JSON`, `GOOGLE_APPLICATION_CREDENTIALS`. Without it, Application Default Credentials are used. Conflicts with `access_token`."))
+        .attribute(Attribute::string("access_token").optional().sensitive().description("An OAuth 2.0 access token to use as is. Env: `GOOGLE_OAUTH_ACCESS_TOKEN`. Conflicts with `credentials`."))
+        .attribute(Attribute::string("impersonate_service_account").optional().description("A service account email to impersonate with the credentials above. Env: `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`."))
+        .attribute(Attribute::string("compute_custom_endpoint").optional().description("Base URL of the Compute Engine API, e.g. `http://127.0.0.1:8787/compute/v1/` for `ha-sim`. Env: `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint.").validator(string_check("An http(s) URL.", check_endpoint)))
+        .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
+        .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
+}
+
+fn check_endpoint(s: &str) -> Result<(), (String, String)> {
+    if s.starts_with("https://") || s.starts_with("http://") {
+        Ok(())
+    } else {
+        Err((format!("Invalid endpoint {s:?}"), "Write the Compute API base as a URL, like `https://compute.googleapis.com/compute/v1/`.".into()))
+    }
+}
+
+/// Cross-attribute checks on the provider block.
+pub fn validate(cfg: &ProviderConfig, diags: &mut Diagnostics) {
+    if cfg.credentials.known().is_some() && cfg.access_token.known().is_some() {
+        diags.attr_error(
+            AttributePath::attr("access_token"),
+            "Conflicting credentials",
+            "Set either `credentials` or `access_token`, not both: they are two ways of saying who you are.",
+        );
+    }
+}
+
+/// How the provider authenticates to the Compute API.
+#[derive(Clone, Default)]
+pub enum Auth {
+    /// Application Default Credentials.
+    #[default]
+    Default,
+    /// A key file path or its JSON contents.
+    Credentials(String),
+    AccessToken(String),
+}
+
+impl std::fmt::Debug for Auth {
+    // Secrets never reach a log line, even at trace level.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Auth::Default => write!(f, "application-default-credentials"),
+            Auth::Credentials(_) => write!(f, "credentials(redacted)"),
+            Auth::AccessToken(_) => write!(f, "access-token(redacted)"),
+        }
+    }
+}
+
+/// The provider block resolved against the environment: what resources use.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub project: Option<String>,
+    pub region: Option<String>,
+    pub zone: Option<String>,
+    pub auth: Auth,
+    pub impersonate_service_account: Option<String>,
+    pub compute_endpoint: Option<String>,
+    pub etcd_dial_timeout: Duration,
+    pub etcd_via_internal_ip: bool,
+}
+
+/// Settings shared by the provider and its resources; set by ConfigureProvider.
+pub type SharedSettings = Arc<RwLock<Settings>>;
+
+fn first_env(env: &HashMap<String, String>, names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .find_map(|n| env.get(*n).filter(|v| !v.is_empty()).cloned())
+}
+
+fn pick(v: &Val<String>, env: &HashMap<String, String>, names: &[&str]) -> Option<String> {
+    v.known().cloned().or_else(|| first_env(env, names))
+}
+
+impl Settings {
+    pub fn resolve(cfg: &ProviderConfig, env: &HashMap<String, String>) -> Self {
+        let credentials = pick(
+            &cfg.credentials,
+            env,
+            &[
+                "GOOGLE_CREDENTIALS",
+                "GOOGLE_CLOUD_KEYFILE_JSON",
+                "GCLOUD_KEYFILE_JSON",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+            ],
+        );
+        let token = pick(&cfg.access_token, env, &["GOOGLE_OAUTH_ACCESS_TOKEN"]);
+        // Configuration beats the environment: a token set in the block wins over a key file from the env.
+        let auth = match (
+            cfg.access_token.known(),
+            cfg.credentials.known(),
+            token,
+            credentials,
+        ) {
+            (Some(t), _, _, _) => Auth::AccessToken(t.clone()),
+            (None, Some(c), _, _) => Auth::Credentials(c.clone()),
+            (None, None, Some(t), _) => Auth::AccessToken(t),
+            (None, None, None, Some(c)) => Auth::Credentials(c),
+            _ => Auth::Default,
+        };
+        Self {
+            project: pick(
+                &cfg.project,
+                env,
+                &[
+                    "GOOGLE_PROJECT",
+                    "GOOGLE_CLOUD_PROJECT",
+                    "GCLOUD_PROJECT",
+                    "CLOUDSDK_CORE_PROJECT",
+                ],
+            ),
+            region: pick(
+                &cfg.region,
+                env,
+                &["GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION"],
+            ),
+            zone: pick(
+                &cfg.zone,
+                env,
+                &["GOOGLE_ZONE", "GCLOUD_ZONE", "CLOUDSDK_COMPUTE_ZONE"],
+            ),
+            auth,
+            impersonate_service_account: pick(
+                &cfg.impersonate_service_account,
+                env,
+                &["GOOGLE_IMPERSONATE_SERVICE_ACCOUNT"],
+            ),
+            compute_endpoint: pick(
+                &cfg.compute_custom_endpoint,
+                env,
+                &["GOOGLE_COMPUTE_CUSTOM_ENDPOINT"],
+            ),
+            etcd_dial_timeout: cfg
+                .etcd_dial_timeout
+                .known()
+                .and_then(|s| parse_duration(s).ok())
+                .unwrap_or(Duration::from_secs(10)),
+            etcd_via_internal_ip: cfg.etcd_via_internal_ip.known().copied().unwrap_or(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> ProviderConfig {
+        ProviderConfig {
+            project: Val::Null,
+            region: Val::Null,
+            zone: Val::Null,
+            credentials: Val::Null,
+            access_token: Val::Null,
+            impersonate_service_account: Val::Null,
+            compute_custom_endpoint: Val::Null,
+            etcd_dial_timeout: Val::Null,
+            etcd_via_internal_ip: Val::Null,
+        }
+    }
+
+    #[test]
+    fn environment_fills_what_the_block_leaves_out() {
+        let env: HashMap<String, String> = [
+            ("GOOGLE_CLOUD_PROJECT", "from-env"),
+            ("CLOUDSDK_COMPUTE_REGION", "europe-west1"),
+            ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.s3cr3t"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut c = cfg();
+        c.project = Val::Known("from-block".into());
+        let s = Settings::resolve(&c, &env);
+        assert_eq!(s.project.as_deref(), Some("from-block"));
+        assert_eq!(s.region.as_deref(), Some("europe-west1"));
+        assert!(matches!(s.auth, Auth::AccessToken(ref t) if t == "ya29.s3cr3t"));
+        assert_eq!(s.etcd_dial_timeout, Duration::from_secs(10));
+        assert!(
+            !format!("{s:?}").contains("s3cr3t"),
+            "secrets must not appear in Debug output"
+        );
+    }
+
+    #[test]
+    fn credentials_and_token_conflict() {
+        let mut c = cfg();
+        c.credentials = Val::Known("{}".into());
+        c.access_token = Val::Known("t".into());
+        let mut d = Diagnostics::new();
+        validate(&c, &mut d);
+        assert!(d.has_error());
+    }
+}

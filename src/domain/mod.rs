@@ -1,0 +1,13 @@
+//! Pure decisions, no I/O: what GCE accepts as a name, how zones relate to regions, which CIDRs and machine types
+//! are well formed, quorum arithmetic. Everything here is a plain function with table tests; resources call it
+//! for validation and planning, and the backends never decide anything themselves.
+
+pub mod ids;
+pub mod machine_type;
+pub mod names;
+pub mod network;
+pub mod quorum;
+pub mod zones;
+
+/// A failed check: a one-line summary and a detail that says how to fix it.
+pub type Problem = (String, String);

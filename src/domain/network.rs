@@ -1,0 +1,81 @@
+//! CIDR ranges as GCE firewalls accept them, and the first service IP of the service range (which the API
+//! server's certificate must cover, as `kubernetes.default` resolves to it).
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use ipnet::{IpNet, Ipv4Net};
+
+use super::Problem;
+
+pub fn check_cidr(s: &str) -> Result<(), Problem> {
+    let net: IpNet = s.parse().map_err(|_| {
+        (
+            format!("Invalid CIDR range {s:?}"),
+            "Write a range as an address and a prefix length, like `10.0.0.0/8` or `203.0.113.7/32`.".to_string(),
+        )
+    })?;
+    if net.trunc() != net {
+        return Err((
+            format!("CIDR range {s:?} has host bits set"),
+            format!(
+                "The range's address must be its first address: did you mean `{}`?",
+                net.trunc()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The first usable address of the service range, e.g. 10.0.0.1 for 10.0.0.0/16.
+pub fn first_service_ip(range: &str) -> Option<IpAddr> {
+    let net: Ipv4Net = range.parse().ok()?;
+    let first = u32::from(net.network()).checked_add(1)?;
+    net.contains(&Ipv4Addr::from(first))
+        .then_some(IpAddr::V4(Ipv4Addr::from(first)))
+}
+
+pub fn check_service_range(s: &str) -> Result<(), Problem> {
+    check_cidr(s)?;
+    match s.parse::<Ipv4Net>() {
+        Ok(n) if n.prefix_len() <= 28 => Ok(()),
+        _ => Err((
+            format!("Service range {s:?} is not usable"),
+            "The service range must be an IPv4 range of at least 16 addresses (prefix /28 or shorter), like `10.0.0.0/16`.".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs() {
+        for ok in ["0.0.0.0/0", "10.0.0.0/8", "203.0.113.7/32", "2001:db8::/32"] {
+            assert!(check_cidr(ok).is_ok(), "{ok}");
+        }
+        assert!(
+            check_cidr("10.0.0.0")
+                .unwrap_err()
+                .1
+                .contains("prefix length")
+        );
+        assert!(check_cidr("10.0.0.0/33").is_err());
+        assert!(
+            check_cidr("10.0.0.1/8")
+                .unwrap_err()
+                .1
+                .contains("10.0.0.0/8")
+        );
+    }
+
+    #[test]
+    fn service_ip() {
+        assert_eq!(
+            first_service_ip("10.0.0.0/16"),
+            Some("10.0.0.1".parse().unwrap())
+        );
+        assert_eq!(first_service_ip("bad"), None);
+        assert!(check_service_range("10.0.0.0/30").is_err());
+    }
+}

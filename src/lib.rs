@@ -1,0 +1,8 @@
+//! terraform-provider-ha as a library: the provider, its resources, and the pure domain rules. The binary
+//! (`main.rs`) only serves it; tests and benchmarks use the library directly.
+
+pub mod config;
+pub mod domain;
+pub mod functions;
+pub mod provider;
+pub mod resources;

@@ -1,0 +1,256 @@
+//! `ha_master_cluster`: what replicas share — the static external IP, firewall rules, the CAs, and the settings
+//! every replica inherits (exported as `spec`). This file is schema and glue: decisions live in `crate::domain`.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::value::{Type, Value};
+use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
+use tfplugin_framework::validator::string_check;
+use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
+
+use super::spec::ClusterSpec;
+use super::{Timeouts, apply_unavailable, known_or_default};
+use crate::config::SharedSettings;
+use crate::domain::{ids, machine_type, names, network, zones};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClusterModel {
+    pub id: Val<String>,
+    pub name: Val<String>,
+    pub project: Val<String>,
+    pub region: Val<String>,
+    pub zone: Val<String>,
+    pub multizone: Val<bool>,
+    pub etcd_quorum_read: Val<bool>,
+    pub machine_type: Val<String>,
+    pub image: Val<String>,
+    pub boot_disk_size_gb: Val<i64>,
+    pub data_disk_size_gb: Val<i64>,
+    pub network: Val<String>,
+    pub subnetwork: Val<String>,
+    pub tags: Val<Vec<String>>,
+    pub labels: Val<BTreeMap<String, String>>,
+    pub api_source_ranges: Val<Vec<String>>,
+    pub etcd_client_source_ranges: Val<Vec<String>>,
+    pub api_port: Val<i64>,
+    pub service_cluster_ip_range: Val<String>,
+    pub dns_domain: Val<String>,
+    pub external_ip: Val<String>,
+    pub endpoint: Val<String>,
+    pub ca_certificate: Val<String>,
+    pub etcd_peer_ca_certificate: Val<String>,
+    pub etcd_client_ca_certificate: Val<String>,
+    pub spec: Val<ClusterSpec>,
+    pub timeouts: Val<Timeouts>,
+}
+
+pub struct ClusterResource {
+    pub settings: SharedSettings,
+}
+
+fn s(v: &str) -> Value {
+    Value::String(v.to_string())
+}
+
+fn n(v: i64) -> Value {
+    Value::Number(v.into())
+}
+
+pub fn schema() -> Schema {
+    let cidrs = || string_check("Each entry is a CIDR range.", network::check_cidr);
+    Schema::new("A highly-available Kubernetes control plane's shared parts on Google Compute Engine: the static external IP that kubelets and users talk to, firewall rules, the API server and etcd CAs, and the settings every `ha_master_replica` inherits. Replicas join it with `cluster = ha_master_cluster.<name>.spec`.")
+        .attribute(Attribute::string("id").computed().description("`<project>/<region>/<name>`; also the import id.").modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("name").required().description("The cluster's name. GCE objects are named after it (`<name>-ip`, `<name>-etcd`, …), so it follows GCE's naming rules and is at most 51 characters.").validator(string_check("An RFC 1035 name.", names::check_cluster_name)).modifier(requires_replace()))
+        .attribute(Attribute::string("project").optional_computed().description("The project. Defaults to the provider's `project`.").modifier(requires_replace()).modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("region").optional_computed().description("The region of the static IP and load balancer; every replica is in it. Defaults to the region of `zone`, else the provider's `region`.").validator(string_check("A GCE region.", zones::check_region)).modifier(requires_replace()).modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("zone").optional_computed().description("The primary zone: where replicas go unless `multizone` is on. Defaults to the provider's `zone`.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
+        .attribute(Attribute::bool("multizone").default(Value::Bool(false)).description("Allow replicas in any zone of the region (and set `multizone` in the masters' cloud config). With one zone, a zone outage takes the control plane down."))
+        .attribute(Attribute::bool("etcd_quorum_read").default(Value::Bool(true)).description("Make the API servers read from etcd with quorum (linearizable) reads, so a replica never serves stale data after a partition."))
+        .attribute(Attribute::string("machine_type").default(s("e2-standard-2")).description("Machine type of every replica.").validator(string_check("A GCE machine type.", machine_type::check_machine_type)))
+        .attribute(Attribute::string("image").default(s("projects/cos-cloud/global/images/family/cos-stable")).description("Boot image of every replica (an image or image family URL)."))
+        .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
+        .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB."))
+        .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules.").modifier(requires_replace()))
+        .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters, for custom-mode networks."))
+        .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
+        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description("Labels for every GCE object of the cluster."))
+        .attribute(Attribute::typed("api_source_ranges", Type::list(Type::String)).default(Value::List(vec![s("0.0.0.0/0")])).description("CIDR ranges allowed to reach the API port.").validator(cidrs()))
+        .attribute(Attribute::typed("etcd_client_source_ranges", Type::list(Type::String)).required().description("CIDR ranges allowed to reach etcd's client port (mutual TLS). They must include where Terraform runs, since the provider manages etcd membership through it.").validator(cidrs()))
+        .attribute(Attribute::number("api_port").default(n(443)).description("The API server's port on the static IP."))
+        .attribute(Attribute::string("service_cluster_ip_range").default(s("10.0.0.0/16")).description("The Kubernetes service range. Its first address is in every API server certificate.").validator(string_check("An IPv4 CIDR range.", network::check_service_range)))
+        .attribute(Attribute::string("dns_domain").default(s("cluster.local")).description("The cluster's DNS domain, for the API server certificate's `kubernetes.default.svc.<domain>` name."))
+        .attribute(Attribute::string("external_ip").computed().description("The static external IP. It never changes for the life of the cluster: it moves between the only replica and the load balancer.").modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("endpoint").computed().description("`https://<external_ip>[:<api_port>]`: the API endpoint for kubeconfigs.").modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("ca_certificate").computed().description("PEM of the cluster CA that signs API server certificates (public).").modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("etcd_peer_ca_certificate").computed().description("PEM of the CA for etcd peer (member to member) mutual TLS.").modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("etcd_client_ca_certificate").computed().description("PEM of the CA for etcd client mutual TLS.").modifier(use_state_for_unknown()))
+        .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
+        .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
+}
+
+impl ClusterResource {
+    fn defaults_from_provider(&self, p: &mut ClusterModel, diags: &mut Diagnostics) {
+        let settings = self.settings.read().map(|s| s.clone()).unwrap_or_default();
+        if p.project.is_unknown() {
+            match settings.project {
+                Some(v) => p.project = Val::Known(v),
+                None => diags.attr_error(AttributePath::attr("project"), "No project", "Set `project` on this cluster or in the provider block, or export GOOGLE_PROJECT."),
+            }
+        }
+        if p.zone.is_unknown() {
+            match settings.zone {
+                Some(z) if p.region.known().is_none_or(|r| zones::region_of(&z) == Some(r.as_str())) => p.zone = Val::Known(z),
+                _ => diags.attr_error(AttributePath::attr("zone"), "No primary zone", "Set `zone` on this cluster (a zone of its region, like `europe-west1-b`) or in the provider block, or export GOOGLE_ZONE."),
+            }
+        }
+        if p.region.is_unknown() {
+            let from_zone = p
+                .zone
+                .known()
+                .and_then(|z| zones::region_of(z))
+                .map(str::to_string);
+            match from_zone.or(settings.region) {
+                Some(r) => p.region = Val::Known(r),
+                None => diags.attr_error(
+                    AttributePath::attr("region"),
+                    "No region",
+                    "Set `region` or `zone` on this cluster or in the provider block.",
+                ),
+            }
+        }
+    }
+}
+
+/// The replica-facing spec: settings from the plan, generated material carried over from `prior` (unknown on create).
+fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
+    let carried =
+        |f: fn(&ClusterSpec) -> &Val<String>| prior.map(f).cloned().unwrap_or(Val::Unknown);
+    ClusterSpec {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        project: p.project.clone(),
+        region: p.region.clone(),
+        zone: p.zone.clone(),
+        multizone: p.multizone.clone(),
+        etcd_quorum_read: p.etcd_quorum_read.clone(),
+        machine_type: p.machine_type.clone(),
+        image: p.image.clone(),
+        boot_disk_size_gb: p.boot_disk_size_gb.clone(),
+        data_disk_size_gb: p.data_disk_size_gb.clone(),
+        network: p.network.clone(),
+        subnetwork: p.subnetwork.clone(),
+        tags: known_or_default(&p.tags),
+        labels: known_or_default(&p.labels),
+        api_port: p.api_port.clone(),
+        service_cluster_ip_range: p.service_cluster_ip_range.clone(),
+        dns_domain: p.dns_domain.clone(),
+        external_ip: carried(|s| &s.external_ip),
+        ca_certificate: carried(|s| &s.ca_certificate),
+        ca_private_key: carried(|s| &s.ca_private_key),
+        etcd_peer_ca_certificate: carried(|s| &s.etcd_peer_ca_certificate),
+        etcd_peer_ca_private_key: carried(|s| &s.etcd_peer_ca_private_key),
+        etcd_client_ca_certificate: carried(|s| &s.etcd_client_ca_certificate),
+        etcd_client_ca_private_key: carried(|s| &s.etcd_client_ca_private_key),
+    }
+}
+
+#[async_trait]
+impl Resource for ClusterResource {
+    type Model = ClusterModel;
+
+    fn type_name(&self) -> &'static str {
+        "ha_master_cluster"
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, c: &ClusterModel, diags: &mut Diagnostics) {
+        if let (Some(zone), Some(region)) = (c.zone.known(), c.region.known())
+            && zones::check_zone(zone).is_ok()
+            && zones::region_of(zone) != Some(region.as_str())
+        {
+            diags.attr_error(
+                AttributePath::attr("zone"),
+                format!("Zone {zone:?} is not in region {region:?}"),
+                format!("The primary zone must be in the cluster's region. Use a zone of {region} (like {region}-b), or leave `region` out to take it from the zone."),
+            );
+        }
+        for (attr, v, min) in [
+            ("boot_disk_size_gb", &c.boot_disk_size_gb, 10),
+            ("data_disk_size_gb", &c.data_disk_size_gb, 10),
+        ] {
+            if let Some(size) = v.known()
+                && (*size < min || *size > 65536)
+            {
+                diags.attr_error(
+                    AttributePath::attr(attr),
+                    format!("Disk size {size} GB is out of range"),
+                    format!("GCE persistent disks here must be between {min} and 65536 GB."),
+                );
+            }
+        }
+        if let Some(port) = c.api_port.known()
+            && !(1..=65535).contains(port)
+        {
+            diags.attr_error(
+                AttributePath::attr("api_port"),
+                format!("Port {port} is not a TCP port"),
+                "Use a port between 1 and 65535, usually 443.",
+            );
+        }
+        if let Some(tags) = c.tags.known() {
+            for t in tags {
+                if let Err((summary, detail)) = names::check_instance_name(t) {
+                    diags.attr_error(
+                        AttributePath::attr("tags"),
+                        summary.replace("name", "network tag"),
+                        detail,
+                    );
+                }
+            }
+        }
+    }
+
+    async fn modify_plan(&self, change: PlanChange<'_, ClusterModel>, diags: &mut Diagnostics) {
+        let p = change.planned;
+        self.defaults_from_provider(p, diags);
+        if let (Some(project), Some(region), Some(name)) =
+            (p.project.known(), p.region.known(), p.name.known())
+        {
+            p.id = Val::Known(ids::cluster_id(project, region, name));
+        }
+        let prior_spec = change.prior.and_then(|m| m.spec.known());
+        p.spec = Val::Known(spec_of(p, prior_spec));
+    }
+
+    async fn create(&self, planned: ClusterModel, diags: &mut Diagnostics) -> Option<ClusterModel> {
+        apply_unavailable(self.type_name(), "create", diags);
+        let _ = planned;
+        None
+    }
+
+    async fn read(&self, state: ClusterModel, _diags: &mut Diagnostics) -> Option<ClusterModel> {
+        Some(state)
+    }
+
+    async fn update(
+        &self,
+        prior: ClusterModel,
+        planned: ClusterModel,
+        diags: &mut Diagnostics,
+    ) -> Option<ClusterModel> {
+        apply_unavailable(self.type_name(), "update", diags);
+        let _ = planned;
+        Some(prior)
+    }
+
+    async fn delete(&self, prior: ClusterModel, diags: &mut Diagnostics) {
+        let _ = prior;
+        apply_unavailable(self.type_name(), "delete", diags);
+    }
+}

@@ -1,0 +1,152 @@
+//! `ha_master_replica`: one master VM in one zone, running an etcd member, an API server on its local etcd and the
+//! leader-elected controllers. This file is schema and glue: placement rules live in `crate::domain::zones`.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::value::Type;
+use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
+use tfplugin_framework::validator::string_check;
+use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
+
+use super::spec::ClusterSpec;
+use super::{Timeouts, apply_unavailable};
+use crate::domain::{ids, names, zones};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplicaModel {
+    pub id: Val<String>,
+    pub cluster: Val<ClusterSpec>,
+    pub cluster_id: Val<String>,
+    pub zone: Val<String>,
+    pub name: Val<String>,
+    pub labels: Val<BTreeMap<String, String>>,
+    pub instance_id: Val<String>,
+    pub self_link: Val<String>,
+    pub internal_ip: Val<String>,
+    pub external_ip: Val<String>,
+    pub holds_static_ip: Val<bool>,
+    pub etcd_member_id: Val<String>,
+    pub api_server_certificate: Val<String>,
+    pub api_server_private_key: Val<String>,
+    pub etcd_peer_certificate: Val<String>,
+    pub etcd_peer_private_key: Val<String>,
+    pub etcd_server_certificate: Val<String>,
+    pub etcd_server_private_key: Val<String>,
+    pub timeouts: Val<Timeouts>,
+}
+
+pub struct ReplicaResource;
+
+pub fn schema() -> Schema {
+    let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
+    Schema::new("One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler with leader election. The second replica puts the cluster's static IP behind a load balancer; removing the penultimate one gives the IP back to the last.")
+        .attribute(stable(Attribute::string("id")).description("`<project>/<zone>/<name>`; also the import id."))
+        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to the cluster's machine type, image, disks or network replaces the replica."))
+        .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
+        .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
+        .attribute(Attribute::string("name").optional_computed().description("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas.").validator(string_check("An RFC 1035 name.", names::check_instance_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))
+        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description("Labels for this replica's VM, added to the cluster's labels. Changed in place."))
+        .attribute(stable(Attribute::string("instance_id")).description("GCE's numeric id of the VM."))
+        .attribute(stable(Attribute::string("self_link")).description("The VM's URL."))
+        .attribute(stable(Attribute::string("internal_ip")).description("The VM's internal IP; in its API server and etcd certificates."))
+        .attribute(Attribute::string("external_ip").computed().description("The VM's external IP: the cluster's static IP while it is the only replica, otherwise an ephemeral one (never in a certificate)."))
+        .attribute(Attribute::bool("holds_static_ip").computed().description("Whether this VM holds the cluster's static IP directly (true only for a sole replica)."))
+        .attribute(stable(Attribute::string("etcd_member_id")).description("The etcd member id, in hex."))
+        .attribute(stable(Attribute::string("api_server_certificate")).description("PEM of the API server's serving certificate: the static IP, the internal IP, the first service IP and the `kubernetes` DNS names."))
+        .attribute(stable(Attribute::string("api_server_private_key")).sensitive().description("Its private key."))
+        .attribute(stable(Attribute::string("etcd_peer_certificate")).description("PEM of the etcd peer certificate (mutual TLS between members)."))
+        .attribute(stable(Attribute::string("etcd_peer_private_key")).sensitive().description("Its private key."))
+        .attribute(stable(Attribute::string("etcd_server_certificate")).description("PEM of the etcd client-port serving certificate."))
+        .attribute(stable(Attribute::string("etcd_server_private_key")).sensitive().description("Its private key."))
+        .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
+}
+
+/// Placement checks on whatever is known; unknown parts are checked again at apply.
+fn check_placement(r: &ReplicaModel, diags: &mut Diagnostics) {
+    let Some(cluster) = r.cluster.known() else {
+        return;
+    };
+    let (Some(zone), Some(region), Some(cluster_zone)) =
+        (r.zone.known(), cluster.region.known(), cluster.zone.known())
+    else {
+        return;
+    };
+    let Some(&multizone) = cluster.multizone.known() else {
+        return;
+    };
+    if let Err((summary, detail)) = zones::check_replica_zone(zone, region, cluster_zone, multizone)
+    {
+        diags.attr_error(AttributePath::attr("zone"), summary, detail);
+    }
+}
+
+#[async_trait]
+impl Resource for ReplicaResource {
+    type Model = ReplicaModel;
+
+    fn type_name(&self) -> &'static str {
+        "ha_master_replica"
+    }
+
+    fn schema(&self) -> Schema {
+        schema()
+    }
+
+    fn validate(&self, r: &ReplicaModel, diags: &mut Diagnostics) {
+        check_placement(r, diags);
+    }
+
+    async fn modify_plan(&self, change: PlanChange<'_, ReplicaModel>, diags: &mut Diagnostics) {
+        let p = change.planned;
+        if let Some(cluster) = p.cluster.known().cloned() {
+            p.cluster_id = cluster.id.clone();
+            if p.zone.is_unknown() && change.config.zone.is_null() {
+                p.zone = cluster.zone.clone();
+            }
+            if let (Some(prior), Some(old)) =
+                (change.prior, change.prior.and_then(|m| m.cluster.known()))
+            {
+                if cluster.reshapes_vm(old) {
+                    change.requires_replace.push(AttributePath::attr("cluster"));
+                }
+                let _ = prior;
+            }
+        }
+        if let (Some(cluster), Some(zone), Some(name)) =
+            (p.cluster.known(), p.zone.known(), p.name.known())
+            && let Some(project) = cluster.project.known()
+        {
+            p.id = Val::Known(ids::replica_id(project, zone, name));
+        }
+        check_placement(p, diags);
+    }
+
+    async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
+        let _ = planned;
+        apply_unavailable(self.type_name(), "create", diags);
+        None
+    }
+
+    async fn read(&self, state: ReplicaModel, _diags: &mut Diagnostics) -> Option<ReplicaModel> {
+        Some(state)
+    }
+
+    async fn update(
+        &self,
+        prior: ReplicaModel,
+        planned: ReplicaModel,
+        diags: &mut Diagnostics,
+    ) -> Option<ReplicaModel> {
+        let _ = planned;
+        apply_unavailable(self.type_name(), "update", diags);
+        Some(prior)
+    }
+
+    async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
+        let _ = prior;
+        apply_unavailable(self.type_name(), "delete", diags);
+    }
+}

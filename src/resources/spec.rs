@@ -1,0 +1,86 @@
+//! The cluster spec: everything a replica inherits from its cluster, handed over through a Terraform reference
+//! (`cluster = ha_master_cluster.prod.spec`), never through a side channel. It carries the CA keys replicas sign
+//! their certificates with, so the attribute is sensitive: it lives only in state and on the masters.
+//!
+//! At plan time the settings are known (they come from configuration) and the generated parts (IP, CAs) are
+//! unknown, so replicas can validate their placement before anything exists.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tfplugin::value::Type;
+use tfplugin_framework::Val;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClusterSpec {
+    pub id: Val<String>,
+    pub name: Val<String>,
+    pub project: Val<String>,
+    pub region: Val<String>,
+    pub zone: Val<String>,
+    pub multizone: Val<bool>,
+    pub etcd_quorum_read: Val<bool>,
+    pub machine_type: Val<String>,
+    pub image: Val<String>,
+    pub boot_disk_size_gb: Val<i64>,
+    pub data_disk_size_gb: Val<i64>,
+    pub network: Val<String>,
+    pub subnetwork: Val<String>,
+    pub tags: Val<Vec<String>>,
+    pub labels: Val<BTreeMap<String, String>>,
+    pub api_port: Val<i64>,
+    pub service_cluster_ip_range: Val<String>,
+    pub dns_domain: Val<String>,
+    pub external_ip: Val<String>,
+    pub ca_certificate: Val<String>,
+    pub ca_private_key: Val<String>,
+    pub etcd_peer_ca_certificate: Val<String>,
+    pub etcd_peer_ca_private_key: Val<String>,
+    pub etcd_client_ca_certificate: Val<String>,
+    pub etcd_client_ca_private_key: Val<String>,
+}
+
+impl ClusterSpec {
+    pub fn value_type() -> Type {
+        let s = || Type::String;
+        Type::object([
+            ("id", s()),
+            ("name", s()),
+            ("project", s()),
+            ("region", s()),
+            ("zone", s()),
+            ("multizone", Type::Bool),
+            ("etcd_quorum_read", Type::Bool),
+            ("machine_type", s()),
+            ("image", s()),
+            ("boot_disk_size_gb", Type::Number),
+            ("data_disk_size_gb", Type::Number),
+            ("network", s()),
+            ("subnetwork", s()),
+            ("tags", Type::list(s())),
+            ("labels", Type::map(s())),
+            ("api_port", Type::Number),
+            ("service_cluster_ip_range", s()),
+            ("dns_domain", s()),
+            ("external_ip", s()),
+            ("ca_certificate", s()),
+            ("ca_private_key", s()),
+            ("etcd_peer_ca_certificate", s()),
+            ("etcd_peer_ca_private_key", s()),
+            ("etcd_client_ca_certificate", s()),
+            ("etcd_client_ca_private_key", s()),
+        ])
+    }
+
+    /// Whether a change from `old` to `self` changes what a replica's VM is made of (GCE cannot change these on a
+    /// running instance, so the replica is replaced).
+    pub fn reshapes_vm(&self, old: &ClusterSpec) -> bool {
+        self.id != old.id
+            || self.machine_type != old.machine_type
+            || self.image != old.image
+            || self.boot_disk_size_gb != old.boot_disk_size_gb
+            || self.data_disk_size_gb != old.data_disk_size_gb
+            || self.network != old.network
+            || self.subnetwork != old.subnetwork
+    }
+}

@@ -1,0 +1,197 @@
+//! Resource-level tests through the framework server, with values encoded exactly as clients send them.
+
+use std::collections::BTreeMap;
+
+use tfplugin::ProviderServer;
+use tfplugin::types::{DynamicValue, PlanResourceChangeRequest, ValidateResourceConfigRequest};
+use tfplugin::value::{Type, Value, msgpack};
+use tfplugin_framework::{FrameworkServer, Resource};
+
+use super::cluster::{ClusterModel, ClusterResource};
+use super::replica::{ReplicaModel, ReplicaResource};
+use crate::provider::HaProvider;
+
+/// An object of the schema's type with every attribute null, plus the given values.
+fn object(ty: &Type, set: &[(&str, Value)]) -> Value {
+    let Type::Object { attrs, .. } = ty else {
+        panic!("resource types are objects")
+    };
+    let mut m: BTreeMap<String, Value> = attrs.keys().map(|k| (k.clone(), Value::Null)).collect();
+    for (k, v) in set {
+        assert!(m.contains_key(*k), "no attribute {k}");
+        m.insert(k.to_string(), v.clone());
+    }
+    Value::Object(m)
+}
+
+fn mp(ty: &Type, v: &Value) -> DynamicValue {
+    DynamicValue::msgpack(msgpack::encode(ty, v).expect("encodes"))
+}
+
+fn s(v: &str) -> Value {
+    Value::String(v.into())
+}
+
+#[test]
+fn models_match_schemas_one_to_one() {
+    let cluster_ty = ClusterResource {
+        settings: Default::default(),
+    }
+    .schema()
+    .value_type();
+    let m: ClusterModel = tfplugin_framework::model::from_value(&object(&cluster_ty, &[]))
+        .expect("cluster model matches schema");
+    let back = tfplugin_framework::model::to_value(&m).unwrap();
+    msgpack::encode(&cluster_ty, &back).expect("cluster model encodes with its schema type");
+
+    let replica_ty = ReplicaResource.schema().value_type();
+    let m: ReplicaModel = tfplugin_framework::model::from_value(&object(&replica_ty, &[]))
+        .expect("replica model matches schema");
+    let back = tfplugin_framework::model::to_value(&m).unwrap();
+    msgpack::encode(&replica_ty, &back).expect("replica model encodes with its schema type");
+}
+
+async fn plan_cluster(
+    server: &FrameworkServer<HaProvider>,
+    config: &[(&str, Value)],
+) -> (Value, tfplugin::diag::Diagnostics) {
+    let ty = ClusterResource {
+        settings: Default::default(),
+    }
+    .schema()
+    .value_type();
+    let cfg = object(&ty, config);
+    let resp = server
+        .plan_resource_change(PlanResourceChangeRequest {
+            type_name: "ha_master_cluster".into(),
+            prior_state: DynamicValue::msgpack(vec![0xc0]),
+            proposed_new_state: mp(&ty, &cfg),
+            config: mp(&ty, &cfg),
+            ..Default::default()
+        })
+        .await;
+    let planned = msgpack::decode(
+        &ty,
+        resp.planned_state.msgpack.as_deref().unwrap_or(&[0xc0]),
+    )
+    .unwrap();
+    (planned, resp.diagnostics)
+}
+
+#[tokio::test]
+async fn cluster_create_plan_knows_settings_and_not_generated_material() {
+    let server = FrameworkServer::new(HaProvider::default());
+    let (planned, diags) = plan_cluster(
+        &server,
+        &[
+            ("name", s("prod")),
+            ("project", s("p")),
+            ("zone", s("europe-west1-b")),
+            (
+                "etcd_client_source_ranges",
+                Value::List(vec![s("10.0.0.0/8")]),
+            ),
+        ],
+    )
+    .await;
+    assert!(!diags.has_error(), "{diags:?}");
+    let get = |k: &str| tfplugin_framework::plan::attr(&planned, k).clone();
+    assert_eq!(get("id"), s("p/europe-west1/prod"));
+    assert_eq!(
+        get("region"),
+        s("europe-west1"),
+        "region derives from the zone"
+    );
+    assert_eq!(
+        get("machine_type"),
+        s("e2-standard-2"),
+        "defaults are planned"
+    );
+    assert!(get("external_ip").is_unknown());
+    let spec = get("spec");
+    assert_eq!(
+        tfplugin_framework::plan::attr(&spec, "region"),
+        &s("europe-west1")
+    );
+    assert!(tfplugin_framework::plan::attr(&spec, "ca_private_key").is_unknown());
+}
+
+#[tokio::test]
+async fn cluster_plan_errors_name_the_attribute() {
+    let server = FrameworkServer::new(HaProvider::default());
+    let (_, diags) = plan_cluster(
+        &server,
+        &[
+            ("name", s("Prod_1")),
+            ("project", s("p")),
+            ("region", s("us-central1")),
+            ("zone", s("europe-west1-b")),
+            ("machine_type", s("e2-huge")),
+            (
+                "etcd_client_source_ranges",
+                Value::List(vec![s("10.0.0.1/8")]),
+            ),
+        ],
+    )
+    .await;
+    let at = |path: &str| {
+        diags
+            .iter()
+            .any(|d| d.attribute.as_ref().map(|p| p.to_string()).as_deref() == Some(path))
+    };
+    assert!(at("name"), "{diags:?}");
+    assert!(at("zone"), "{diags:?}");
+    assert!(at("machine_type"), "{diags:?}");
+    assert!(at("etcd_client_source_ranges[0]"), "{diags:?}");
+}
+
+#[tokio::test]
+async fn replica_zone_must_follow_the_cluster() {
+    let server = FrameworkServer::new(HaProvider::default());
+    let (cluster_plan, _) = plan_cluster(
+        &server,
+        &[
+            ("name", s("prod")),
+            ("project", s("p")),
+            ("zone", s("europe-west1-b")),
+            (
+                "etcd_client_source_ranges",
+                Value::List(vec![s("10.0.0.0/8")]),
+            ),
+        ],
+    )
+    .await;
+    let spec = tfplugin_framework::plan::attr(&cluster_plan, "spec").clone();
+    let ty = ReplicaResource.schema().value_type();
+    for (zone, expect) in [
+        ("europe-west1-b", None),
+        ("europe-west1-c", Some("multizone = true")),
+        ("us-central1-a", Some("region")),
+    ] {
+        let cfg = object(&ty, &[("cluster", spec.clone()), ("zone", s(zone))]);
+        let diags = server
+            .validate_resource_config(ValidateResourceConfigRequest {
+                type_name: "ha_master_replica".into(),
+                config: mp(&ty, &cfg),
+                ..Default::default()
+            })
+            .await;
+        match expect {
+            None => assert!(!diags.has_error(), "{zone}: {diags:?}"),
+            Some(text) => {
+                let d = diags
+                    .iter()
+                    .next()
+                    .unwrap_or_else(|| panic!("{zone}: expected an error"));
+                assert_eq!(
+                    d.attribute.as_ref().map(|p| p.to_string()).as_deref(),
+                    Some("zone")
+                );
+                assert!(
+                    format!("{} {}", d.summary, d.detail).contains(text),
+                    "{zone}: {d:?}"
+                );
+            }
+        }
+    }
+}
