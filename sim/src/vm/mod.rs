@@ -132,6 +132,7 @@ impl Vm {
         opts: &VmOptions,
     ) -> Result<VmHandle, VmError> {
         let startup = config::parse(metadata)?;
+        std::fs::create_dir_all(dir).map_err(io_err(format!("create VM dir {}", dir.display())))?;
         let map = HostMap {
             rootfs: dir.join("rootfs"),
             ip: internal_ip,

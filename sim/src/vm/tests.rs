@@ -201,6 +201,63 @@ fn ssh_env_points_etcdctl_at_this_vm() {
     assert!(s.etcd_last_exit.unwrap().contains("exited"));
 }
 
+#[test]
+fn a_replica_joins_a_running_cluster_after_member_add() {
+    let root = tempfile::tempdir().unwrap();
+    let pki = ClusterPki::new();
+    let static_ip = ip(46, 1, 2);
+    let (m1, m2) = (member("m1", ip(46, 0, 2)), member("m2", ip(46, 0, 3)));
+    let md1 = master_metadata(&pki, &m1, std::slice::from_ref(&m1), "new", static_ip);
+    let vm1 = Vm::boot_with(
+        &root.path().join("m1"),
+        "m1",
+        m1.ip,
+        &md1,
+        &etcd_bin(),
+        &fast_opts(),
+    )
+    .unwrap();
+    wait_healthy(&[&vm1]);
+    let (ok, out) = etcdctl(vm1.dir(), &["put", "/registry/before", "1"]);
+    assert!(ok, "{out}");
+
+    // The provider's order (as kube-up's): member add on an existing master first, then boot the new VM with
+    // --initial-cluster-state=existing and the full member list.
+    let (ok, out) = etcdctl(
+        vm1.dir(),
+        &["member", "add", "m2", "--peer-urls=https://127.46.0.3:2380"],
+    );
+    assert!(
+        ok && out.contains("ETCD_INITIAL_CLUSTER_STATE=\"existing\""),
+        "{out}"
+    );
+    let md2 = master_metadata(&pki, &m2, &[m1.clone(), m2.clone()], "existing", static_ip);
+    let vm2 = Vm::boot_with(
+        &root.path().join("m2"),
+        "m2",
+        m2.ip,
+        &md2,
+        &etcd_bin(),
+        &fast_opts(),
+    )
+    .unwrap();
+    wait_healthy(&[&vm1, &vm2]);
+    // The new member has the data written before it existed.
+    wait_until(
+        Duration::from_secs(30),
+        "m2 to serve data from before it joined",
+        || {
+            let (ok, out) = etcdctl(
+                vm2.dir(),
+                &["get", "/registry/before", "--print-value-only"],
+            );
+            ok && out.trim() == "1"
+        },
+    );
+    let (ok, out) = etcdctl(vm2.dir(), &["member", "list"]);
+    assert!(ok && out.matches(", started, ").count() == 2, "{out}");
+}
+
 fn edit_user_data(md: &BTreeMap<String, String>, from: &str, to: &str) -> BTreeMap<String, String> {
     let mut md = md.clone();
     let ud = md["user-data"].replace(from, to);
