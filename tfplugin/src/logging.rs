@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value as Json};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 /// Installs the stderr logger for the whole process, tagging every line with `@module` = `module`. The level
@@ -30,7 +30,7 @@ pub fn init_logging(module: &str) {
         HclogLayer {
             module: module.to_owned(),
         }
-        .with_filter(level),
+        .with_filter(filter(level)),
     );
     // Fails only if a logger is already installed; the first one wins.
     let _ = tracing::subscriber::set_global_default(subscriber);
@@ -53,6 +53,27 @@ fn level_from(tf_log_provider: Option<&str>, tf_log: Option<&str>) -> LevelFilte
         Some("debug") => LevelFilter::DEBUG,
         Some(_) => LevelFilter::TRACE,
     }
+}
+
+/// The transport libraries log every HTTP/2 frame at debug and trace; at those levels their lines would bury the
+/// provider's. They keep their warnings and errors.
+const QUIET_DEPENDENCIES: &[&str] = &[
+    "h2",
+    "hyper",
+    "hyper_util",
+    "tonic",
+    "tower",
+    "rustls",
+    "tokio_rustls",
+];
+
+fn filter(level: LevelFilter) -> Targets {
+    let quiet = level.min(LevelFilter::WARN);
+    QUIET_DEPENDENCIES
+        .iter()
+        .fold(Targets::new().with_default(level), |t, dep| {
+            t.with_target(*dep, quiet)
+        })
 }
 
 /// Writes each event as one hclog JSON line.
@@ -191,6 +212,16 @@ mod tests {
         assert_eq!(level_from(None, Some("nonsense")), LevelFilter::TRACE);
         assert_eq!(level_from(Some("off"), Some("trace")), LevelFilter::OFF);
         assert_eq!(level_from(None, Some("Error")), LevelFilter::ERROR);
+    }
+
+    #[test]
+    fn transport_libraries_stay_quiet_below_warn() {
+        let f = filter(LevelFilter::TRACE);
+        assert!(f.would_enable("h2::codec", &Level::WARN));
+        assert!(!f.would_enable("h2::codec", &Level::DEBUG));
+        assert!(f.would_enable("tfplugin::server", &Level::TRACE));
+        let f = filter(LevelFilter::ERROR);
+        assert!(!f.would_enable("hyper::proto", &Level::WARN));
     }
 
     #[test]

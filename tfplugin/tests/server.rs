@@ -12,6 +12,7 @@ const PROVIDER: &str = "/tfplugin6.Provider/GetProviderSchema";
 const VALIDATE: &str = "/tfplugin6.Provider/ValidateResourceConfig";
 const SHUTDOWN: &str = "/plugin.GRPCController/Shutdown";
 const STDIO: &str = "/plugin.GRPCStdio/StreamStdio";
+const STOP: &str = "/tfplugin6.Provider/StopProvider";
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -209,4 +210,31 @@ fn without_a_client_certificate_it_serves_plaintext() {
         "the choice is logged: {}",
         plugin.stderr()
     );
+}
+
+/// Ctrl-C reaches the whole process group; the client then stops us through StopProvider. Dying on SIGINT would
+/// abandon an apply half way, so the plugin ignores it, as go-plugin's servers do.
+#[test]
+fn sigint_does_not_kill_the_plugin_and_stop_provider_answers() {
+    let client = cert::go_plugin_style();
+    let mut plugin = Plugin::launch(Some(&client.pem()));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &plugin.child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        plugin.child.try_wait().unwrap().is_none(),
+        "still running after SIGINT"
+    );
+    runtime().block_on(async {
+        let channel = plugin
+            .channel(Some(plugin.client_tls(Some(&client))))
+            .await
+            .expect("connect");
+        let stop: StopProviderResponse =
+            unary(channel, STOP, Empty {}).await.expect("StopProvider");
+        assert_eq!(stop.error, "");
+    });
 }

@@ -46,7 +46,7 @@ impl Drop for RpcLog {
     fn drop(&mut self) {
         tracing::debug!(
             rpc = self.rpc,
-            elapsed_ms = self.start.elapsed().as_secs_f64() * 1e3,
+            elapsed_us = u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX),
             "rpc finished"
         );
     }

@@ -322,6 +322,12 @@ pub struct Step {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
+pub struct StopProviderResponse {
+    #[prost(string, tag = "1")]
+    pub error: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
 pub struct StdioData {
     #[prost(int32, tag = "1")]
     pub channel: i32,
