@@ -7,6 +7,7 @@ pub mod machine_type;
 pub mod names;
 pub mod network;
 pub mod quorum;
+pub mod topology;
 pub mod zones;
 
 /// A failed check: a one-line summary and a detail that says how to fix it.

@@ -1,0 +1,496 @@
+//! Who holds the cluster's static IP and which steps a join or a leave still needs, decided from an observed
+//! snapshot of the world. Steps already true in the snapshot are not returned, so an interrupted apply resumes
+//! where it stopped. No I/O: resources observe, this decides, backends act.
+//!
+//! The shape of a cluster:
+//! - one replica: the static IP is that VM's access config; no load balancer.
+//! - two or more: the static IP is a forwarding rule to a target pool of every replica, with a health check;
+//!   each VM has an ephemeral IP (never in a certificate).
+
+use std::collections::BTreeSet;
+
+use super::quorum;
+
+/// What holds the static IP now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpHolder {
+    Nobody,
+    Instance(String),
+    ForwardingRule,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberView {
+    pub name: String,
+    pub id: u64,
+    pub is_learner: bool,
+    /// Whether the member answered a health check.
+    pub healthy: bool,
+}
+
+/// A snapshot of one cluster, read once per operation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// Replica VMs that exist (any status), by name.
+    pub instances: BTreeSet<String>,
+    pub ip_holder: Option<IpHolder>,
+    pub health_check: bool,
+    /// `None` when there is no target pool.
+    pub pool: Option<BTreeSet<String>>,
+    pub forwarding_rule: bool,
+    /// `None` when etcd could not be reached (no replica yet, or every member down).
+    pub members: Option<Vec<MemberView>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A learner left by an interrupted join of another replica blocks new joins: remove it first.
+    RemoveStaleMember {
+        name: String,
+        id: u64,
+    },
+    /// Bootstrap: the first replica founds etcd (initial-cluster-state new).
+    CreateFoundingInstance {
+        with_static_ip: bool,
+    },
+    AddLearner,
+    /// Joiners start with initial-cluster-state existing and an ephemeral IP.
+    CreateJoiningInstance,
+    AwaitCaughtUpAndPromote,
+    CreateHealthCheck,
+    /// Create the pool with these instances.
+    CreatePool {
+        instances: Vec<String>,
+    },
+    AddToPool,
+    /// Replace the holder's access config with an ephemeral one.
+    DetachStaticIp {
+        from: String,
+    },
+    CreateForwardingRule,
+    /// Check the static IP really serves the API over TLS again.
+    AwaitEndpoint,
+    // Leaving:
+    RemoveFromPool,
+    MoveLeadership,
+    RemoveMember {
+        id: u64,
+    },
+    DeleteInstance,
+    DeleteForwardingRule,
+    AttachStaticIp {
+        to: String,
+    },
+    DeletePool,
+    DeleteHealthCheck,
+}
+
+/// A refusal: the summary and what to do.
+pub type Refusal = (String, String);
+
+fn unhealthy(members: &[MemberView]) -> Vec<&str> {
+    members
+        .iter()
+        .filter(|m| !m.healthy)
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
+/// The steps to bring replica `me` into the cluster. `others` are the other replicas the configuration declares.
+pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
+    let mut steps = Vec::new();
+    let members = world.members.clone().unwrap_or_default();
+    let voting: Vec<&MemberView> = members.iter().filter(|m| !m.is_learner).collect();
+    let me_member = members.iter().find(|m| m.name == me);
+
+    for stale in members
+        .iter()
+        .filter(|m| m.is_learner && m.name != me && !world.instances.contains(&m.name))
+    {
+        steps.push(Step::RemoveStaleMember {
+            name: stale.name.clone(),
+            id: stale.id,
+        });
+    }
+
+    let others: BTreeSet<&String> = world
+        .instances
+        .iter()
+        .filter(|n| n.as_str() != me)
+        .collect();
+    let founding = others.is_empty() && voting.iter().all(|m| m.name == me);
+    if founding {
+        if !world.instances.contains(me) {
+            steps.push(Step::CreateFoundingInstance {
+                with_static_ip: world.ip_holder != Some(IpHolder::ForwardingRule),
+            });
+        }
+        return Ok(steps);
+    }
+
+    // Joining an existing cluster: quorum first.
+    let healthy = voting.iter().filter(|m| m.healthy).count() as u64;
+    let n = voting.len() as u64;
+    if me_member.is_none_or(|m| m.is_learner) && !quorum::can_add_member(n, healthy) {
+        let down = unhealthy(&members);
+        return Err((
+            "Adding a replica now would risk etcd's quorum".into(),
+            format!(
+                "{healthy} of {n} etcd members are healthy (unhealthy: {}). Repair or replace the unhealthy replicas first (`terraform apply -replace=...`), then add this one.",
+                down.join(", ")
+            ),
+        ));
+    }
+    if me_member.is_none() {
+        steps.push(Step::AddLearner);
+    }
+    if !world.instances.contains(me) {
+        steps.push(Step::CreateJoiningInstance);
+    }
+    if me_member.is_none_or(|m| m.is_learner) {
+        steps.push(Step::AwaitCaughtUpAndPromote);
+    }
+
+    // Load balancer: created with the second replica, joined by later ones.
+    let everyone: Vec<String> = others
+        .iter()
+        .map(|s| s.to_string())
+        .chain(std::iter::once(me.to_string()))
+        .collect();
+    if !world.health_check {
+        steps.push(Step::CreateHealthCheck);
+    }
+    match &world.pool {
+        None => steps.push(Step::CreatePool {
+            instances: everyone,
+        }),
+        Some(pool) if !pool.contains(me) => steps.push(Step::AddToPool),
+        Some(_) => {}
+    }
+    let mut moves_ip = false;
+    if let Some(IpHolder::Instance(holder)) = &world.ip_holder {
+        steps.push(Step::DetachStaticIp {
+            from: holder.clone(),
+        });
+        moves_ip = true;
+    }
+    if !world.forwarding_rule {
+        steps.push(Step::CreateForwardingRule);
+        moves_ip = true;
+    }
+    if moves_ip {
+        steps.push(Step::AwaitEndpoint);
+    }
+    Ok(steps)
+}
+
+/// The steps to take replica `me` out of the cluster, leaving the survivors in shape.
+pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
+    let mut steps = Vec::new();
+    let members = world.members.clone().unwrap_or_default();
+    let me_member = members.iter().find(|m| m.name == me);
+    let voting: Vec<&MemberView> = members.iter().filter(|m| !m.is_learner).collect();
+    let n = voting.len() as u64;
+    let healthy = voting.iter().filter(|m| m.healthy).count() as u64;
+
+    if let Some(m) = me_member
+        && !m.is_learner
+        && n > 1
+    {
+        // Removing a healthy member must leave a healthy majority; removing a dead one only helps.
+        let ok = if m.healthy {
+            quorum::can_remove_healthy_member(n, healthy)
+        } else {
+            healthy >= quorum::quorum(n - 1)
+        };
+        if !ok {
+            let down = unhealthy(&members);
+            return Err((
+                format!("Removing replica {me} would lose etcd's quorum"),
+                format!(
+                    "{healthy} of {n} etcd members are healthy (unhealthy: {}). Removing {me} leaves too few to agree. Repair or replace the unhealthy replicas first (`terraform apply -replace=...`), then remove this one.",
+                    down.join(", ")
+                ),
+            ));
+        }
+    }
+
+    let survivors: Vec<&String> = world
+        .instances
+        .iter()
+        .filter(|n| n.as_str() != me)
+        .collect();
+    if world.pool.as_ref().is_some_and(|p| p.contains(me)) && !survivors.is_empty() {
+        steps.push(Step::RemoveFromPool);
+    }
+    if let Some(m) = me_member
+        && survivors
+            .iter()
+            .any(|s| members.iter().any(|x| &x.name == *s))
+    {
+        steps.push(Step::MoveLeadership);
+        steps.push(Step::RemoveMember { id: m.id });
+    }
+    if world.instances.contains(me) {
+        steps.push(Step::DeleteInstance);
+    }
+    // Back to one replica: the static IP goes back to the survivor, and the load balancer goes.
+    if survivors.len() <= 1 {
+        if world.forwarding_rule {
+            steps.push(Step::DeleteForwardingRule);
+        }
+        if let Some(last) = survivors.first()
+            && world.ip_holder.as_ref() != Some(&IpHolder::Instance(last.to_string()))
+        {
+            steps.push(Step::AttachStaticIp {
+                to: last.to_string(),
+            });
+            steps.push(Step::AwaitEndpoint);
+        }
+        if world.pool.is_some() {
+            steps.push(Step::DeletePool);
+        }
+        if world.health_check {
+            steps.push(Step::DeleteHealthCheck);
+        }
+    }
+    Ok(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, id: u64) -> MemberView {
+        MemberView {
+            name: name.into(),
+            id,
+            is_learner: false,
+            healthy: true,
+        }
+    }
+
+    fn world(
+        instances: &[&str],
+        holder: Option<IpHolder>,
+        pool: Option<&[&str]>,
+        rule: bool,
+        members: &[MemberView],
+    ) -> Observed {
+        Observed {
+            instances: instances.iter().map(|s| s.to_string()).collect(),
+            ip_holder: holder,
+            health_check: pool.is_some(),
+            pool: pool.map(|p| p.iter().map(|s| s.to_string()).collect()),
+            forwarding_rule: rule,
+            members: Some(members.to_vec()),
+        }
+    }
+
+    #[test]
+    fn first_replica_founds_etcd_and_holds_the_ip() {
+        let w = Observed::default();
+        assert_eq!(
+            join_steps(&w, "m1").unwrap(),
+            vec![Step::CreateFoundingInstance {
+                with_static_ip: true
+            }]
+        );
+        // Done already: nothing to do.
+        let w = world(
+            &["m1"],
+            Some(IpHolder::Instance("m1".into())),
+            None,
+            false,
+            &[member("m1", 1)],
+        );
+        assert_eq!(join_steps(&w, "m1").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn second_replica_builds_the_load_balancer_and_moves_the_ip() {
+        let w = world(
+            &["m1"],
+            Some(IpHolder::Instance("m1".into())),
+            None,
+            false,
+            &[member("m1", 1)],
+        );
+        assert_eq!(
+            join_steps(&w, "m2").unwrap(),
+            vec![
+                Step::AddLearner,
+                Step::CreateJoiningInstance,
+                Step::AwaitCaughtUpAndPromote,
+                Step::CreateHealthCheck,
+                Step::CreatePool {
+                    instances: vec!["m1".into(), "m2".into()]
+                },
+                Step::DetachStaticIp { from: "m1".into() },
+                Step::CreateForwardingRule,
+                Step::AwaitEndpoint,
+            ]
+        );
+    }
+
+    #[test]
+    fn interrupted_join_resumes_where_it_stopped() {
+        // Learner added and VM created, then the apply died.
+        let mut learner = member("m2", 2);
+        learner.is_learner = true;
+        let w = world(
+            &["m1", "m2"],
+            Some(IpHolder::Instance("m1".into())),
+            None,
+            false,
+            &[member("m1", 1), learner],
+        );
+        assert_eq!(
+            join_steps(&w, "m2").unwrap()[0],
+            Step::AwaitCaughtUpAndPromote
+        );
+        // IP detached but no rule yet: only the rule and the endpoint check remain.
+        let w = world(
+            &["m1", "m2"],
+            Some(IpHolder::Nobody),
+            Some(&["m1", "m2"]),
+            false,
+            &[member("m1", 1), member("m2", 2)],
+        );
+        assert_eq!(
+            join_steps(&w, "m2").unwrap(),
+            vec![Step::CreateForwardingRule, Step::AwaitEndpoint]
+        );
+    }
+
+    #[test]
+    fn third_replica_joins_the_pool() {
+        let w = world(
+            &["m1", "m2"],
+            Some(IpHolder::ForwardingRule),
+            Some(&["m1", "m2"]),
+            true,
+            &[member("m1", 1), member("m2", 2)],
+        );
+        assert_eq!(
+            join_steps(&w, "m3").unwrap(),
+            vec![
+                Step::AddLearner,
+                Step::CreateJoiningInstance,
+                Step::AwaitCaughtUpAndPromote,
+                Step::AddToPool
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stale_learner_is_removed_before_a_new_join() {
+        let mut stale = member("m9", 9);
+        stale.is_learner = true;
+        let w = world(
+            &["m1"],
+            Some(IpHolder::Instance("m1".into())),
+            None,
+            false,
+            &[member("m1", 1), stale],
+        );
+        assert_eq!(
+            join_steps(&w, "m2").unwrap()[0],
+            Step::RemoveStaleMember {
+                name: "m9".into(),
+                id: 9
+            }
+        );
+    }
+
+    #[test]
+    fn joining_with_a_dead_member_is_refused() {
+        let mut dead = member("m2", 2);
+        dead.healthy = false;
+        let w = world(
+            &["m1", "m2", "m3"],
+            Some(IpHolder::ForwardingRule),
+            Some(&["m1", "m2", "m3"]),
+            true,
+            &[member("m1", 1), dead, member("m3", 3)],
+        );
+        let (summary, detail) = join_steps(&w, "m4").unwrap_err();
+        assert!(summary.contains("quorum"));
+        assert!(detail.contains("unhealthy: m2"), "{detail}");
+    }
+
+    #[test]
+    fn leaving_three_to_two_keeps_the_load_balancer() {
+        let w = world(
+            &["m1", "m2", "m3"],
+            Some(IpHolder::ForwardingRule),
+            Some(&["m1", "m2", "m3"]),
+            true,
+            &[member("m1", 1), member("m2", 2), member("m3", 3)],
+        );
+        assert_eq!(
+            leave_steps(&w, "m3").unwrap(),
+            vec![
+                Step::RemoveFromPool,
+                Step::MoveLeadership,
+                Step::RemoveMember { id: 3 },
+                Step::DeleteInstance
+            ]
+        );
+    }
+
+    #[test]
+    fn leaving_two_to_one_gives_the_ip_back() {
+        let w = world(
+            &["m1", "m2"],
+            Some(IpHolder::ForwardingRule),
+            Some(&["m1", "m2"]),
+            true,
+            &[member("m1", 1), member("m2", 2)],
+        );
+        assert_eq!(
+            leave_steps(&w, "m2").unwrap(),
+            vec![
+                Step::RemoveFromPool,
+                Step::MoveLeadership,
+                Step::RemoveMember { id: 2 },
+                Step::DeleteInstance,
+                Step::DeleteForwardingRule,
+                Step::AttachStaticIp { to: "m1".into() },
+                Step::AwaitEndpoint,
+                Step::DeletePool,
+                Step::DeleteHealthCheck,
+            ]
+        );
+    }
+
+    #[test]
+    fn removing_a_healthy_member_next_to_a_dead_one_is_refused() {
+        let mut dead = member("m2", 2);
+        dead.healthy = false;
+        let w = world(
+            &["m1", "m2", "m3"],
+            Some(IpHolder::ForwardingRule),
+            Some(&["m1", "m2", "m3"]),
+            true,
+            &[member("m1", 1), dead.clone(), member("m3", 3)],
+        );
+        let (summary, detail) = leave_steps(&w, "m3").unwrap_err();
+        assert!(summary.contains("lose etcd's quorum"), "{summary}");
+        assert!(detail.contains("unhealthy: m2"), "{detail}");
+        // Removing the dead one is fine: 2 healthy of the 2 that remain.
+        assert!(leave_steps(&w, "m2").is_ok());
+    }
+
+    #[test]
+    fn last_replica_leaves_without_touching_etcd_membership() {
+        let w = world(
+            &["m1"],
+            Some(IpHolder::Instance("m1".into())),
+            None,
+            false,
+            &[member("m1", 1)],
+        );
+        assert_eq!(leave_steps(&w, "m1").unwrap(), vec![Step::DeleteInstance]);
+    }
+}
