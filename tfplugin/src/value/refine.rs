@@ -2,10 +2,15 @@
 //! (cty `msgpack/unknown.go`); any other extension is a plain unknown.
 //!
 //! Decoding is best effort and never fails the value: an unknown stays unknown even if its refinements are
-//! malformed. Entries we cannot interpret are kept raw so that echoing the value back loses nothing.
+//! malformed. Keys we do not know are kept raw so that echoing the value back loses nothing; a known key with a
+//! malformed value is dropped, because cty rejects it and dropping a refinement only widens the value.
+//!
+//! Encoding writes only what cty's decoder accepts for the slot's type (it rejects, say, a string prefix on a
+//! number, and any refinement on a dynamic value), and keeps the payload under cty's 1 KiB limit.
 
 use std::collections::BTreeMap;
 
+use super::Type;
 use super::error::EncodeError;
 use super::msgpack::{Reader, write_ext_header, write_int, write_map_len, write_number, write_str};
 use super::number::Number;
@@ -18,6 +23,9 @@ const NUMBER_LOWER: i64 = 3;
 const NUMBER_UPPER: i64 = 4;
 const LENGTH_LOWER: i64 = 5;
 const LENGTH_UPPER: i64 = 6;
+/// cty refuses larger refinement payloads, and truncates string prefixes to 256 bytes to stay under it.
+const MAX_PAYLOAD: usize = 1024;
+const MAX_PREFIX: usize = 255;
 
 /// Reads the refinements of an extension value; anything unreadable yields a plain unknown.
 pub(super) fn decode(code: i8, payload: &[u8]) -> Refinements {
@@ -45,7 +53,8 @@ fn entries(payload: &[u8]) -> Option<BTreeMap<i64, &[u8]>> {
         r.skip(0).ok()?;
         out.insert(key, &before[..before.len() - r.rest().len()]);
     }
-    r.rest().is_empty().then_some(out)
+    // cty ignores bytes after the map (reserved for future use), and so do we.
+    Some(out)
 }
 
 fn interpret(raw: &BTreeMap<i64, &[u8]>) -> Refinements {
@@ -58,10 +67,13 @@ fn interpret(raw: &BTreeMap<i64, &[u8]>) -> Refinements {
             NUMBER_UPPER => read_bound(bytes).map(|b| refs.number_upper = Some(b)),
             LENGTH_LOWER => read_u64(bytes).map(|n| refs.length_lower = Some(n)),
             LENGTH_UPPER => read_u64(bytes).map(|n| refs.length_upper = Some(n)),
-            _ => None,
+            _ => {
+                refs.other.insert(key, bytes.to_vec());
+                Some(())
+            }
         };
         if understood.is_none() {
-            refs.other.insert(key, bytes.to_vec());
+            tracing::debug!(key, "dropping a malformed refinement of an unknown value");
         }
     }
     refs
@@ -112,13 +124,14 @@ fn read_bound(bytes: &[u8]) -> Option<(Number, bool)> {
     })
 }
 
-/// Writes an unknown: `d4 00 00` when nothing is known (what clients send), else extension 12.
-pub(super) fn encode(out: &mut Vec<u8>, refs: &Refinements) -> Result<(), EncodeError> {
+/// Writes an unknown of type `ty`: `d4 00 00` when nothing is known (what clients send), else extension 12.
+pub(super) fn encode(out: &mut Vec<u8>, ty: &Type, refs: &Refinements) -> Result<(), EncodeError> {
+    let refs = applicable(ty, refs);
     if refs.is_empty() {
         out.extend_from_slice(&[0xd4, 0, 0]);
         return Ok(());
     }
-    // Raw entries first, so that a typed field set by the provider wins over a stale raw one for the same key.
+    // Typed fields override raw entries under the same key (which `applicable` has already removed anyway).
     let mut entries: BTreeMap<i64, Vec<u8>> = refs.other.clone();
     let mut put = |key: i64, f: &dyn Fn(&mut Vec<u8>) -> Result<(), EncodeError>| {
         let mut b = Vec::new();
@@ -156,6 +169,11 @@ pub(super) fn encode(out: &mut Vec<u8>, refs: &Refinements) -> Result<(), Encode
             put(key, &|o| write_number(o, &Number::from(n)))?;
         }
     }
+    // Unknown keys are the only unbounded part; without them the payload is at most ~330 bytes.
+    let size: usize = entries.values().map(|b| b.len() + 9).sum();
+    if size > MAX_PAYLOAD {
+        entries.retain(|k, _| (NULLNESS..=LENGTH_UPPER).contains(k));
+    }
     let mut payload = Vec::new();
     write_map_len(&mut payload, entries.len())?;
     for (key, bytes) in &entries {
@@ -165,6 +183,41 @@ pub(super) fn encode(out: &mut Vec<u8>, refs: &Refinements) -> Result<(), Encode
     write_ext_header(out, payload.len(), EXT_REFINED)?;
     out.extend_from_slice(&payload);
     Ok(())
+}
+
+/// The refinements cty accepts for an unknown of type `ty`.
+fn applicable(ty: &Type, refs: &Refinements) -> Refinements {
+    if *ty == Type::Dynamic {
+        return Refinements::default();
+    }
+    let mut r = refs.clone();
+    r.other
+        .retain(|k, _| !(NULLNESS..=LENGTH_UPPER).contains(k));
+    if *ty != Type::String {
+        r.string_prefix = None;
+    }
+    if let Some(p) = &mut r.string_prefix
+        && p.len() > MAX_PREFIX
+    {
+        // A shorter prefix is still true of the value; cut at a character boundary.
+        let cut = (0..=MAX_PREFIX)
+            .rev()
+            .find(|&i| p.is_char_boundary(i))
+            .unwrap_or(0);
+        p.truncate(cut);
+    }
+    if r.string_prefix.as_deref() == Some("") {
+        r.string_prefix = None;
+    }
+    if *ty != Type::Number {
+        r.number_lower = None;
+        r.number_upper = None;
+    }
+    if !matches!(ty, Type::List(_) | Type::Set(_) | Type::Map(_)) {
+        r.length_lower = None;
+        r.length_upper = None;
+    }
+    r
 }
 
 #[cfg(test)]
@@ -179,22 +232,29 @@ mod tests {
         assert!(refs.definitely_not_null());
         assert_eq!(refs.string_prefix.as_deref(), Some("pre-"));
         let mut out = Vec::new();
-        encode(&mut out, &refs).unwrap();
+        encode(&mut out, &Type::String, &refs).unwrap();
         assert_eq!(
             out,
             [&[0xc7, payload.len() as u8, 12][..], payload].concat()
         );
+        // cty refuses a prefix on anything but a string, and any refinement on a dynamic value.
+        let mut out = Vec::new();
+        encode(&mut out, &Type::Number, &refs).unwrap();
+        assert_eq!(out, b"\xc7\x03\x0c\x81\x01\xc2");
+        let mut out = Vec::new();
+        encode(&mut out, &Type::Dynamic, &refs).unwrap();
+        assert_eq!(out, [0xd4, 0, 0]);
     }
 
     #[test]
-    fn keeps_what_it_does_not_understand() {
+    fn keeps_unknown_keys_and_drops_malformed_known_ones() {
         // {2: 7 (a prefix must be a string), 9: [1]}
         let payload = b"\x82\x02\x07\x09\x91\x01";
         let refs = decode(12, payload);
         assert_eq!(refs.string_prefix, None);
-        assert_eq!(refs.other.get(&2).map(Vec::as_slice), Some(&b"\x07"[..]));
+        assert_eq!(refs.other.keys().collect::<Vec<_>>(), [&9]);
         let mut out = Vec::new();
-        encode(&mut out, &refs).unwrap();
+        encode(&mut out, &Type::String, &refs).unwrap();
         assert_eq!(decode(12, &out[3..]), refs);
     }
 
@@ -203,5 +263,17 @@ mod tests {
         assert!(decode(0, &[0]).is_empty());
         assert!(decode(12, b"\x91").is_empty());
         assert!(decode(12, b"\x81\xa1x\x01").is_empty());
+    }
+
+    #[test]
+    fn long_prefixes_are_cut_to_what_cty_accepts() {
+        let refs = Refinements {
+            string_prefix: Some("é".repeat(200)),
+            ..Refinements::default()
+        };
+        let mut out = Vec::new();
+        encode(&mut out, &Type::String, &refs).unwrap();
+        let back = decode(12, &out[4..]); // ext16 header: c8, 2-byte length, code
+        assert_eq!(back.string_prefix, Some("é".repeat(127)));
     }
 }

@@ -45,8 +45,8 @@ pub struct Typed {
 
 /// What Terraform knows about an unknown value (cty "refinements", msgpack extension 12).
 ///
-/// `Default` is a plain unknown. Keys this crate does not understand, or understood keys with a shape it does not
-/// expect, are kept raw in `other` so the refinement round-trips losslessly.
+/// `Default` is a plain unknown. Keys this crate does not know are kept raw in `other`, so the refinement
+/// round-trips losslessly; encoders write only the refinements cty accepts for the slot's type (see `refine`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Refinements {
     /// Key 1, cty's "nullness": `Some(false)` means definitely not null.
@@ -59,7 +59,7 @@ pub struct Refinements {
     /// Keys 5 and 6: bounds on a collection's length.
     pub length_lower: Option<u64>,
     pub length_upper: Option<u64>,
-    /// Any other key, with its value as raw msgpack bytes.
+    /// Any other key (not 1–6), with its value as raw msgpack bytes.
     pub other: BTreeMap<i64, Vec<u8>>,
 }
 

@@ -186,7 +186,7 @@ fn encode_value(out: &mut Vec<u8>, ty: &Type, v: &Value) -> Result<(), EncodeErr
     let mismatch = || EncodeError::new(format!("expected {}, found {}", ty.to_json(), variant(v)));
     match (ty, v) {
         (_, Value::Null) => out.push(0xc0),
-        (_, Value::Unknown(r)) => refine::encode(out, r)?,
+        (_, Value::Unknown(r)) => refine::encode(out, ty, r)?,
         (Type::Dynamic, Value::Dynamic(d)) => encode_dynamic(out, &d.ty, &d.value)?,
         (Type::Dynamic, v) => {
             let t = v.infer_type().map_err(EncodeError::new)?;

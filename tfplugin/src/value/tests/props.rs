@@ -69,7 +69,7 @@ fn arb_refinements() -> impl Strategy<Value = Refinements> {
     ];
     (
         proptest::option::of(any::<bool>()),
-        proptest::option::of(".{0,8}"),
+        proptest::option::of(".{1,8}"),
         bound(),
         bound(),
         proptest::option::of(any::<u64>()),
@@ -99,8 +99,26 @@ fn arb_refinements() -> impl Strategy<Value = Refinements> {
         )
 }
 
+/// The refinements cty accepts for an unknown of type `ty` (its decoder rejects the others).
+fn only_for(ty: &Type, mut r: Refinements) -> Refinements {
+    if *ty == Type::Dynamic {
+        return Refinements::default();
+    }
+    if *ty != Type::String {
+        r.string_prefix = None;
+    }
+    if *ty != Type::Number {
+        (r.number_lower, r.number_upper) = (None, None);
+    }
+    if !matches!(ty, Type::List(_) | Type::Set(_) | Type::Map(_)) {
+        (r.length_lower, r.length_upper) = (None, None);
+    }
+    r
+}
+
 /// A value of type `ty`, possibly null or unknown (with refinements) at any depth.
 fn arb_value(ty: &Type, g: Gen) -> BoxedStrategy<Value> {
+    let ty2 = ty.clone();
     let known: BoxedStrategy<Value> = match ty {
         Type::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
         Type::Number => arb_number(g).prop_map(Value::Number).boxed(),
@@ -141,7 +159,7 @@ fn arb_value(ty: &Type, g: Gen) -> BoxedStrategy<Value> {
     if g.json {
         prop_oneof![1 => Just(Value::Null), 6 => known].boxed()
     } else {
-        prop_oneof![1 => Just(Value::Null), 1 => arb_refinements().prop_map(|r| Value::Unknown(Box::new(r))), 6 => known]
+        prop_oneof![1 => Just(Value::Null), 1 => arb_refinements().prop_map(move |r| Value::Unknown(Box::new(only_for(&ty2, r)))), 6 => known]
             .boxed()
     }
 }
