@@ -114,8 +114,8 @@ async fn run_inner<P: ProviderServer>(
         }
     };
 
-    // Port 0: any free port. Clients accept any port; PLUGIN_MIN_PORT/MAX_PORT only matter on hosts that
-    // firewall loopback, which Terraform's own providers ignore too.
+    // Port 0: any free port; both clients accept any port. PLUGIN_MIN_PORT/MAX_PORT are ignored: go-plugin's own
+    // servers read them only on Windows and use a Unix socket elsewhere, so no client relies on them here.
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
         .map_err(ServeError::Bind)?;
