@@ -103,6 +103,13 @@ fn decode_value(r: &mut Reader, ty: &Type, depth: usize) -> Result<Value, Decode
         Type::Object { attrs, .. } => {
             let got = decode_map(r, m, depth, |k| attrs.get(k))
                 .map_err(|e| e.unwrap_or_else(|| mismatch(m)))?;
+            // cty reads an empty map as an object whatever the attributes (clients send `80` for an empty
+            // provider block); every attribute is then null.
+            if got.is_empty() {
+                return Ok(Value::Object(
+                    attrs.keys().map(|k| (k.clone(), Value::Null)).collect(),
+                ));
+            }
             let missing: Vec<&str> = attrs
                 .keys()
                 .filter(|k| !got.contains_key(*k))

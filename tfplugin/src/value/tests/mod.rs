@@ -96,6 +96,11 @@ fn plain_values_in_dynamic_slots_get_an_inferred_type() {
 fn whole_object_null_and_empty_object() {
     let t = obj_ty(&[("id", Type::String)]);
     assert_eq!(msgpack::decode(&t, &[0xc0]).unwrap(), Value::Null);
+    // An empty provider block arrives as an empty map even when the schema has attributes.
+    assert_eq!(
+        msgpack::decode(&t, &[0x80]).unwrap(),
+        Value::object([("id", Value::Null)])
+    );
     assert_eq!(msgpack::encode(&t, &Value::Null).unwrap(), [0xc0]);
     let empty = Type::object::<[(&str, Type); 0], &str>([]);
     assert_eq!(
