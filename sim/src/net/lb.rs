@@ -154,18 +154,13 @@ impl LoadBalancer {
     /// after `propagation_delay`.
     pub fn start(config: LbConfig) -> Result<LoadBalancer, NetError> {
         let listeners = bind_all(config.ip, &config.ports, config.port_map)?;
-        let mut shared = Shared {
+        let shared = Arc::new(Shared {
             backends: Mutex::new(Vec::new()),
             next: Default::default(),
             serving_from: Instant::now() + config.propagation_delay,
             checked: config.health_check.is_some(),
-        };
-        let initial = dedup(&config.backends)
-            .into_iter()
-            .map(|ip| shared.new_backend(ip))
-            .collect();
-        shared.backends = Mutex::new(initial);
-        let shared = Arc::new(shared);
+        });
+        set_backends(&shared, &config.backends);
 
         let for_proxy = shared.clone();
         let choose: Chooser = Arc::new(move || for_proxy.choose());
@@ -193,18 +188,7 @@ impl LoadBalancer {
 
     /// Replaces the pool's instances (targetPools.addInstance/removeInstance). Backends that stay keep their health.
     pub fn set_backends(&self, ips: &[Ipv4Addr]) {
-        let mut backends = self
-            .shared
-            .backends
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let mut old: Vec<BackendState> = std::mem::take(&mut *backends);
-        for ip in dedup(ips) {
-            match old.iter().position(|b| b.ip == ip) {
-                Some(i) => backends.push(old.swap_remove(i)),
-                None => backends.push(self.shared.new_backend(ip)),
-            }
-        }
+        set_backends(&self.shared, ips);
     }
 
     /// Each backend with its current health, in pool order.
@@ -250,6 +234,17 @@ impl std::fmt::Debug for LoadBalancer {
             .field("ports", &self.ports)
             .field("backends", &self.backends())
             .finish()
+    }
+}
+
+fn set_backends(shared: &Shared, ips: &[Ipv4Addr]) {
+    let mut backends = shared.backends.lock().unwrap_or_else(|e| e.into_inner());
+    let mut old: Vec<BackendState> = std::mem::take(&mut *backends);
+    for ip in dedup(ips) {
+        match old.iter().position(|b| b.ip == ip) {
+            Some(i) => backends.push(old.swap_remove(i)),
+            None => backends.push(shared.new_backend(ip)),
+        }
     }
 }
 
