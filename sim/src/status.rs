@@ -55,6 +55,22 @@ async fn etcd_members(dir: PathBuf) -> Value {
     }
 }
 
+/// The fabric's view of a VM (etcd pid, restarts, health) merged with its etcd member list.
+fn vm_view(sim: &Sim, key: &str, id: &str, etcd: Option<&Value>) -> Value {
+    let mut v = sim
+        .fabric
+        .vm_status(&format!("{key}#{id}"))
+        .unwrap_or_else(|| json!({}));
+    if let (Some(obj), Some(Value::Object(e))) = (v.as_object_mut(), etcd) {
+        obj.extend(e.clone());
+    }
+    if v.as_object().is_some_and(|o| o.is_empty()) {
+        Value::Null
+    } else {
+        v
+    }
+}
+
 pub async fn collect(sim: &Sim) -> Value {
     let cloud = sim.cloud().clone();
     let mut probes = tokio::task::JoinSet::new();
@@ -81,7 +97,7 @@ pub async fn collect(sim: &Sim) -> Value {
                 "status": i.status,
                 "internalIp": nic.and_then(|n| n.network_ip.clone()),
                 "externalIp": nic.and_then(|n| n.access_configs.first()).and_then(|a| a.nat_ip.clone()),
-                "vm": vms.get(key).cloned().unwrap_or(Value::Null),
+                "vm": vm_view(sim, key, &i.id, vms.get(key)),
             })
         })
         .collect();

@@ -332,12 +332,8 @@ async fn target_pool_membership_and_health() {
     assert_eq!(health.body["healthStatus"][0]["healthState"], "HEALTHY");
     assert_eq!(health.body["healthStatus"][0]["ipAddress"], ip.as_str());
     assert_eq!(health.body["healthStatus"][0]["port"], 443);
-    sim.ok(
-        "POST",
-        "zones/us-central1-c/instances/b/stop",
-        None,
-    )
-    .await;
+    sim.ok("POST", "zones/us-central1-c/instances/b/stop", None)
+        .await;
     let health = sim
         .post(
             &format!("{pool_path}/getHealth"),

@@ -128,10 +128,7 @@ fn capture(pattern: &'static str, segs: &[&str]) -> Option<Vec<(&'static str, St
 }
 
 /// Finds the route for a request path; `Err` distinguishes "no such path" from "wrong method".
-fn find_route(
-    method: &Method,
-    path: &str,
-) -> Routed {
+fn find_route(method: &Method, path: &str) -> Routed {
     let rest = path
         .strip_prefix("/compute/v1/projects/")
         .ok_or(StatusCode::NOT_FOUND)?;
@@ -244,7 +241,6 @@ pub async fn handle(
     sim.reqlog().record(entry);
     response
 }
-
 
 async fn serve(
     sim: &Arc<Sim>,

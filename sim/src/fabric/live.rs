@@ -24,11 +24,13 @@ use std::time::Duration;
 const RETRY: Duration = Duration::from_secs(2);
 
 type Lbs = Arc<Mutex<BTreeMap<String, (LbSpec, Arc<LoadBalancer>)>>>;
+type Vms = Arc<Mutex<BTreeMap<String, VmHandle>>>;
 type Problems = Arc<Mutex<BTreeMap<String, String>>>;
 
 pub struct LiveFabric {
     tx: Mutex<Option<mpsc::Sender<Desired>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    vms: Vms,
     lbs: Lbs,
     problems: Problems,
 }
@@ -41,7 +43,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Actual {
     cfg: SimConfig,
     opts: VmOptions,
-    vms: BTreeMap<String, VmHandle>,
+    vms: Vms,
     nats: BTreeMap<(Ipv4Addr, Ipv4Addr), Forward>,
     lbs: Lbs,
     problems: Problems,
@@ -51,6 +53,7 @@ impl LiveFabric {
     pub fn start(cfg: &SimConfig) -> Result<Self, String> {
         let (tx, rx) = mpsc::channel::<Desired>();
         let lbs: Lbs = Arc::default();
+        let vms: Vms = Arc::default();
         let problems: Problems = Arc::default();
         let mut actual = Actual {
             cfg: cfg.clone(),
@@ -58,7 +61,7 @@ impl LiveFabric {
                 port_map: PortMap::default(),
                 ..VmOptions::default()
             },
-            vms: BTreeMap::new(),
+            vms: vms.clone(),
             nats: BTreeMap::new(),
             lbs: lbs.clone(),
             problems: problems.clone(),
@@ -88,6 +91,7 @@ impl LiveFabric {
         Ok(LiveFabric {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
+            vms,
             lbs,
             problems,
         })
@@ -113,6 +117,12 @@ impl Fabric for LiveFabric {
         lock(&self.problems).clone()
     }
 
+    fn vm_status(&self, vm_key: &str) -> Option<serde_json::Value> {
+        lock(&self.vms)
+            .get(vm_key)
+            .and_then(|h| serde_json::to_value(h.status()).ok())
+    }
+
     /// Closes the channel; the thread then stops everything (killing every etcd) and exits.
     fn shutdown(&self) {
         drop(lock(&self.tx).take());
@@ -134,16 +144,21 @@ impl Actual {
         }
     }
 
-    /// Removals first, so an IP moving from a NAT to a load balancer finds its ports free.
+    /// Removals first, so an IP moving from a NAT to a load balancer finds its ports free. Handles are dropped
+    /// outside the locks: stopping one waits for its processes and threads.
     fn reconcile(&mut self, d: &Desired) {
-        self.vms.retain(|k, _| d.vms.contains_key(k));
+        let dead_vms: Vec<VmHandle> = take_where(&self.vms, |k, _| !d.vms.contains_key(k));
+        drop(dead_vms);
         self.nats.retain(|k, _| d.nats.contains(k));
-        lock(&self.lbs).retain(|k, (spec, _)| d.lbs.get(k).is_some_and(|s| same_rule(s, spec)));
+        let dead_lbs = take_where(&self.lbs, |k, (spec, _)| {
+            d.lbs.get(k).is_none_or(|s| !same_rule(s, spec))
+        });
+        drop(dead_lbs);
         lock(&self.problems)
             .retain(|k, _| d.vms.contains_key(k) || d.lbs.contains_key(k) || k.starts_with("nat "));
         self.remove_deleted_disks(d);
         for (key, spec) in &d.vms {
-            if self.vms.contains_key(key) {
+            if lock(&self.vms).contains_key(key) {
                 continue;
             }
             let booted = std::fs::create_dir_all(&spec.dir)
@@ -162,7 +177,7 @@ impl Actual {
             match booted {
                 Ok(h) => {
                     self.problem(key, None);
-                    self.vms.insert(key.clone(), h);
+                    lock(&self.vms).insert(key.clone(), h);
                 }
                 Err(e) => self.problem(key, Some(e)),
             }
@@ -229,6 +244,17 @@ impl Actual {
             }
         }
     }
+}
+
+/// Removes and returns the entries matching `pred`, so they can be dropped after the lock is released.
+fn take_where<V>(map: &Mutex<BTreeMap<String, V>>, pred: impl Fn(&String, &V) -> bool) -> Vec<V> {
+    let mut m = lock(map);
+    let keys: Vec<String> = m
+        .iter()
+        .filter(|(k, v)| pred(k, v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    keys.iter().filter_map(|k| m.remove(k)).collect()
 }
 
 /// A rule keeps its balancer while IP, ports and health check are unchanged (backends are updated in place).

@@ -5,6 +5,8 @@
 //! that should not, opens and closes NATs and forwarding rules. So an out-of-band event, a restart of the sim
 //! or an operation completing all go through the same path.
 
+#[cfg(test)]
+mod e2e_tests;
 pub mod live;
 
 use crate::config::SimConfig;
@@ -65,6 +67,8 @@ pub trait Fabric: Send + Sync {
     fn lb_health(&self, fr_key: &str) -> Option<LbHealth>;
     /// Problems starting things, per resource key (shown by `ha-sim status`).
     fn problems(&self) -> BTreeMap<String, String>;
+    /// What runs in a VM (`Desired::vms` key: instance path `#` id), e.g. etcd's pid and health.
+    fn vm_status(&self, vm_key: &str) -> Option<serde_json::Value>;
     /// Stop everything, waiting until every child process is gone.
     fn shutdown(&self);
 }
@@ -79,6 +83,9 @@ impl Fabric for NoFabric {
     }
     fn problems(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
+    }
+    fn vm_status(&self, _: &str) -> Option<serde_json::Value> {
+        None
     }
     fn shutdown(&self) {}
 }
@@ -155,7 +162,12 @@ pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
                 healthy_threshold: u32::try_from(h.healthy_threshold).unwrap_or(2),
                 unhealthy_threshold: u32::try_from(h.unhealthy_threshold).unwrap_or(2),
             };
-            Some(spec.scaled(cfg.latency.time_scale))
+            // Intervals scale with the profile, but a probe keeps at least 1 s (or the configured timeout, if
+            // shorter) so a busy machine does not flap every backend to UNHEALTHY.
+            let floor = spec.timeout.min(std::time::Duration::from_secs(1));
+            let mut scaled = spec.scaled(cfg.latency.time_scale);
+            scaled.timeout = scaled.timeout.max(floor);
+            Some(scaled)
         });
         let spec = LbSpec {
             ip: frip,

@@ -1,0 +1,241 @@
+//! End to end through the real fabric: instances inserted over HTTP boot real etcd from their metadata, a
+//! forwarding rule balances TLS connections over healthy masters, a crash shows up in health, and stopping
+//! the sim leaves no etcd process behind.
+
+use crate::config::SimConfig;
+use crate::fabric::live::LiveFabric;
+use crate::vm::testkit::{self, ClusterPki};
+use serde_json::{Value, json};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Api {
+    http: reqwest::Client,
+    endpoint: String,
+}
+
+impl Api {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}compute/v1/projects/p/{path}", self.endpoint);
+        let mut rb = self.http.request(method, url).bearer_auth("t");
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        let resp = rb.send().await.expect("request");
+        let v: Value = resp.json().await.expect("json");
+        assert!(
+            v.get("error").is_none() || v["kind"] == "compute#operation",
+            "{path}: {v}"
+        );
+        v
+    }
+
+    /// A mutation, polled to DONE.
+    async fn ok(&self, path: &str, body: Value) -> Value {
+        let op = self.call(reqwest::Method::POST, path, Some(body)).await;
+        let link = op["selfLink"]
+            .as_str()
+            .expect("operation")
+            .replace("http://", "");
+        let rel = link
+            .split("/compute/v1/projects/p/")
+            .nth(1)
+            .expect("op path")
+            .to_string();
+        for _ in 0..600 {
+            let now = self.call(reqwest::Method::GET, &rel, None).await;
+            if now["status"] == "DONE" {
+                assert!(now.get("error").is_none(), "{now}");
+                return now;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("operation on {path} never finished");
+    }
+
+    async fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut rb = self
+            .http
+            .request(method, format!("{}_sim/{path}", self.endpoint));
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        rb.send()
+            .await
+            .expect("admin")
+            .json()
+            .await
+            .expect("admin json")
+    }
+}
+
+/// Kills every VM even when the test panics, so no etcd outlives it.
+struct StopOnDrop(Arc<LiveFabric>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        use crate::fabric::Fabric;
+        self.0.shutdown();
+    }
+}
+
+async fn eventually(timeout: Duration, what: &str, mut f: impl AsyncFnMut() -> bool) {
+    let until = Instant::now() + timeout;
+    while !f().await {
+        assert!(
+            Instant::now() < until,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_boot_balance_crash_and_stop_cleanly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = SimConfig::for_tests(dir.path().to_path_buf());
+    cfg.fabric = true;
+    cfg.etcd_bin = testkit::etcd_bin();
+    cfg.latency.lb_propagation = Duration::from_millis(200);
+    let fabric = Arc::new(LiveFabric::start(&cfg).expect("fabric"));
+    let _guard = StopOnDrop(fabric.clone());
+    let running = crate::server::start(cfg, fabric).await.expect("sim");
+    let api = Api {
+        http: crate::cli::http_client(),
+        endpoint: format!("http://{}/", running.addr),
+    };
+
+    // Addresses unlikely to collide with other test binaries running at the same time.
+    let static_ip = Ipv4Addr::new(127, 20, 77, 10);
+    let zones = ["us-central1-a", "us-central1-b", "us-central1-c"];
+    let members: Vec<testkit::Member> = (0..3u8)
+        .map(|n| testkit::member(&format!("m{n}"), Ipv4Addr::new(127, 10, 77, 2 + n)))
+        .collect();
+    api.ok(
+        "regions/us-central1/addresses",
+        json!({"name": "api", "address": static_ip.to_string()}),
+    )
+    .await;
+    let pki = ClusterPki::new();
+    for (m, zone) in members.iter().zip(zones) {
+        let md = testkit::master_metadata(&pki, m, &members, "new", static_ip);
+        let items: Vec<Value> = md
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect();
+        let body = json!({"name": m.name, "machineType": format!("zones/{zone}/machineTypes/e2-standard-2"),
+            "networkInterfaces": [{"networkIP": m.ip.to_string()}], "metadata": {"items": items}});
+        api.ok(&format!("zones/{zone}/instances"), body).await;
+    }
+
+    // Every VM's etcd sees the three-member cluster (asked with etcdctl in the VM's ssh environment).
+    eventually(
+        Duration::from_secs(60),
+        "a 3-member etcd cluster",
+        async || {
+            let s = api.admin(reqwest::Method::GET, "status", None).await;
+            s["instances"].as_array().is_some_and(|is| {
+                is.len() == 3
+                    && is.iter().all(|i| {
+                        i["vm"]["etcdMembers"]
+                            .as_array()
+                            .is_some_and(|m| m.len() == 3)
+                    })
+            })
+        },
+    )
+    .await;
+
+    // A forwarding rule on the static IP, health-checked on the masters' /healthz.
+    api.ok("global/httpHealthChecks", json!({"name": "hc", "port": 8080, "requestPath": "/healthz", "checkIntervalSec": 1, "timeoutSec": 1})).await;
+    let links: Vec<String> = members
+        .iter()
+        .zip(zones)
+        .map(|(m, z)| format!("zones/{z}/instances/{}", m.name))
+        .collect();
+    let pool =
+        json!({"name": "pool", "healthChecks": ["global/httpHealthChecks/hc"], "instances": links});
+    api.ok("regions/us-central1/targetPools", pool).await;
+    let rule = json!({"name": "fr", "IPAddress": static_ip.to_string(), "portRange": "443", "target": "regions/us-central1/targetPools/pool"});
+    api.ok("regions/us-central1/forwardingRules", rule).await;
+    let health = async |link: &str| {
+        let h = api
+            .call(
+                reqwest::Method::POST,
+                "regions/us-central1/targetPools/pool/getHealth",
+                Some(json!({"instance": link})),
+            )
+            .await;
+        h["healthStatus"][0]["healthState"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    for link in &links {
+        eventually(
+            Duration::from_secs(30),
+            &format!("{link} HEALTHY"),
+            async || health(link).await == "HEALTHY",
+        )
+        .await;
+    }
+    eventually(
+        Duration::from_secs(10),
+        "the rule to carry traffic",
+        async || {
+            let s = api.admin(reqwest::Method::GET, "status", None).await;
+            s["forwardingRules"][0]["serving"] == true
+        },
+    )
+    .await;
+    let port = crate::net::PortMap::default().host_port(443);
+    let mut replicas = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        let (status, replica) =
+            testkit::https_get(static_ip, port, &pki.cluster.ca_pem, "/healthz")
+                .await
+                .expect("through the LB");
+        assert_eq!(status, 200);
+        replicas.insert(replica);
+    }
+    assert!(replicas.len() > 1, "connections are spread: {replicas:?}");
+
+    // A crashed VM turns unhealthy; the others keep serving.
+    let before = api.admin(reqwest::Method::GET, "status", None).await;
+    let pids: Vec<u64> = before["instances"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["vm"]["etcd_pid"].as_u64())
+        .collect();
+    assert_eq!(pids.len(), 3, "{before}");
+    api.admin(
+        reqwest::Method::POST,
+        "events",
+        Some(json!({"event": "crashVm", "instance": "m0"})),
+    )
+    .await;
+    eventually(Duration::from_secs(30), "m0 UNHEALTHY", async || {
+        health(&links[0]).await == "UNHEALTHY"
+    })
+    .await;
+    // (If m0 led etcd, the survivors report unhealthy until they elect a new leader.)
+    eventually(
+        Duration::from_secs(30),
+        "the survivors to serve /healthz",
+        async || {
+            let got = testkit::https_get(static_ip, port, &pki.cluster.ca_pem, "/healthz").await;
+            matches!(got, Ok((200, _)))
+        },
+    )
+    .await;
+
+    running.stop().await;
+    for pid in pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "etcd {pid} outlived the sim"
+        );
+    }
+}
