@@ -1,0 +1,233 @@
+//! Every validation rule of the provider, under both clients: the message, the stage that catches it (validate
+//! for literals, plan for values that come from another resource) and the attribute it points at.
+
+use acceptance_tests::{
+    REQUIRED_PROVIDERS, Stage, Workspace, assert_validation_error, for_each_client,
+};
+
+/// A provider block and a valid cluster to hang replicas on.
+const BASE: &str = r#"
+provider "ha" {
+  project = "p"
+  region  = "europe-west1"
+}
+"#;
+
+fn cluster(extra: &str) -> String {
+    format!(
+        r#"{BASE}
+resource "ha_master_cluster" "c" {{
+  name                      = "prod"
+  zone                      = "europe-west1-b"
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+  {extra}
+}}
+"#
+    )
+}
+
+fn all_at(stage: Stage, rejections: Vec<acceptance_tests::Rejection>) {
+    for r in rejections {
+        assert_eq!(r.stage, stage, "{r}");
+    }
+}
+
+#[test]
+fn cluster_name_must_be_a_gce_name() {
+    let r = assert_validation_error(
+        &cluster("").replace(
+            r#"name                      = "prod""#,
+            r#"name = "Prod_1""#,
+        ),
+        &[
+            r#"Invalid name "Prod_1""#,
+            "must start with a lowercase letter",
+        ],
+        "ha_master_cluster.c.name",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn cluster_name_leaves_room_for_derived_names() {
+    let long = "a".repeat(52);
+    let r = assert_validation_error(
+        &cluster("").replace(r#""prod""#, &format!("{long:?}")),
+        &["52 characters long", "limited to 51"],
+        "ha_master_cluster.c.name",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn cluster_zone_must_be_in_its_region() {
+    let r = assert_validation_error(
+        &cluster(r#"region = "us-central1""#),
+        &[
+            r#"Zone "europe-west1-b" is not in region "us-central1""#,
+            "Use a zone of us-central1",
+        ],
+        "ha_master_cluster.c.zone",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn cidr_ranges_must_be_well_formed() {
+    let r = assert_validation_error(
+        &cluster(r#"api_source_ranges = ["10.0.0.1/8"]"#),
+        &[
+            r#"CIDR range "10.0.0.1/8" has host bits set"#,
+            "did you mean `10.0.0.0/8`",
+        ],
+        "ha_master_cluster.c.api_source_ranges",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn machine_type_syntax_is_checked() {
+    let r = assert_validation_error(
+        &cluster(r#"machine_type = "e2-huge""#),
+        &[r#"Unknown machine type syntax "e2-huge""#, "e2-standard-2"],
+        "ha_master_cluster.c.machine_type",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn timeouts_are_durations() {
+    let r = assert_validation_error(
+        &cluster(r#"timeouts { create = "5 minutes" }"#),
+        &["Invalid duration", "Write it like `30m`"],
+        "ha_master_cluster.c.timeouts.create",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn disk_sizes_are_bounded() {
+    let r = assert_validation_error(
+        &cluster("data_disk_size_gb = 1"),
+        &["Disk size 1 GB is out of range"],
+        "ha_master_cluster.c.data_disk_size_gb",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn replica_zone_must_be_in_the_cluster_region() {
+    // The cluster's region comes through a reference: known at plan, not at validate.
+    let config = cluster("multizone = true")
+        + r#"
+resource "ha_master_replica" "r" {
+  cluster = ha_master_cluster.c.spec
+  zone    = "us-central1-a"
+}
+"#;
+    let r = assert_validation_error(
+        &config,
+        &[
+            r#"Zone "us-central1-a" is not in the cluster's region "europe-west1""#,
+            "Choose a zone of europe-west1",
+        ],
+        "ha_master_replica.r.zone",
+    );
+    all_at(Stage::Plan, r);
+}
+
+#[test]
+fn replica_zone_must_be_the_cluster_zone_without_multizone() {
+    let config = cluster("")
+        + r#"
+resource "ha_master_replica" "r" {
+  cluster = ha_master_cluster.c.spec
+  zone    = "europe-west1-c"
+}
+"#;
+    let r = assert_validation_error(
+        &config,
+        &[
+            r#"Zone "europe-west1-c" differs from the cluster's zone "europe-west1-b""#,
+            "multizone = true",
+        ],
+        "ha_master_replica.r.zone",
+    );
+    all_at(Stage::Plan, r);
+}
+
+#[test]
+fn credentials_and_access_token_conflict() {
+    let config = r#"
+provider "ha" {
+  project      = "p"
+  credentials  = "{}"
+  access_token = "ya29.x"
+}
+
+resource "ha_master_cluster" "c" {
+  name                      = "prod"
+  zone                      = "europe-west1-b"
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+}
+"#;
+    assert_validation_error(
+        config,
+        &["Conflicting credentials", "not both"],
+        "provider.ha.access_token",
+    );
+}
+
+#[test]
+fn a_cluster_without_a_project_says_where_to_set_one() {
+    // The attribute is absent, so clients can only point at the resource block; the message says where to set it.
+    for_each_client(|client| {
+        let ws = Workspace::new(client, "no-project");
+        ws.write_main_tf(&format!(
+            "{REQUIRED_PROVIDERS}\n{}",
+            r#"
+resource "ha_master_cluster" "c" {
+  name                      = "prod"
+  zone                      = "europe-west1-b"
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+}
+"#
+        ));
+        ws.init();
+        ws.validate().assert_success();
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_failure();
+        plan.assert_contains("Error: No project");
+        plan.assert_contains("with ha_master_cluster.c,");
+        plan.assert_contains("or export GOOGLE_PROJECT");
+    });
+}
+
+#[test]
+fn values_unknown_at_plan_are_validated_at_apply_with_the_same_message() {
+    for_each_client(|client| {
+        let ws = Workspace::new(client, "validated-at-apply");
+        ws.write_main_tf(&format!(
+            "{REQUIRED_PROVIDERS}\n{BASE}\n{}",
+            r#"
+resource "terraform_data" "zone" {
+  input = "us-central1-a"
+}
+
+resource "ha_master_cluster" "c" {
+  name                      = "prod"
+  zone                      = terraform_data.zone.output
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+}
+"#
+        ));
+        ws.init();
+        // Unknown at plan: nothing to say yet.
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_success();
+        let apply = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        apply.assert_failure();
+        apply.assert_contains(r#"Zone "us-central1-a" is not in region "europe-west1""#);
+        apply.assert_contains("with ha_master_cluster.c,");
+    });
+}
