@@ -4,5 +4,6 @@
 pub mod config;
 pub mod domain;
 pub mod functions;
+pub mod pki;
 pub mod provider;
 pub mod resources;

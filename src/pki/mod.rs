@@ -1,0 +1,258 @@
+//! Certificates for a cluster of HA masters: the cluster's CAs (generated once, kept in Terraform state) and each
+//! replica's certificates (docs/master-config.md §4), issued by those CAs loaded back from PEM. Pure functions
+//! over PEM strings; no I/O, nothing about Terraform. Key material is never logged or printed by Debug.
+
+mod issuer;
+#[cfg(test)]
+mod tests;
+
+pub use issuer::{Issuer, LeafSpec, Usage};
+
+use std::net::Ipv4Addr;
+
+/// What went wrong while making or loading certificates. Messages never contain key material.
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("generating {what}: {reason}")]
+    Generate { what: String, reason: String },
+    #[error("loading the {ca} from PEM: {reason}")]
+    LoadCa { ca: String, reason: String },
+    #[error("invalid certificate request: {field} {reason}")]
+    InvalidRequest { field: &'static str, reason: String },
+}
+
+pub type Result<T, E = PkiError> = std::result::Result<T, E>;
+
+/// A PEM certificate and its PEM (PKCS#8) private key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CertKey {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for CertKey {
+    // The key is a secret: it goes to state (sensitive) and to masters, never to logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertKey")
+            .field("cert_pem", &self.cert_pem)
+            .field("key_pem", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The cluster's three CAs. Separate CAs keep the trust domains apart: a peer certificate cannot act as an etcd
+/// client, and nothing signed by the cluster CA (kubelets, users) is trusted by etcd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterCas {
+    /// Signs API serving certificates and Kubernetes client certificates (`pki/ca.crt`).
+    pub cluster_ca: CertKey,
+    /// Signs etcd peer certificates (`etcd-ca.crt`).
+    pub etcd_peer_ca: CertKey,
+    /// Signs etcd's client-facing serving certificates and its clients (`pki/etcd-apiserver-ca.crt`).
+    pub etcd_client_ca: CertKey,
+}
+
+impl ClusterCas {
+    /// Three fresh 10-year ECDSA P-256 CAs named after the cluster.
+    pub fn generate(cluster_name: &str) -> Result<ClusterCas> {
+        check_dns_label("cluster_name", cluster_name)?;
+        let (_, cluster_ca) = Issuer::generate(&format!("{cluster_name}-ca"))?;
+        let (_, etcd_peer_ca) = Issuer::generate(&format!("{cluster_name}-etcd-peer-ca"))?;
+        let (_, etcd_client_ca) = Issuer::generate(&format!("{cluster_name}-etcd-client-ca"))?;
+        Ok(ClusterCas {
+            cluster_ca,
+            etcd_peer_ca,
+            etcd_client_ca,
+        })
+    }
+
+    /// Loads each CA, so state that was edited or mixed up is reported before anything is issued.
+    pub fn issuers(&self) -> Result<ClusterIssuers> {
+        Ok(ClusterIssuers {
+            cluster: load("cluster CA", &self.cluster_ca)?,
+            etcd_peer: load("etcd peer CA", &self.etcd_peer_ca)?,
+            etcd_client: load("etcd client CA", &self.etcd_client_ca)?,
+        })
+    }
+}
+
+fn load(which: &str, ca: &CertKey) -> Result<Issuer> {
+    Issuer::from_pem(&ca.cert_pem, &ca.key_pem).map_err(|e| match e {
+        PkiError::LoadCa { reason, .. } => PkiError::LoadCa {
+            ca: which.to_string(),
+            reason,
+        },
+        other => other,
+    })
+}
+
+/// The cluster's CAs, loaded and ready to sign.
+#[derive(Debug)]
+pub struct ClusterIssuers {
+    pub cluster: Issuer,
+    pub etcd_peer: Issuer,
+    pub etcd_client: Issuer,
+}
+
+/// What a replica's certificates must name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaCertRequest {
+    /// The instance name; also the etcd member name.
+    pub name: String,
+    pub internal_ip: Ipv4Addr,
+    /// The cluster's static IP, where clients reach the API.
+    pub static_ip: Ipv4Addr,
+    /// The first address of the service range: the `kubernetes` service's ClusterIP.
+    pub first_service_ip: Ipv4Addr,
+    /// e.g. `cluster.local`.
+    pub dns_domain: String,
+}
+
+/// One replica's certificates (docs/master-config.md §4). Each one gets its own key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaCerts {
+    /// `pki/apiserver.{crt,key}`, signed by the cluster CA.
+    pub api_server: CertKey,
+    /// `etcd-peer.{crt,key}`, signed by the etcd peer CA.
+    pub etcd_peer: CertKey,
+    /// `pki/etcd-apiserver-server.{crt,key}`, signed by the etcd client CA.
+    pub etcd_server: CertKey,
+    /// `pki/etcd-apiserver-client.{crt,key}`, signed by the etcd client CA.
+    pub etcd_apiserver_client: CertKey,
+    /// Client certificates for the components that talk to the API (all signed by the cluster CA); Kubernetes
+    /// maps CN to the user and O to groups, which the default RBAC bindings already know.
+    pub kubelet: CertKey,
+    pub controller_manager: CertKey,
+    pub scheduler: CertKey,
+    pub cluster_autoscaler: CertKey,
+    pub addon_manager: CertKey,
+}
+
+/// Issues every certificate a replica needs, with the CAs from state.
+pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result<ReplicaCerts> {
+    check_dns_label("name", &req.name)?;
+    check_domain(&req.dns_domain)?;
+    let ca = cas.issuers()?;
+    let name = req.name.as_str();
+    let loopback = Ipv4Addr::LOCALHOST;
+
+    let api_server = ca.cluster.issue(
+        &LeafSpec {
+            common_name: "kube-apiserver".into(),
+            dns_names: vec![
+                "kubernetes".into(),
+                "kubernetes.default".into(),
+                "kubernetes.default.svc".into(),
+                format!("kubernetes.default.svc.{}", req.dns_domain),
+                name.into(),
+            ],
+            ips: vec![req.static_ip, req.internal_ip, req.first_service_ip],
+            ..LeafSpec::default()
+        },
+        Usage::Server,
+    )?;
+    let etcd_peer = ca.etcd_peer.issue(
+        &LeafSpec {
+            common_name: name.into(),
+            dns_names: vec![name.into()],
+            ips: vec![req.internal_ip, loopback],
+            ..LeafSpec::default()
+        },
+        Usage::ServerAndClient,
+    )?;
+    // DNS <name>: the provider reaches each member's client port through the replica's external (maybe
+    // ephemeral) IP and verifies the certificate by the member's name, never by an IP no certificate names.
+    let etcd_server = ca.etcd_client.issue(
+        &LeafSpec {
+            common_name: format!("etcd-{name}"),
+            dns_names: vec![name.into()],
+            ips: vec![req.internal_ip, loopback],
+            ..LeafSpec::default()
+        },
+        Usage::Server,
+    )?;
+    let etcd_apiserver_client = ca
+        .etcd_client
+        .issue(&client("client", &[]), Usage::Client)?;
+    let kubelet = ca.cluster.issue(
+        &client(&format!("system:node:{name}"), &["system:nodes"]),
+        Usage::Client,
+    )?;
+    let controller_manager = ca.cluster.issue(
+        &client("system:kube-controller-manager", &[]),
+        Usage::Client,
+    )?;
+    let scheduler = ca
+        .cluster
+        .issue(&client("system:kube-scheduler", &[]), Usage::Client)?;
+    let cluster_autoscaler = ca
+        .cluster
+        .issue(&client("cluster-autoscaler", &[]), Usage::Client)?;
+    // The addon manager applies arbitrary addon manifests, so it needs cluster-admin (as kube-up's had).
+    let addon_manager = ca.cluster.issue(
+        &client("system:kube-addon-manager", &["system:masters"]),
+        Usage::Client,
+    )?;
+    Ok(ReplicaCerts {
+        api_server,
+        etcd_peer,
+        etcd_server,
+        etcd_apiserver_client,
+        kubelet,
+        controller_manager,
+        scheduler,
+        cluster_autoscaler,
+        addon_manager,
+    })
+}
+
+/// The provider's own etcd client certificate, for membership changes and health checks.
+pub fn provider_etcd_client(cas: &ClusterCas) -> Result<CertKey> {
+    load("etcd client CA", &cas.etcd_client_ca)?
+        .issue(&client("terraform-provider-ha", &[]), Usage::Client)
+}
+
+/// A fresh cluster-wide service account signing key (ECDSA P-256, PKCS#8 PEM; tokens are ES256). Kept in state
+/// with the CAs: every replica's apiserver must sign and verify with the same key, or a token minted by one
+/// replica is rejected by the next.
+pub fn service_account_key() -> Result<String> {
+    Ok(issuer::p256()?.serialize_pem())
+}
+
+fn client(cn: &str, orgs: &[&str]) -> LeafSpec {
+    LeafSpec {
+        common_name: cn.into(),
+        organizations: orgs.iter().map(|o| o.to_string()).collect(),
+        ..LeafSpec::default()
+    }
+}
+
+/// GCE instance names are RFC 1035 labels; checking here keeps a bad name from becoming a useless SAN.
+fn check_dns_label(field: &'static str, s: &str) -> Result<()> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(PkiError::InvalidRequest {
+            field,
+            reason: format!(
+                "{s:?} is not a DNS label (lowercase letters, digits, '-', at most 63)"
+            ),
+        })
+    }
+}
+
+fn check_domain(domain: &str) -> Result<()> {
+    domain
+        .split('.')
+        .try_for_each(|label| check_dns_label("dns_domain", label))
+        .map_err(|_| PkiError::InvalidRequest {
+            field: "dns_domain",
+            reason: format!("{domain:?} is not a DNS domain"),
+        })
+}

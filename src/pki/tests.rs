@@ -1,0 +1,361 @@
+//! Real verification, no mocks: generated certificates are parsed with x509-parser and their chains checked by
+//! rustls' WebPKI verifiers (the same code a TLS handshake runs), including name and EKU checks.
+
+use super::*;
+use rustls::RootCertStore;
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+use x509_parser::extensions::GeneralName;
+
+fn der(pem: &str) -> CertificateDer<'static> {
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("PEM");
+    CertificateDer::from(block.contents)
+}
+
+fn roots(ca_pem: &str) -> Arc<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    roots.add(der(ca_pem)).expect("CA is a valid trust anchor");
+    Arc::new(roots)
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Verifies `leaf` as a TLS server certificate for `name` (DNS name or IP literal) under `ca`.
+fn verify_server(ca_pem: &str, leaf_pem: &str, name: &str) -> Result<(), rustls::Error> {
+    let v = WebPkiServerVerifier::builder_with_provider(roots(ca_pem), provider())
+        .build()
+        .expect("verifier");
+    let name = ServerName::try_from(name.to_string()).expect("server name");
+    v.verify_server_cert(&der(leaf_pem), &[], &name, &[], UnixTime::now())
+        .map(|_| ())
+}
+
+/// Verifies `leaf` as a TLS client certificate under `ca`.
+fn verify_client(ca_pem: &str, leaf_pem: &str) -> Result<(), rustls::Error> {
+    let v = WebPkiClientVerifier::builder_with_provider(roots(ca_pem), provider())
+        .build()
+        .expect("verifier");
+    v.verify_client_cert(&der(leaf_pem), &[], UnixTime::now())
+        .map(|_| ())
+}
+
+struct Parsed {
+    subject: String,
+    issuer: String,
+    dns: Vec<String>,
+    ips: Vec<IpAddr>,
+    server_auth: bool,
+    client_auth: bool,
+    is_ca: bool,
+    validity_days: i64,
+}
+
+fn parse(pem: &str) -> Parsed {
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("PEM");
+    let cert = block.parse_x509().expect("DER");
+    let mut dns = Vec::new();
+    let mut ips = Vec::new();
+    if let Some(san) = cert.subject_alternative_name().expect("SAN ext") {
+        for n in &san.value.general_names {
+            match n {
+                GeneralName::DNSName(d) => dns.push(d.to_string()),
+                GeneralName::IPAddress(b) if b.len() == 4 => {
+                    ips.push(IpAddr::from(<[u8; 4]>::try_from(*b).unwrap()))
+                }
+                other => panic!("unexpected SAN {other:?}"),
+            }
+        }
+    }
+    let eku = cert.extended_key_usage().expect("EKU ext");
+    let v = cert.validity();
+    Parsed {
+        subject: cert.subject().to_string(),
+        issuer: cert.issuer().to_string(),
+        dns,
+        ips,
+        server_auth: eku.as_ref().is_some_and(|e| e.value.server_auth),
+        client_auth: eku.as_ref().is_some_and(|e| e.value.client_auth),
+        is_ca: cert.is_ca(),
+        validity_days: (v.not_after.timestamp() - v.not_before.timestamp()) / 86400,
+    }
+}
+
+/// Key generation is the slow part; share one cluster and one replica across tests.
+fn fixture() -> &'static (ClusterCas, ReplicaCertRequest, ReplicaCerts) {
+    static F: OnceLock<(ClusterCas, ReplicaCertRequest, ReplicaCerts)> = OnceLock::new();
+    F.get_or_init(|| {
+        let cas = ClusterCas::generate("prod").unwrap();
+        let req = ReplicaCertRequest {
+            name: "prod-master-b".into(),
+            internal_ip: "10.128.0.7".parse().unwrap(),
+            static_ip: "34.1.2.3".parse().unwrap(),
+            first_service_ip: "10.0.0.1".parse().unwrap(),
+            dns_domain: "cluster.local".into(),
+        };
+        let certs = issue_replica_certs(&cas, &req).unwrap();
+        (cas, req, certs)
+    })
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+#[test]
+fn cas_are_ten_year_self_signed_cas_named_after_the_cluster() {
+    let (cas, _, _) = fixture();
+    for (ca, cn) in [
+        (&cas.cluster_ca, "prod-ca"),
+        (&cas.etcd_peer_ca, "prod-etcd-peer-ca"),
+        (&cas.etcd_client_ca, "prod-etcd-client-ca"),
+    ] {
+        let p = parse(&ca.cert_pem);
+        assert_eq!(p.subject, format!("CN={cn}"));
+        assert_eq!(p.issuer, p.subject, "self-signed");
+        assert!(p.is_ca);
+        assert!(
+            (3650..=3653).contains(&p.validity_days),
+            "{}",
+            p.validity_days
+        );
+        assert!(ca.key_pem.contains("BEGIN PRIVATE KEY"), "PKCS#8");
+        // A CA is its own trust anchor: the chain of length one must verify too (as a client cert it would
+        // fail the EKU check, so check the parse and key only).
+        Issuer::from_pem(&ca.cert_pem, &ca.key_pem).unwrap();
+    }
+    assert_ne!(cas.cluster_ca.key_pem, cas.etcd_peer_ca.key_pem);
+    assert_ne!(cas.etcd_peer_ca.key_pem, cas.etcd_client_ca.key_pem);
+}
+
+#[test]
+fn api_server_cert_covers_static_internal_service_ip_and_kubernetes_names_only() {
+    let (cas, req, certs) = fixture();
+    let p = parse(&certs.api_server.cert_pem);
+    assert_eq!(p.issuer, "CN=prod-ca");
+    assert_eq!(
+        p.ips,
+        vec![ip("34.1.2.3"), ip("10.128.0.7"), ip("10.0.0.1")]
+    );
+    assert_eq!(
+        p.dns,
+        [
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+            "prod-master-b"
+        ]
+    );
+    assert!(p.server_auth && !p.client_auth && !p.is_ca);
+    let ca = &cas.cluster_ca.cert_pem;
+    for name in p
+        .dns
+        .iter()
+        .map(String::as_str)
+        .chain(["34.1.2.3", "10.128.0.7", "10.0.0.1"])
+    {
+        verify_server(ca, &certs.api_server.cert_pem, name)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Not another IP (an ephemeral external IP, another replica), not loopback, not another domain.
+    for name in [
+        "35.9.9.9",
+        "10.128.0.8",
+        "127.0.0.1",
+        "kubernetes.default.svc.other.local",
+    ] {
+        assert!(
+            verify_server(ca, &certs.api_server.cert_pem, name).is_err(),
+            "{name}"
+        );
+    }
+    // Not under the etcd CAs.
+    assert!(
+        verify_server(
+            &cas.etcd_client_ca.cert_pem,
+            &certs.api_server.cert_pem,
+            "34.1.2.3"
+        )
+        .is_err()
+    );
+    let _ = req;
+}
+
+#[test]
+fn etcd_server_cert_verifies_by_member_name_and_own_addresses_under_the_client_ca() {
+    let (cas, _, certs) = fixture();
+    let p = parse(&certs.etcd_server.cert_pem);
+    assert_eq!(p.subject, "CN=etcd-prod-master-b");
+    assert_eq!(p.issuer, "CN=prod-etcd-client-ca");
+    assert_eq!(p.dns, ["prod-master-b"]);
+    assert_eq!(p.ips, vec![ip("10.128.0.7"), ip("127.0.0.1")]);
+    assert!(p.server_auth && !p.client_auth);
+    let ca = &cas.etcd_client_ca.cert_pem;
+    for name in ["prod-master-b", "10.128.0.7", "127.0.0.1"] {
+        verify_server(ca, &certs.etcd_server.cert_pem, name)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert!(verify_server(ca, &certs.etcd_server.cert_pem, "35.9.9.9").is_err());
+    assert!(verify_server(ca, &certs.etcd_server.cert_pem, "prod-master-c").is_err());
+    assert!(
+        verify_server(
+            &cas.etcd_peer_ca.cert_pem,
+            &certs.etcd_server.cert_pem,
+            "prod-master-b"
+        )
+        .is_err()
+    );
+    // Serving only: it cannot log in to another member as a client.
+    assert!(verify_client(ca, &certs.etcd_server.cert_pem).is_err());
+}
+
+#[test]
+fn etcd_peer_cert_serves_and_dials_under_the_peer_ca_only() {
+    let (cas, _, certs) = fixture();
+    let p = parse(&certs.etcd_peer.cert_pem);
+    assert_eq!(p.subject, "CN=prod-master-b");
+    assert_eq!(p.issuer, "CN=prod-etcd-peer-ca");
+    assert_eq!(p.dns, ["prod-master-b"]);
+    assert_eq!(p.ips, vec![ip("10.128.0.7"), ip("127.0.0.1")]);
+    assert!(p.server_auth && p.client_auth);
+    let ca = &cas.etcd_peer_ca.cert_pem;
+    verify_server(ca, &certs.etcd_peer.cert_pem, "10.128.0.7").unwrap();
+    verify_client(ca, &certs.etcd_peer.cert_pem).unwrap();
+    // A peer certificate is no etcd client credential.
+    assert!(verify_client(&cas.etcd_client_ca.cert_pem, &certs.etcd_peer.cert_pem).is_err());
+}
+
+#[test]
+fn client_certs_are_client_only_and_signed_by_their_ca() {
+    let (cas, _, certs) = fixture();
+    let etcd_ca = &cas.etcd_client_ca.cert_pem;
+    let cluster_ca = &cas.cluster_ca.cert_pem;
+    let provider_cert = provider_etcd_client(cas).unwrap();
+    let cases = [
+        (&certs.etcd_apiserver_client, etcd_ca, "CN=client"),
+        (&provider_cert, etcd_ca, "CN=terraform-provider-ha"),
+        (
+            &certs.kubelet,
+            cluster_ca,
+            "O=system:nodes, CN=system:node:prod-master-b",
+        ),
+        (
+            &certs.controller_manager,
+            cluster_ca,
+            "CN=system:kube-controller-manager",
+        ),
+        (&certs.scheduler, cluster_ca, "CN=system:kube-scheduler"),
+        (
+            &certs.cluster_autoscaler,
+            cluster_ca,
+            "CN=cluster-autoscaler",
+        ),
+        (
+            &certs.addon_manager,
+            cluster_ca,
+            "O=system:masters, CN=system:kube-addon-manager",
+        ),
+    ];
+    for (ck, ca, subject) in cases {
+        let p = parse(&ck.cert_pem);
+        assert_eq!(p.subject, subject);
+        assert!(p.client_auth && !p.server_auth, "{subject}");
+        assert!(p.dns.is_empty() && p.ips.is_empty(), "{subject}: no SANs");
+        verify_client(ca, &ck.cert_pem).unwrap_or_else(|e| panic!("{subject}: {e}"));
+        let other = if ca == etcd_ca { cluster_ca } else { etcd_ca };
+        assert!(verify_client(other, &ck.cert_pem).is_err(), "{subject}");
+    }
+}
+
+#[test]
+fn a_ca_round_trips_through_pem_and_still_signs_verifiable_certs() {
+    let (_, pair) = Issuer::generate("roundtrip-ca").unwrap();
+    let loaded = Issuer::from_pem(&pair.cert_pem, &pair.key_pem).unwrap();
+    assert_eq!(loaded.cert_pem(), pair.cert_pem);
+    let leaf = loaded
+        .issue(
+            &LeafSpec {
+                common_name: "x".into(),
+                dns_names: vec!["x.example".into()],
+                ..LeafSpec::default()
+            },
+            Usage::Server,
+        )
+        .unwrap();
+    assert_eq!(parse(&leaf.cert_pem).issuer, "CN=roundtrip-ca");
+    verify_server(&pair.cert_pem, &leaf.cert_pem, "x.example").unwrap();
+    // And again from a second load: signing does not depend on the process that made the CA.
+    let again = Issuer::from_pem(&pair.cert_pem, &pair.key_pem).unwrap();
+    let leaf2 = again.issue(&LeafSpec::default(), Usage::Client).unwrap();
+    verify_client(&pair.cert_pem, &leaf2.cert_pem).unwrap();
+}
+
+#[test]
+fn loading_rejects_a_mismatched_key_a_leaf_and_garbage() {
+    let (cas, _, certs) = fixture();
+    let err = |r: Result<Issuer>| r.map(|_| ()).unwrap_err().to_string();
+    let e = err(Issuer::from_pem(
+        &cas.cluster_ca.cert_pem,
+        &cas.etcd_peer_ca.key_pem,
+    ));
+    assert!(e.contains("does not match"), "{e}");
+    let e = err(Issuer::from_pem(
+        &certs.api_server.cert_pem,
+        &certs.api_server.key_pem,
+    ));
+    assert!(e.contains("not a CA"), "{e}");
+    let e = err(Issuer::from_pem("nope", &cas.cluster_ca.key_pem));
+    assert!(e.contains("certificate"), "{e}");
+    let e = err(Issuer::from_pem(&cas.cluster_ca.cert_pem, "nope"));
+    assert!(e.contains("private key"), "{e}");
+    // ClusterCas names which CA is broken.
+    let mut broken = cas.clone();
+    broken.etcd_client_ca.key_pem = cas.cluster_ca.key_pem.clone();
+    let e = provider_etcd_client(&broken).unwrap_err().to_string();
+    assert!(e.starts_with("loading the etcd client CA"), "{e}");
+    assert!(!e.contains("PRIVATE KEY"), "no key material in errors: {e}");
+}
+
+#[test]
+fn debug_never_prints_keys() {
+    let (cas, _, certs) = fixture();
+    let (issuer, _) = Issuer::generate("dbg").unwrap();
+    for text in [
+        format!("{cas:?}"),
+        format!("{certs:?}"),
+        format!("{issuer:?}"),
+    ] {
+        assert!(!text.contains("PRIVATE KEY"), "{text}");
+        assert!(text.contains("<redacted>"));
+    }
+}
+
+#[test]
+fn bad_names_are_refused_before_anything_is_issued() {
+    let (cas, req, _) = fixture();
+    for (name, domain) in [
+        ("Prod-B", "cluster.local"),
+        ("-b", "cluster.local"),
+        ("", "cluster.local"),
+        ("b", "cluster..local"),
+        ("b", "Cluster.Local"),
+    ] {
+        let bad = ReplicaCertRequest {
+            name: name.into(),
+            dns_domain: domain.into(),
+            ..req.clone()
+        };
+        let e = issue_replica_certs(cas, &bad).unwrap_err();
+        assert!(
+            matches!(e, PkiError::InvalidRequest { .. }),
+            "{name} {domain}: {e}"
+        );
+    }
+    assert!(ClusterCas::generate("Bad Name").is_err());
+}
