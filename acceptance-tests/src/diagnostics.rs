@@ -156,11 +156,13 @@ pub fn expect_rejection(ws: &Workspace, expected: &[&str], path: &AttributePath)
         let with_line = path.with_line(ws.client());
         match matching_error(&output.combined(), expected, &with_line, &path.attribute) {
             Some(diagnostic) => {
-                return Rejection {
+                let rejection = Rejection {
                     client: ws.client(),
                     stage,
                     diagnostic,
                 };
+                eprintln!("{rejection}");
+                return rejection;
             }
             None => panic!(
                 "[{client}] {stage:?} failed, but with no error diagnostic containing {expected:?}, `{with_line}` and \
@@ -204,7 +206,11 @@ fn error_blocks(output: &str) -> Vec<String> {
     for line in output.lines() {
         // Keep tolerating the border in case a client prints it anyway.
         let unbordered = line.trim_start_matches(['│', '╷', '╵']);
-        let line = unbordered.strip_prefix(' ').unwrap_or(unbordered);
+        let line = if unbordered.len() < line.len() {
+            unbordered.strip_prefix(' ').unwrap_or(unbordered)
+        } else {
+            line
+        };
         if line.starts_with("Error: ") || line.starts_with("Warning: ") {
             blocks.extend(current.take());
             current = line.starts_with("Error: ").then(String::new);

@@ -154,10 +154,10 @@ impl Workspace {
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         let label = format!("{} {}", self.client.name(), args.join(" "));
         let output = run(cmd, label, self.path().to_path_buf(), self.timeout);
-        let status = if output.timed_out {
-            "timed out".to_string()
-        } else {
-            format!("exit {:?}", output.code)
+        let status = match (output.timed_out, output.code) {
+            (true, _) => "timed out".to_string(),
+            (false, Some(code)) => format!("exit {code}"),
+            (false, None) => "killed".to_string(),
         };
         eprintln!(
             "[{}] $ {}  -> {status} in {:.2?}",
