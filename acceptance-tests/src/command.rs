@@ -168,6 +168,28 @@ fn strip_ansi(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The background sleep keeps stdout open after the shell is killed; only killing the process group lets the
+    /// readers finish, so this returns promptly only if the whole group dies.
+    #[test]
+    fn timeout_kills_the_process_group() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo started; sleep 30 & sleep 30"]);
+        let start = Instant::now();
+        let output = run(
+            cmd,
+            "sh".into(),
+            PathBuf::from("."),
+            Duration::from_millis(300),
+        );
+        assert!(output.timed_out && output.code.is_none(), "{output}");
+        assert_eq!(output.stdout, "started\n");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            start.elapsed()
+        );
+    }
+
     #[test]
     fn strips_colour_codes() {
         assert_eq!(
