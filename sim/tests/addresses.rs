@@ -228,3 +228,36 @@ async fn reserving_an_ephemeral_ip_promotes_it() {
     .await
     .expect(400, "invalid");
 }
+
+/// A reserved INTERNAL address is a static internal IP: an instance may take it as its networkIP (the provider
+/// reserves a replica's IP before the VM exists), which makes the address IN_USE by that instance; a second
+/// instance may not take it, and the address cannot go while it is used.
+#[tokio::test]
+async fn a_reserved_internal_address_can_be_an_instances_network_ip() {
+    let sim = start().await;
+    sim.ok(
+        "POST",
+        &format!("regions/{R}/addresses"),
+        Some(json!({"name": "m1-ip", "addressType": "INTERNAL"})),
+    )
+    .await;
+    let a = sim.get(&format!("regions/{R}/addresses/m1-ip")).await.body;
+    let ip = a["address"].as_str().unwrap().to_string();
+    assert_eq!(a["status"], "RESERVED");
+    let mut body = instance_body("m1", Z);
+    body["networkInterfaces"][0]["networkIP"] = json!(ip);
+    let i = instance(&sim, "m1", Z, Some(body)).await;
+    assert_eq!(i["networkInterfaces"][0]["networkIP"], ip.as_str());
+    let a = sim.get(&format!("regions/{R}/addresses/m1-ip")).await.body;
+    assert_eq!(a["status"], "IN_USE");
+    assert_eq!(a["users"], json!([i["selfLink"]]));
+
+    let mut second = instance_body("m2", Z);
+    second["networkInterfaces"][0]["networkIP"] = json!(ip);
+    sim.post(&format!("zones/{Z}/instances"), second)
+        .await
+        .expect(400, "invalid");
+    sim.delete(&format!("regions/{R}/addresses/m1-ip"))
+        .await
+        .expect(400, "resourceInUseByAnotherResource");
+}

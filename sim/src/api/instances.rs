@@ -236,7 +236,14 @@ fn network_interface(
                     "Not in the subnetwork's range.",
                 ));
             }
-            if cloud.ips_in_use().contains(&ip) || taken.contains(&ip) {
+            // A reserved INTERNAL address of the region is meant to be used this way (a static internal IP);
+            // any other holder, or an instance already on the address, is a conflict.
+            let reserved_for_it = cloud.addresses.values().any(|a| {
+                a.address == ip
+                    && a.address_type == "INTERNAL"
+                    && crate::state::links::name_of(&a.region) == region
+            }) && cloud.users_of_ip(region, &ip).is_empty();
+            if (cloud.ips_in_use().contains(&ip) && !reserved_for_it) || taken.contains(&ip) {
                 return Err(ApiError::new(
                     400,
                     "invalid",

@@ -109,6 +109,11 @@ fn routes() -> impl Iterator<Item = &'static Route> {
     .flatten()
 }
 
+/// Every API method the sim serves (`instances.insert`, ...), for coverage checks.
+pub fn route_apis() -> Vec<&'static str> {
+    routes().map(|r| r.api).collect()
+}
+
 /// Matches `path` (after the project) against a pattern, capturing `{x}` segments.
 fn capture(pattern: &'static str, segs: &[&str]) -> Option<Vec<(&'static str, String)>> {
     let pat: Vec<&'static str> = pattern.split('/').collect();
