@@ -137,8 +137,9 @@ impl Cloud {
         pool.allocate().ok().map(|ip| ip.to_string())
     }
 
-    /// Full selfLinks of what holds external IP `ip` in `region`: instances (via access configs) and
-    /// forwarding rules. Derived on demand, so an address's IN_USE/users always follow the truth.
+    /// Full selfLinks of what holds IP `ip` in `region`: instances (via access configs for external IPs, via
+    /// `networkIP` for internal ones) and forwarding rules. Derived on demand, so an address's IN_USE/users
+    /// always follow the truth.
     pub fn users_of_ip(&self, region: &str, ip: &str) -> Vec<String> {
         let mut users: Vec<String> = self
             .instances
@@ -146,9 +147,10 @@ impl Cloud {
             .filter(|i| catalog::region_of(links::name_of(&i.zone)) == Some(region))
             .filter(|i| {
                 i.network_interfaces.iter().any(|n| {
-                    n.access_configs
-                        .iter()
-                        .any(|a| a.nat_ip.as_deref() == Some(ip))
+                    n.network_ip.as_deref() == Some(ip)
+                        || n.access_configs
+                            .iter()
+                            .any(|a| a.nat_ip.as_deref() == Some(ip))
                 })
             })
             .map(|i| i.self_link.clone())
