@@ -89,11 +89,24 @@ fn main() {
     ));
     for client in acceptance_tests::Client::all() {
         eprintln!("bench: peak provider RSS during a plan of {n} under {client}");
-        rows.push(Row::new(
-            format!("peak provider RSS, plan of {n} replicas ({client})"),
-            Target::AtMost(PEAK_RSS_TARGET_MIB, "MiB"),
-            rss::peak_mib(client, &provider, &replica_config),
-        ));
+        let usage = rss::measure(client, &provider, &replica_config);
+        let detail = usage
+            .as_ref()
+            .map(|u| {
+                format!(
+                    "{} processes, provider CPU {:.2} s",
+                    u.processes, u.cpu_secs
+                )
+            })
+            .unwrap_or_default();
+        rows.push(
+            Row::new(
+                format!("peak provider RSS, plan of {n} replicas ({client})"),
+                Target::AtMost(PEAK_RSS_TARGET_MIB, "MiB"),
+                usage.map(|u| u.peak_mib),
+            )
+            .with_detail(detail),
+        );
     }
     for client in acceptance_tests::Client::all() {
         eprintln!(

@@ -1,6 +1,6 @@
 //! Peak RSS of the provider processes a plan starts. The mirror holds a wrapper script instead of the provider;
 //! the wrapper (this executable with `--rss-wrap`) runs the real provider with the same stdio and environment,
-//! then appends the child's peak RSS (getrusage RUSAGE_CHILDREN: max RSS of the waited-for child) to a file.
+//! then appends the child's peak RSS and CPU time (getrusage RUSAGE_CHILDREN, i.e. the waited-for child) to a file.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -26,25 +26,36 @@ pub fn wrap_main(args: &[String]) -> ! {
         }
     };
     // SAFETY: getrusage writes into the zeroed struct we own.
-    let max_rss_kib = unsafe {
+    let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
         libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage.ru_maxrss
+        usage
     };
+    let micros = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
+    let cpu_us = micros(usage.ru_utime) + micros(usage.ru_stime);
     // One short O_APPEND write per process, so concurrent providers don't interleave.
     if let Ok(mut file) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(out)
     {
-        let _ = file.write_all(format!("{max_rss_kib}\n").as_bytes());
+        let _ = file.write_all(format!("{} {cpu_us}\n", usage.ru_maxrss).as_bytes());
     }
     std::process::exit(code);
 }
 
-/// Runs one plan of `config` under `client` with the wrapped provider; the largest peak RSS of its provider
-/// processes, in MiB.
-pub fn peak_mib(client: Client, provider: &Path, config: &str) -> Result<f64, String> {
+/// What the provider processes of one plan used.
+pub struct ProviderUsage {
+    /// The largest peak RSS of any of them.
+    pub peak_mib: f64,
+    /// Their total user + system CPU time: compared with the plan's wall time, it tells provider cost from
+    /// client cost.
+    pub cpu_secs: f64,
+    pub processes: usize,
+}
+
+/// Runs one plan of `config` under `client` with the wrapped provider.
+pub fn measure(client: Client, provider: &Path, config: &str) -> Result<ProviderUsage, String> {
     let scratch = tempfile::Builder::new()
         .prefix("bench-rss-")
         .tempdir_in(acceptance_tests::work_dir())
@@ -80,14 +91,23 @@ pub fn peak_mib(client: Client, provider: &Path, config: &str) -> Result<f64, St
     }
     let text = std::fs::read_to_string(&out)
         .map_err(|e| format!("no RSS recorded ({}): {e}", out.display()))?;
-    let samples: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-    eprintln!(
-        "bench: {client}: {} provider processes, peak RSS KiB {samples:?}",
-        samples.len()
-    );
-    samples
+    // Lines are "<max RSS KiB> <CPU microseconds>", one per provider process.
+    let samples: Vec<(u64, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.split_whitespace().map(str::parse::<u64>);
+            Some((fields.next()?.ok()?, fields.next()?.ok()?))
+        })
+        .collect();
+    eprintln!("bench: {client}: (peak RSS KiB, CPU µs) per provider process: {samples:?}");
+    let peak_kib = samples
         .iter()
+        .map(|s| s.0)
         .max()
-        .map(|kib| *kib as f64 / 1024.0)
-        .ok_or_else(|| "no provider process ran".to_string())
+        .ok_or_else(|| "no provider process ran".to_string())?;
+    Ok(ProviderUsage {
+        peak_mib: peak_kib as f64 / 1024.0,
+        cpu_secs: samples.iter().map(|s| s.1).sum::<u64>() as f64 / 1e6,
+        processes: samples.len(),
+    })
 }
