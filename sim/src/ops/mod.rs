@@ -262,8 +262,16 @@ pub fn spawn_driver(sim: Arc<Sim>, key: String) {
     });
 }
 
-/// Restarts drivers for operations that were in flight when the sim last stopped.
+/// Restarts drivers for operations that were in flight when the sim last stopped. Failpoints do not survive a
+/// restart, so operations they stalled are released.
 pub fn resume_all(sim: &Arc<Sim>) {
+    {
+        let mut cloud = sim.cloud();
+        cloud
+            .operations
+            .values_mut()
+            .for_each(|r| r.stalled = false);
+    }
     let keys: Vec<String> = sim
         .cloud()
         .operations

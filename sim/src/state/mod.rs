@@ -171,6 +171,11 @@ impl Cloud {
             Transition::Nothing => {}
             Transition::InstanceStatus { key, status } => {
                 if let Some(i) = self.instances.get_mut(key) {
+                    // A STOPPING instance (being deleted or stopped) only moves on to TERMINATED or away: an
+                    // insert or start finishing meanwhile must not bring it back to life.
+                    if i.status == "STOPPING" && status != "TERMINATED" {
+                        return;
+                    }
                     if status == "RUNNING" && i.status != "RUNNING" {
                         i.last_start_timestamp = Some(ids::now_rfc3339());
                     }

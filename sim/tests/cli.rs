@@ -1,0 +1,130 @@
+//! The `ha-sim` binary: serve in the foreground, find it through the state dir, drive faults and the request
+//! log from the command line, stop it with `ha-sim stop` or SIGTERM.
+
+use std::path::Path;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ha-sim");
+
+/// Starts `ha-sim serve`; the caller owns (and waits for) the child.
+#[allow(clippy::zombie_processes)] // the child is handed to the caller, which waits for its exit
+fn serve(dir: &Path) -> (Child, u16) {
+    let port_file = dir.join("port");
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--no-vms",
+            "--latency-profile",
+            "test",
+            "--listen",
+            "127.0.0.1:0",
+            "--state-dir",
+        ])
+        .arg(dir)
+        .arg("--port-file")
+        .arg(&port_file)
+        .spawn()
+        .expect("spawn ha-sim serve");
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(port) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+        {
+            return (child, port);
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ha-sim serve never wrote its port file");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn ha_sim(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--state-dir")
+        .arg(dir)
+        .output()
+        .expect("run ha-sim");
+    assert!(
+        out.status.success(),
+        "ha-sim {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(Instant::now() < until, "ha-sim serve did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_cli_drives_a_running_sim_and_stops_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut child, port) = serve(dir.path());
+    let discovery: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("sim.json")).expect("sim.json"),
+    )
+    .expect("json");
+    assert_eq!(discovery["port"], port);
+
+    let out = ha_sim(
+        dir.path(),
+        &[
+            "fault",
+            "http",
+            "--status",
+            "503",
+            "--api",
+            "zones.list",
+            "--times",
+            "1",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("request(zones.list)=status(503)x1"));
+    let listed = ha_sim(dir.path(), &["fault", "list"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("status(503)"));
+    let out = ha_sim(dir.path(), &["fault", "zone-down", "us-central1-a"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DOWN"));
+    let status = ha_sim(dir.path(), &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    assert_eq!(v["zonesDown"], serde_json::json!(["us-central1-a"]));
+    let text = ha_sim(dir.path(), &["status"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("zones DOWN: us-central1-a"));
+    ha_sim(dir.path(), &["fault", "clear"]);
+    let reqs = ha_sim(dir.path(), &["requests", "--reset"]);
+    assert!(String::from_utf8_lossy(&reqs.stdout).contains("total"));
+
+    ha_sim(dir.path(), &["stop"]);
+    assert!(wait_exit(&mut child).success());
+    assert!(
+        !dir.path().join("sim.json").exists(),
+        "the discovery file goes with the sim"
+    );
+    assert!(
+        dir.path().join("state.json").exists(),
+        "state stays for the next run"
+    );
+}
+
+#[test]
+fn sigterm_stops_the_sim_cleanly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut child, _) = serve(dir.path());
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert!(wait_exit(&mut child).success());
+    assert!(!dir.path().join("sim.json").exists());
+}
