@@ -4,6 +4,7 @@
 pub mod config;
 pub mod domain;
 pub mod functions;
+pub mod master;
 pub mod pki;
 pub mod provider;
 pub mod resources;

@@ -216,6 +216,7 @@ resource "terraform_data" "zone" {
 
 resource "ha_master_cluster" "c" {
   name                      = "prod"
+  region                    = "europe-west1"
   zone                      = terraform_data.zone.output
   etcd_client_source_ranges = ["127.0.0.0/8"]
 }

@@ -92,21 +92,28 @@ pub fn schema() -> Schema {
 }
 
 impl ClusterResource {
-    fn defaults_from_provider(&self, p: &mut ClusterModel, diags: &mut Diagnostics) {
+    /// Fills what the user left out (null in configuration) from the provider block. A value that is set but not yet
+    /// known stays unknown: it is checked at apply.
+    fn defaults_from_provider(
+        &self,
+        config: &ClusterModel,
+        p: &mut ClusterModel,
+        diags: &mut Diagnostics,
+    ) {
         let settings = self.settings.read().map(|s| s.clone()).unwrap_or_default();
-        if p.project.is_unknown() {
+        if p.project.is_unknown() && config.project.is_null() {
             match settings.project {
                 Some(v) => p.project = Val::Known(v),
                 None => diags.attr_error(AttributePath::attr("project"), "No project", "Set `project` on this cluster or in the provider block, or export GOOGLE_PROJECT."),
             }
         }
-        if p.zone.is_unknown() {
+        if p.zone.is_unknown() && config.zone.is_null() {
             match settings.zone {
                 Some(z) if p.region.known().is_none_or(|r| zones::region_of(&z) == Some(r.as_str())) => p.zone = Val::Known(z),
                 _ => diags.attr_error(AttributePath::attr("zone"), "No primary zone", "Set `zone` on this cluster (a zone of its region, like `europe-west1-b`) or in the provider block, or export GOOGLE_ZONE."),
             }
         }
-        if p.region.is_unknown() {
+        if p.region.is_unknown() && config.region.is_null() {
             let from_zone = p
                 .zone
                 .known()
@@ -218,7 +225,7 @@ impl Resource for ClusterResource {
 
     async fn modify_plan(&self, change: PlanChange<'_, ClusterModel>, diags: &mut Diagnostics) {
         let p = change.planned;
-        self.defaults_from_provider(p, diags);
+        self.defaults_from_provider(change.config, p, diags);
         if let (Some(project), Some(region), Some(name)) =
             (p.project.known(), p.region.known(), p.name.known())
         {

@@ -1,0 +1,337 @@
+//! The static pods of a master (docs/master-config.md §5–6), built as [`Pod`] values. Every flag is one
+//! `--flag=value` argv element: the contract rejects positional arguments and shell wrappers.
+
+use super::k8s::*;
+use super::{ETCD_IMAGE, KUBERNETES_VERSION, MasterConfig, paths};
+use std::collections::BTreeMap;
+
+/// kops' apiserver health proxy, in the shape the contract gives its flags.
+const HEALTHCHECK_IMAGE: &str = "registry.k8s.io/kops/kube-apiserver-healthcheck:1.28.0";
+const AUTOSCALER_IMAGE: &str = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.28.0";
+const ADDON_MANAGER_IMAGE: &str = "registry.k8s.io/addon-manager/kube-addon-manager:v9.1.6";
+/// Plain HTTP port of the healthcheck sidecar: legacy GCE HttpHealthChecks speak only HTTP.
+pub const HEALTHCHECK_PORT: u16 = 8080;
+
+pub(super) fn flag(name: &str, value: impl std::fmt::Display) -> String {
+    format!("--{name}={value}")
+}
+
+/// Kubeconfig of a control-plane component on this master, see `host::component_kubeconfig`.
+pub(super) fn component_kubeconfig_path(component: &str) -> String {
+    format!("{}/{component}/kubeconfig", paths::SRV)
+}
+
+fn k8s_image(component: &str) -> String {
+    format!("registry.k8s.io/{component}:{KUBERNETES_VERSION}")
+}
+
+fn pod(name: &str, cpu: &str, containers: Vec<Container>, volumes: Vec<Volume>) -> Pod {
+    let mut containers = containers;
+    for c in &mut containers {
+        c.resources.get_or_insert_with(|| Resources {
+            requests: BTreeMap::from([("cpu".into(), cpu.into())]),
+        });
+    }
+    Pod {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        metadata: ObjectMeta {
+            name: name.into(),
+            namespace: "kube-system".into(),
+            labels: BTreeMap::from([
+                ("component".into(), name.into()),
+                ("tier".into(), "control-plane".into()),
+            ]),
+            annotations: BTreeMap::new(),
+        },
+        spec: PodSpec {
+            host_network: true,
+            priority_class_name: "system-node-critical".into(),
+            containers,
+            volumes,
+        },
+    }
+}
+
+fn host_volume(name: &str, path: &str, kind: Option<&str>) -> Volume {
+    Volume {
+        name: name.into(),
+        host_path: HostPath {
+            path: path.into(),
+            kind: kind.map(str::to_string),
+        },
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only,
+    }
+}
+
+/// All of /etc/srv/kubernetes, read-only: certificates, keys and component kubeconfigs.
+fn srv_volume() -> (Volume, VolumeMount) {
+    (
+        host_volume("srvkube", paths::SRV, None),
+        mount("srvkube", paths::SRV, true),
+    )
+}
+
+fn probe(port: u16, path: &str, scheme: &str) -> Probe {
+    Probe {
+        http_get: HttpGet {
+            host: "127.0.0.1".into(),
+            port,
+            path: path.into(),
+            scheme: scheme.into(),
+        },
+        initial_delay_seconds: 15,
+        timeout_seconds: 15,
+        failure_threshold: 8,
+    }
+}
+
+/// `--name=a=https://ip:2380,...` in the order given (etcd does not care, people reading it do).
+fn initial_cluster(cfg: &MasterConfig) -> String {
+    cfg.initial_cluster
+        .iter()
+        .map(|(name, ip)| format!("{name}=https://{ip}:2380"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// etcd's argv, exactly the contract's flags (§5). Public to the module so the boot test can run it for real.
+pub(super) fn etcd_command(cfg: &MasterConfig) -> Vec<String> {
+    let ip = cfg.internal_ip;
+    vec![
+        "/usr/local/bin/etcd".into(),
+        flag("name", &cfg.replica_name),
+        flag("data-dir", paths::ETCD_DATA),
+        flag("listen-peer-urls", format!("https://{ip}:2380")),
+        flag(
+            "listen-client-urls",
+            format!("https://{ip}:2379,https://127.0.0.1:2379"),
+        ),
+        flag("advertise-client-urls", format!("https://{ip}:2379")),
+        flag("initial-advertise-peer-urls", format!("https://{ip}:2380")),
+        flag("initial-cluster", initial_cluster(cfg)),
+        flag("initial-cluster-state", cfg.initial_state.as_flag()),
+        flag("initial-cluster-token", &cfg.cluster_name),
+        flag("client-cert-auth", true),
+        flag("trusted-ca-file", paths::ETCD_CLIENT_CA),
+        flag("cert-file", paths::ETCD_SERVER_CRT),
+        flag("key-file", paths::ETCD_SERVER_KEY),
+        flag("peer-client-cert-auth", true),
+        flag("peer-trusted-ca-file", paths::ETCD_CA),
+        flag("peer-cert-file", paths::ETCD_PEER_CRT),
+        flag("peer-key-file", paths::ETCD_PEER_KEY),
+    ]
+}
+
+pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
+    let (srv, srv_mount) = srv_volume();
+    let etcd = Container {
+        name: "etcd".into(),
+        image: ETCD_IMAGE.into(),
+        command: etcd_command(cfg),
+        volume_mounts: vec![mount("data", paths::ETCD_DATA, false), srv_mount],
+        ..Container::default()
+    };
+    let mut p = pod(
+        "etcd-server",
+        "200m",
+        vec![etcd],
+        vec![
+            host_volume("data", paths::ETCD_DATA, Some("DirectoryOrCreate")),
+            srv,
+        ],
+    );
+    // The manifest's metadata name is fixed by the contract.
+    p.metadata.labels.insert("component".into(), "etcd".into());
+    p
+}
+
+pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
+    let (srv, srv_mount) = srv_volume();
+    let port = cfg.api_port;
+    let apiserver = Container {
+        name: "kube-apiserver".into(),
+        image: k8s_image("kube-apiserver"),
+        command: vec![
+            "kube-apiserver".into(),
+            flag("secure-port", port),
+            flag("bind-address", "0.0.0.0"),
+            // Every replica advertises the static IP, as kube-up: it is what nodes and the kubernetes service use.
+            flag("advertise-address", cfg.static_ip),
+            flag("tls-cert-file", paths::APISERVER_CRT),
+            flag("tls-private-key-file", paths::APISERVER_KEY),
+            flag("client-ca-file", paths::CA),
+            // This member only, as kube-up: an apiserver lives and dies with its local etcd, and the load
+            // balancer's health check (via the sidecar) takes it out when etcd is unhealthy.
+            flag("etcd-servers", "https://127.0.0.1:2379"),
+            flag("etcd-cafile", paths::ETCD_CLIENT_CA),
+            flag("etcd-certfile", paths::ETCD_APISERVER_CLIENT_CRT),
+            flag("etcd-keyfile", paths::ETCD_APISERVER_CLIENT_KEY),
+            flag("service-cluster-ip-range", cfg.service_cluster_ip_range),
+            flag(
+                "service-account-issuer",
+                format!("https://kubernetes.default.svc.{}", cfg.dns_domain),
+            ),
+            flag("service-account-key-file", paths::SERVICE_ACCOUNT_KEY),
+            flag(
+                "service-account-signing-key-file",
+                paths::SERVICE_ACCOUNT_KEY,
+            ),
+            flag("authorization-mode", "Node,RBAC"),
+            flag("enable-admission-plugins", "NodeRestriction"),
+            flag("allow-privileged", true),
+            flag("endpoint-reconciler-type", "lease"),
+            flag("kubelet-preferred-address-types", "InternalIP,Hostname"),
+        ],
+        liveness_probe: Some(probe(port, "/livez", "HTTPS")),
+        volume_mounts: vec![srv_mount],
+        ..Container::default()
+    };
+    let healthcheck = Container {
+        name: "healthcheck".into(),
+        image: HEALTHCHECK_IMAGE.into(),
+        command: vec![
+            "/usr/local/bin/kube-apiserver-healthcheck".into(),
+            flag("listen", format!("0.0.0.0:{HEALTHCHECK_PORT}")),
+            flag("path", "/healthz"),
+            flag("upstream", format!("https://127.0.0.1:{port}/healthz")),
+        ],
+        resources: Some(Resources {
+            requests: BTreeMap::from([("cpu".into(), "10m".into())]),
+        }),
+        ..Container::default()
+    };
+    pod(
+        "kube-apiserver",
+        "250m",
+        vec![apiserver, healthcheck],
+        vec![srv],
+    )
+}
+
+/// Flags every control-plane client shares: its kubeconfig for API calls and for delegated authn/authz.
+fn client_flags(component: &str) -> Vec<String> {
+    let kc = component_kubeconfig_path(component);
+    vec![
+        flag("kubeconfig", &kc),
+        flag("authentication-kubeconfig", &kc),
+        flag("authorization-kubeconfig", &kc),
+    ]
+}
+
+fn gce_conf_volume() -> (Volume, VolumeMount) {
+    (
+        host_volume("cloudconfig", paths::GCE_CONF, Some("FileOrCreate")),
+        mount("cloudconfig", paths::GCE_CONF, true),
+    )
+}
+
+pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
+    let (srv, srv_mount) = srv_volume();
+    let (gce, gce_mount) = gce_conf_volume();
+    let mut command = vec!["kube-controller-manager".into()];
+    command.extend(client_flags("kube-controller-manager"));
+    command.extend([
+        // Replicas elect one active controller manager; the others stand by.
+        flag("leader-elect", true),
+        flag("cluster-name", &cfg.cluster_name),
+        flag("cloud-provider", "gce"),
+        flag("cloud-config", paths::GCE_CONF),
+        flag("service-cluster-ip-range", cfg.service_cluster_ip_range),
+        flag("root-ca-file", paths::CA),
+        flag(
+            "service-account-private-key-file",
+            paths::SERVICE_ACCOUNT_KEY,
+        ),
+        flag("use-service-account-credentials", true),
+    ]);
+    let c = Container {
+        name: "kube-controller-manager".into(),
+        image: k8s_image("kube-controller-manager"),
+        command,
+        liveness_probe: Some(probe(10257, "/healthz", "HTTPS")),
+        volume_mounts: vec![srv_mount, gce_mount],
+        ..Container::default()
+    };
+    pod("kube-controller-manager", "200m", vec![c], vec![srv, gce])
+}
+
+pub(super) fn kube_scheduler(_cfg: &MasterConfig) -> Pod {
+    let (srv, srv_mount) = srv_volume();
+    let mut command = vec!["kube-scheduler".into()];
+    command.extend(client_flags("kube-scheduler"));
+    command.push(flag("leader-elect", true));
+    let c = Container {
+        name: "kube-scheduler".into(),
+        image: k8s_image("kube-scheduler"),
+        command,
+        liveness_probe: Some(probe(10259, "/healthz", "HTTPS")),
+        volume_mounts: vec![srv_mount],
+        ..Container::default()
+    };
+    pod("kube-scheduler", "75m", vec![c], vec![srv])
+}
+
+pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
+    let (srv, srv_mount) = srv_volume();
+    let (gce, gce_mount) = gce_conf_volume();
+    let c = Container {
+        name: "cluster-autoscaler".into(),
+        image: AUTOSCALER_IMAGE.into(),
+        command: vec![
+            "./cluster-autoscaler".into(),
+            flag(
+                "kubeconfig",
+                component_kubeconfig_path("cluster-autoscaler"),
+            ),
+            // kube-up relied on the default; we say it, since two active autoscalers would fight.
+            flag("leader-elect", true),
+            flag("cloud-provider", "gce"),
+            flag("cloud-config", paths::GCE_CONF),
+            flag("cluster-name", &cfg.cluster_name),
+            flag("balance-similar-node-groups", true),
+        ],
+        volume_mounts: vec![srv_mount, gce_mount],
+        ..Container::default()
+    };
+    pod("cluster-autoscaler", "10m", vec![c], vec![srv, gce])
+}
+
+pub(super) fn kube_addon_manager(_cfg: &MasterConfig) -> Pod {
+    let (srv, srv_mount) = srv_volume();
+    let env = |name: &str, value: String| EnvVar {
+        name: name.into(),
+        value,
+    };
+    let c = Container {
+        name: "kube-addon-manager".into(),
+        image: ADDON_MANAGER_IMAGE.into(),
+        // The image's entrypoint runs kube-addons-main.sh; these are the knobs it reads.
+        env: vec![
+            env(
+                "KUBECTL_OPTS",
+                flag(
+                    "kubeconfig",
+                    component_kubeconfig_path("kube-addon-manager"),
+                ),
+            ),
+            // Only the replica holding the controller-manager lease applies addons.
+            env("ADDON_MANAGER_LEADER_ELECTION", "true".into()),
+        ],
+        volume_mounts: vec![srv_mount, mount("addons", "/etc/kubernetes/addons", true)],
+        ..Container::default()
+    };
+    pod(
+        "kube-addon-manager",
+        "5m",
+        vec![c],
+        vec![srv, host_volume("addons", "/etc/kubernetes/addons", None)],
+    )
+}

@@ -1,0 +1,210 @@
+//! A master VM's startup configuration (docs/master-config.md): the instance metadata whose `user-data` is a
+//! `#cloud-config` that writes every static pod manifest, kubelet file and TLS file the master runs from. Pure:
+//! a [`MasterConfig`] in, strings out. Nothing about Terraform or GCE calls.
+//!
+//! Kubernetes version: the manifests pin [`KUBERNETES_VERSION`] (1.28, the last minor with the in-tree GCE
+//! cloud provider, which reads `gce.conf`). Quorum reads: kube-apiserver removed `--etcd-quorum-read` in 1.13
+//! (kubernetes/kubernetes#69527) and has read from etcd with linearizable reads ever since, so `true` is
+//! satisfied without a flag (passing the flag would stop the apiserver: unknown flag) and `false` cannot be
+//! honoured; [`check`] refuses it so the user hears it rather than getting quorum reads anyway.
+
+#[cfg(test)]
+mod boot_tests;
+mod host;
+pub mod k8s;
+mod manifests;
+#[cfg(test)]
+mod tests;
+
+pub use k8s::{CloudConfig, Kubeconfig, KubeletConfiguration, Pod, WriteFile};
+
+use crate::pki::{ClusterCas, ReplicaCerts};
+use ipnet::Ipv4Net;
+use std::net::Ipv4Addr;
+
+/// Image tag of kube-apiserver, controller-manager and scheduler (and the kubelet the image should carry).
+pub const KUBERNETES_VERSION: &str = "v1.28.15";
+/// etcd 3.4, as the contract requires (the sim runs Debian's 3.4.23).
+pub const ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.4.13-0";
+
+/// Guest paths of the contract (docs/master-config.md §4), shared by the renderer and its tests.
+pub mod paths {
+    pub const MANIFESTS: &str = "/etc/kubernetes/manifests";
+    pub const SRV: &str = "/etc/srv/kubernetes";
+    pub const ETCD_CA: &str = "/etc/srv/kubernetes/etcd-ca.crt";
+    pub const ETCD_PEER_CRT: &str = "/etc/srv/kubernetes/etcd-peer.crt";
+    pub const ETCD_PEER_KEY: &str = "/etc/srv/kubernetes/etcd-peer.key";
+    pub const ETCD_CLIENT_CA: &str = "/etc/srv/kubernetes/pki/etcd-apiserver-ca.crt";
+    pub const ETCD_SERVER_CRT: &str = "/etc/srv/kubernetes/pki/etcd-apiserver-server.crt";
+    pub const ETCD_SERVER_KEY: &str = "/etc/srv/kubernetes/pki/etcd-apiserver-server.key";
+    pub const ETCD_APISERVER_CLIENT_CRT: &str = "/etc/srv/kubernetes/pki/etcd-apiserver-client.crt";
+    pub const ETCD_APISERVER_CLIENT_KEY: &str = "/etc/srv/kubernetes/pki/etcd-apiserver-client.key";
+    pub const CA: &str = "/etc/srv/kubernetes/pki/ca.crt";
+    pub const APISERVER_CRT: &str = "/etc/srv/kubernetes/pki/apiserver.crt";
+    pub const APISERVER_KEY: &str = "/etc/srv/kubernetes/pki/apiserver.key";
+    pub const SERVICE_ACCOUNT_KEY: &str = "/etc/srv/kubernetes/pki/service-account.key";
+    pub const KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
+    pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";
+    pub const KUBELET_DROPIN: &str = "/etc/systemd/system/kubelet.service.d/10-ha-master.conf";
+    pub const MONIT_KUBELET: &str = "/etc/monit/conf.d/kubelet";
+    pub const GCE_CONF: &str = "/etc/gce.conf";
+    pub const ETCD_DATA: &str = "/var/lib/etcd";
+}
+
+/// Whether this member founds the etcd cluster or joins one (after `etcdctl member add`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitialState {
+    New,
+    Existing,
+}
+
+impl InitialState {
+    pub fn as_flag(self) -> &'static str {
+        match self {
+            InitialState::New => "new",
+            InitialState::Existing => "existing",
+        }
+    }
+}
+
+/// The CA certificates a master trusts. Only certificates: CA keys never go to a master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaCerts {
+    pub cluster_ca: String,
+    pub etcd_peer_ca: String,
+    pub etcd_client_ca: String,
+}
+
+impl From<&ClusterCas> for CaCerts {
+    fn from(cas: &ClusterCas) -> CaCerts {
+        CaCerts {
+            cluster_ca: cas.cluster_ca.cert_pem.clone(),
+            etcd_peer_ca: cas.etcd_peer_ca.cert_pem.clone(),
+            etcd_client_ca: cas.etcd_client_ca.cert_pem.clone(),
+        }
+    }
+}
+
+/// Everything one master's startup configuration depends on.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MasterConfig {
+    pub cluster_name: String,
+    /// The instance name, which is also the etcd member name.
+    pub replica_name: String,
+    pub internal_ip: Ipv4Addr,
+    pub static_ip: Ipv4Addr,
+    /// The API server's port inside the guest (443 in the contract).
+    pub api_port: u16,
+    pub service_cluster_ip_range: Ipv4Net,
+    pub dns_domain: String,
+    /// Must be true; see the module docs.
+    pub etcd_quorum_read: bool,
+    pub multizone: bool,
+    pub project: String,
+    pub zone: String,
+    /// Every member of `--initial-cluster`, including this one: (member name, internal IP).
+    pub initial_cluster: Vec<(String, Ipv4Addr)>,
+    pub initial_state: InitialState,
+    pub cas: CaCerts,
+    pub certs: ReplicaCerts,
+    /// The cluster-wide service account signing key (PEM, from [`crate::pki::service_account_key`]): every
+    /// replica must sign and verify tokens with the same key.
+    pub service_account_key_pem: String,
+}
+
+impl std::fmt::Debug for MasterConfig {
+    // Holds private keys; print only what identifies the master.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MasterConfig")
+            .field("cluster_name", &self.cluster_name)
+            .field("replica_name", &self.replica_name)
+            .field("internal_ip", &self.internal_ip)
+            .field("static_ip", &self.static_ip)
+            .field("initial_cluster", &self.initial_cluster)
+            .field("initial_state", &self.initial_state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A configuration no master could run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MasterError {
+    #[error(
+        "etcd_quorum_read = false cannot be honoured: kube-apiserver has always used quorum reads since 1.13"
+    )]
+    QuorumReadOff,
+    #[error("initial cluster does not list this replica {name:?} at {ip}")]
+    NotInInitialCluster { name: String, ip: Ipv4Addr },
+    #[error("initial cluster lists member {0:?} twice")]
+    DuplicateMember(String),
+    #[error("service range {0} is too small for the kubernetes and DNS service IPs")]
+    ServiceRangeTooSmall(Ipv4Net),
+}
+
+/// The checks [`render_user_data`] relies on; call it before rendering (at plan time where possible).
+pub fn check(cfg: &MasterConfig) -> Result<(), MasterError> {
+    if !cfg.etcd_quorum_read {
+        return Err(MasterError::QuorumReadOff);
+    }
+    if !cfg
+        .initial_cluster
+        .iter()
+        .any(|(n, ip)| *n == cfg.replica_name && *ip == cfg.internal_ip)
+    {
+        return Err(MasterError::NotInInitialCluster {
+            name: cfg.replica_name.clone(),
+            ip: cfg.internal_ip,
+        });
+    }
+    for (i, (name, _)) in cfg.initial_cluster.iter().enumerate() {
+        if cfg.initial_cluster[..i].iter().any(|(n, _)| n == name) {
+            return Err(MasterError::DuplicateMember(name.clone()));
+        }
+    }
+    // The DNS service IP is the 10th address, as kube-up's 10.0.0.10.
+    if cfg.service_cluster_ip_range.prefix_len() > 28 {
+        return Err(MasterError::ServiceRangeTooSmall(
+            cfg.service_cluster_ip_range,
+        ));
+    }
+    Ok(())
+}
+
+/// The `kubernetes` service's ClusterIP: the first address of the service range (also in the API certificate).
+pub fn first_service_ip(range: &Ipv4Net) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(range.network()).wrapping_add(1))
+}
+
+/// The cluster DNS service IP: the tenth address of the service range.
+pub fn dns_service_ip(range: &Ipv4Net) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(range.network()).wrapping_add(10))
+}
+
+/// The `#cloud-config` user-data: every file of the contract, plus what a real VM needs to start the kubelet.
+pub fn render_user_data(cfg: &MasterConfig) -> String {
+    let cloud = CloudConfig {
+        // monit restarts a wedged kubelet; the image may not ship it.
+        packages: vec!["monit".into()],
+        write_files: host::files(cfg),
+        runcmd: vec![
+            argv(&["systemctl", "daemon-reload"]),
+            argv(&["systemctl", "enable", "--now", "kubelet"]),
+            argv(&["systemctl", "enable", "monit"]),
+            argv(&["systemctl", "restart", "monit"]),
+        ],
+    };
+    let body = serde_norway::to_string(&cloud).expect("plain structs always serialize");
+    format!("#cloud-config\n{body}")
+}
+
+fn argv(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+/// Instance metadata items: `user-data` (the contract) and `cluster-name` (informational).
+pub fn metadata_items(cfg: &MasterConfig) -> Vec<(String, String)> {
+    vec![
+        ("user-data".into(), render_user_data(cfg)),
+        ("cluster-name".into(), cfg.cluster_name.clone()),
+    ]
+}
