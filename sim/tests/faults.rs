@@ -62,6 +62,12 @@ async fn the_next_n_matching_requests_fail_with_the_given_status() {
     assert_eq!(sim.get(&format!("{path}/m1")).await.status, 200);
     add_fault(&sim, json!({"when": {"on": "request", "api": "zones.*"}, "then": {"effect": "status", "status": 500}, "times": 1})).await;
     sim.get("zones").await.expect(500, "backendError");
+    add_fault(
+        &sim,
+        json!({"when": {"on": "request", "api": "zones.list"}, "then": {"effect": "status", "status": 403}, "times": 1}),
+    )
+    .await;
+    sim.get("zones").await.expect(403, "rateLimitExceeded");
     assert_eq!(sim.get("zones").await.status, 200);
 }
 

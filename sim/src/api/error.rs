@@ -94,8 +94,9 @@ impl ApiError {
     /// What a failpoint returns for an injected HTTP status.
     pub fn injected(status: u16) -> Self {
         match status {
-            429 => Self::new(
-                429,
+            // Compute documents 403 rateLimitExceeded for rate quotas; 429 is also seen. Same wording for both.
+            403 | 429 => Self::new(
+                status,
                 "rateLimitExceeded",
                 "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service \
                  'compute.googleapis.com' for consumer 'project_number:0'.",

@@ -231,6 +231,17 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     )
     .await;
 
+    // `ha-sim ssh m1 -- etcdctl ...` runs in m1's environment and reaches its etcd.
+    let target = crate::cli::Target {
+        state_dir: Some(dir.path().to_path_buf()),
+        url: None,
+    };
+    let cmd = ["etcdctl", "--command-timeout=5s", "endpoint", "health"].map(String::from);
+    let code = tokio::task::spawn_blocking(move || crate::cli::show::ssh(&target, "m1", &cmd))
+        .await
+        .expect("join");
+    assert_eq!(code, Ok(0));
+
     running.stop().await;
     for pid in pids {
         assert!(
