@@ -7,12 +7,12 @@
 
 use super::common::{self, body, check_name, to_value};
 use super::error::{ApiError, ApiResult};
-use super::{Handler, Req, Route, access_configs, instance_meta};
+use super::{Handler, Req, Route, access_configs, instance_build, instance_meta};
 use crate::app::Sim;
 use crate::ops::model::{Collection, Transition};
 use crate::ops::{OpSpec, Scope};
-use crate::state::resources::{Instance, NetworkInterface};
-use crate::state::{Cloud, IpRange, catalog, ids, under};
+use crate::state::resources::Instance;
+use crate::state::{Cloud, catalog, ids, under};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -139,16 +139,25 @@ fn insert(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
     if cloud.instances.contains_key(&key) {
         return Err(ApiError::already_exists(&key));
     }
-    i.machine_type = machine_type(sim, req, &i.machine_type)?;
+    i.machine_type = instance_build::machine_type(sim, req, &i.machine_type)?;
     if i.network_interfaces.is_empty() {
         return Err(ApiError::required("resource.networkInterfaces"));
     }
     i.self_link = sim.links.url(&key);
     let mut taken = BTreeSet::new();
     for (n, nic) in i.network_interfaces.iter_mut().enumerate() {
-        network_interface(sim, cloud, req, region, n, nic, &i.self_link, &mut taken)?;
+        instance_build::network_interface(
+            sim,
+            cloud,
+            req,
+            region,
+            n,
+            nic,
+            &i.self_link,
+            &mut taken,
+        )?;
     }
-    i.disks = disks(sim, req, &i.name, std::mem::take(&mut i.disks));
+    i.disks = instance_build::disks(sim, req, &i.name, std::mem::take(&mut i.disks));
     instance_meta::check_metadata(&i.metadata)?;
     instance_meta::check_labels(&i.labels)?;
     i.kind = "compute#instance".into();
@@ -172,150 +181,6 @@ fn insert(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         status(&key, "STAGING"),
         status(&key, "RUNNING"),
     ))
-}
-
-/// `zones/z/machineTypes/t` (full or partial URL) → full URL in the instance's own zone.
-fn machine_type(sim: &Sim, req: &Req, given: &str) -> ApiResult<String> {
-    if given.is_empty() {
-        return Err(ApiError::required("resource.machineType"));
-    }
-    let rel = common::reference(sim, req, "resource.machineType", given)?;
-    let ok = crate::state::links::scope_of(&rel, "zones") == Some(req.p("zone"))
-        && rel.contains("/machineTypes/");
-    if !ok {
-        return Err(ApiError::invalid_field(
-            "resource.machineType",
-            given,
-            "Must be a URL to a valid Compute resource of the correct type.",
-        ));
-    }
-    Ok(sim.links.url(&rel))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn network_interface(
-    sim: &Sim,
-    cloud: &Cloud,
-    req: &Req,
-    region: &str,
-    n: usize,
-    nic: &mut NetworkInterface,
-    holder: &str,
-    taken: &mut BTreeSet<String>,
-) -> ApiResult<()> {
-    let field = format!("resource.networkInterfaces[{n}]");
-    nic.kind = "compute#networkInterface".into();
-    nic.name = format!("nic{n}");
-    let network = if nic.network.is_empty() {
-        "global/networks/default"
-    } else {
-        nic.network.as_str()
-    };
-    nic.network = sim.links.url(&common::reference(
-        sim,
-        req,
-        &format!("{field}.network"),
-        network,
-    )?);
-    let sub = nic
-        .subnetwork
-        .clone()
-        .unwrap_or_else(|| format!("regions/{region}/subnetworks/default"));
-    nic.subnetwork = Some(sim.links.url(&common::reference(
-        sim,
-        req,
-        &format!("{field}.subnetwork"),
-        &sub,
-    )?));
-    let ip = match nic.network_ip.take() {
-        Some(ip) => {
-            if !IpRange::Internal.contains(&ip) {
-                return Err(ApiError::invalid_field(
-                    &format!("{field}.networkIP"),
-                    &ip,
-                    "Not in the subnetwork's range.",
-                ));
-            }
-            // A reserved INTERNAL address of the region is meant to be used this way (a static internal IP);
-            // any other holder, or an instance already on the address, is a conflict.
-            let reserved_for_it = cloud.addresses.values().any(|a| {
-                a.address == ip
-                    && a.address_type == "INTERNAL"
-                    && crate::state::links::name_of(&a.region) == region
-            }) && cloud.users_of_ip(region, &ip).is_empty();
-            if (cloud.ips_in_use().contains(&ip) && !reserved_for_it) || taken.contains(&ip) {
-                return Err(ApiError::new(
-                    400,
-                    "invalid",
-                    format!("IP '{ip}' is already being used by another resource."),
-                ));
-            }
-            ip
-        }
-        None => cloud.allocate_ip(IpRange::Internal, taken).ok_or_else(|| {
-            ApiError::new(400, "invalid", "The subnetwork has no free addresses.")
-        })?,
-    };
-    taken.insert(ip.clone());
-    nic.network_ip = Some(ip);
-    nic.fingerprint = ids::new_fingerprint();
-    nic.stack_type.get_or_insert_with(|| "IPV4_ONLY".into());
-    if nic.access_configs.len() > 1 {
-        return Err(access_configs::at_most_one());
-    }
-    for (a, ac) in nic.access_configs.iter_mut().enumerate() {
-        let f = format!("{field}.accessConfigs[{a}].natIP");
-        access_configs::resolve(cloud, region, ac, holder, &f, taken)?;
-    }
-    Ok(())
-}
-
-/// Disks as GCE shows them: `initializeParams` is input only; the rest gets server defaults.
-fn disks(sim: &Sim, req: &Req, instance: &str, given: Vec<Value>) -> Vec<Value> {
-    given
-        .into_iter()
-        .enumerate()
-        .map(|(n, mut d)| {
-            let size = d["initializeParams"]["diskSizeGb"].clone();
-            let dev = d["deviceName"]
-                .as_str()
-                .map_or_else(|| format!("persistent-disk-{n}"), str::to_string);
-            let disk_name = d["initializeParams"]["diskName"].as_str().map_or_else(
-                || {
-                    if n == 0 {
-                        instance.to_string()
-                    } else {
-                        format!("{instance}-{n}")
-                    }
-                },
-                str::to_string,
-            );
-            if let Some(obj) = d.as_object_mut() {
-                obj.remove("initializeParams");
-                obj.insert("kind".into(), json!("compute#attachedDisk"));
-                obj.insert("index".into(), json!(n));
-                obj.insert("deviceName".into(), json!(dev));
-                obj.entry("boot").or_insert(json!(n == 0));
-                obj.entry("autoDelete").or_insert(json!(true));
-                obj.entry("type").or_insert(json!("PERSISTENT"));
-                obj.entry("mode").or_insert(json!("READ_WRITE"));
-                obj.entry("interface").or_insert(json!("SCSI"));
-                let src = format!(
-                    "projects/{}/zones/{}/disks/{disk_name}",
-                    req.project,
-                    req.p("zone")
-                );
-                obj.entry("source").or_insert(json!(sim.links.url(&src)));
-                if !size.is_null() {
-                    obj.insert(
-                        "diskSizeGb".into(),
-                        json!(size.as_str().map_or(size.to_string(), str::to_string)),
-                    );
-                }
-            }
-            d
-        })
-        .collect()
 }
 
 fn get(_sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {

@@ -9,6 +9,7 @@ pub mod error;
 pub mod firewalls;
 pub mod forwarding_rules;
 pub mod health_checks;
+pub mod instance_build;
 pub mod instance_meta;
 pub mod instances;
 pub mod operations;

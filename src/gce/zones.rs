@@ -1,0 +1,76 @@
+//! Zones and regions: whether a zone exists and is UP, and which zones a region has (replica placement).
+
+use super::Compute;
+use super::error::{Error, Result, last_segment};
+use super::types::{RegionInfo, ZoneInfo};
+use tokio::time::Instant;
+
+impl Compute {
+    pub async fn get_zone(&self, zone: &str, deadline: Instant) -> Result<ZoneInfo> {
+        let project = self.project()?;
+        let resource = format!("zone {}", self.rel(&format!("zones/{zone}")));
+        let z = self
+            .attempt(&resource, "get", deadline, || {
+                self.clients
+                    .zones
+                    .get()
+                    .set_project(project)
+                    .set_zone(zone)
+                    .send()
+            })
+            .await?;
+        Ok(ZoneInfo {
+            name: z.name.unwrap_or_default(),
+            region: z
+                .region
+                .as_deref()
+                .map(last_segment)
+                .unwrap_or_default()
+                .to_string(),
+            status: z
+                .status
+                .as_ref()
+                .and_then(|s| s.name())
+                .unwrap_or_default()
+                .to_string(),
+        })
+    }
+
+    pub async fn get_region(&self, region: &str, deadline: Instant) -> Result<RegionInfo> {
+        let project = self.project()?;
+        let resource = format!("region {}", self.rel(&format!("regions/{region}")));
+        let r = self
+            .attempt(&resource, "get", deadline, || {
+                self.clients
+                    .regions
+                    .get()
+                    .set_project(project)
+                    .set_region(region)
+                    .send()
+            })
+            .await
+            .map_err(|e| match e {
+                // GCE answers an unknown region with 400 invalid rather than 404.
+                Error::Api { status: 400, .. } => Error::NotFound {
+                    resource: resource.clone(),
+                },
+                e => e,
+            })?;
+        let mut zones: Vec<String> = r
+            .zones
+            .iter()
+            .map(|z| last_segment(z).to_string())
+            .collect();
+        zones.sort();
+        Ok(RegionInfo {
+            name: r.name.unwrap_or_default(),
+            zones,
+            status: r
+                .status
+                .as_ref()
+                .and_then(|s| s.name())
+                .unwrap_or_default()
+                .to_string(),
+        })
+    }
+}
