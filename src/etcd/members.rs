@@ -149,7 +149,12 @@ impl Etcd {
                         .filter_map(|s| s.as_ref().err())
                         .map(|f| f.to_string())
                         .collect();
-                    format!("the learner has not answered ({})", unanswered.join("; "))
+                    if unanswered.is_empty() {
+                        "no endpoint given answers as the learner (is its endpoint among them?)"
+                            .to_string()
+                    } else {
+                        format!("the learner has not answered ({})", unanswered.join("; "))
+                    }
                 }
             };
             if Instant::now() >= deadline {
