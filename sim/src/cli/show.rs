@@ -40,6 +40,22 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             s(&i["externalIp"])
         );
         let vm = &i["vm"];
+        if !vm["etcd_running"].is_null() {
+            let health = if vm["etcd_healthy"] == true {
+                "healthy"
+            } else {
+                "unhealthy"
+            };
+            println!(
+                "    etcd pid {} {health}, {} restart(s){}",
+                s(&vm["etcd_pid"]),
+                s(&vm["etcd_restarts"]),
+                vm["health_error"]
+                    .as_str()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            );
+        }
         if let Some(members) = vm["etcdMembers"].as_array() {
             let names: Vec<String> = members.iter().map(|m| s(&m["name"])).collect();
             println!("    etcd members ({}): {}", members.len(), names.join(", "));
