@@ -5,6 +5,7 @@ pub mod config;
 pub mod domain;
 pub mod etcd;
 pub mod functions;
+pub mod gce;
 pub mod master;
 pub mod pki;
 pub mod provider;
