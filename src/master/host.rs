@@ -162,6 +162,11 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     // API server.
     out.push(file(paths::CA, &cfg.cas.cluster_ca, FILE_MODE));
     pair(&mut out, &format!("{srv_pki}/apiserver"), &c.api_server);
+    pair(
+        &mut out,
+        &format!("{srv_pki}/apiserver-kubelet-client"),
+        &c.apiserver_kubelet_client,
+    );
     out.push(file(
         paths::SERVICE_ACCOUNT_KEY,
         &cfg.service_account_key_pem,

@@ -189,6 +189,11 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
             flag("allow-privileged", true),
             flag("endpoint-reconciler-type", "lease"),
             flag("kubelet-preferred-address-types", "InternalIP,Hostname"),
+            flag(
+                "kubelet-client-certificate",
+                paths::APISERVER_KUBELET_CLIENT_CRT,
+            ),
+            flag("kubelet-client-key", paths::APISERVER_KUBELET_CLIENT_KEY),
         ],
         liveness_probe: Some(probe(port, "/livez", "HTTPS")),
         volume_mounts: vec![srv_mount],

@@ -42,6 +42,10 @@ pub mod paths {
     pub const CA: &str = "/etc/srv/kubernetes/pki/ca.crt";
     pub const APISERVER_CRT: &str = "/etc/srv/kubernetes/pki/apiserver.crt";
     pub const APISERVER_KEY: &str = "/etc/srv/kubernetes/pki/apiserver.key";
+    pub const APISERVER_KUBELET_CLIENT_CRT: &str =
+        "/etc/srv/kubernetes/pki/apiserver-kubelet-client.crt";
+    pub const APISERVER_KUBELET_CLIENT_KEY: &str =
+        "/etc/srv/kubernetes/pki/apiserver-kubelet-client.key";
     pub const SERVICE_ACCOUNT_KEY: &str = "/etc/srv/kubernetes/pki/service-account.key";
     pub const KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
     pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";

@@ -189,8 +189,8 @@ fn private_keys_are_0600_and_no_ca_key_reaches_a_master() {
             f.path
         );
     }
-    // 9 leaf keys + the service account key.
-    assert_eq!(keys, 10);
+    // 10 leaf keys + the service account key.
+    assert_eq!(keys, 11);
 }
 
 fn contract_etcd(state: &str) -> Vec<String> {

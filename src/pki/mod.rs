@@ -126,6 +126,8 @@ pub struct ReplicaCerts {
     pub scheduler: CertKey,
     pub cluster_autoscaler: CertKey,
     pub addon_manager: CertKey,
+    /// The apiserver's client certificate towards kubelets (logs, exec, port-forward), signed by the cluster CA.
+    pub apiserver_kubelet_client: CertKey,
 }
 
 /// Issues every certificate a replica needs, with the CAs from state.
@@ -193,6 +195,11 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
         &client("system:kube-addon-manager", &["system:masters"]),
         Usage::Client,
     )?;
+    // system:masters, as kubeadm's apiserver-kubelet-client: kubelets authorize it through the webhook.
+    let apiserver_kubelet_client = ca.cluster.issue(
+        &client("kube-apiserver-kubelet-client", &["system:masters"]),
+        Usage::Client,
+    )?;
     Ok(ReplicaCerts {
         api_server,
         etcd_peer,
@@ -203,6 +210,7 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
         scheduler,
         cluster_autoscaler,
         addon_manager,
+        apiserver_kubelet_client,
     })
 }
 

@@ -261,6 +261,11 @@ fn client_certs_are_client_only_and_signed_by_their_ca() {
             cluster_ca,
             "O=system:masters, CN=system:kube-addon-manager",
         ),
+        (
+            &certs.apiserver_kubelet_client,
+            cluster_ca,
+            "O=system:masters, CN=kube-apiserver-kubelet-client",
+        ),
     ];
     for (ck, ca, subject) in cases {
         let p = parse(&ck.cert_pem);
