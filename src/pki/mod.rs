@@ -24,7 +24,8 @@ pub enum PkiError {
 pub type Result<T, E = PkiError> = std::result::Result<T, E>;
 
 /// A PEM certificate and its PEM (PKCS#8) private key.
-#[derive(Clone, PartialEq, Eq)]
+/// `Default` is two empty strings: what a resource reports before anything was issued.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct CertKey {
     pub cert_pem: String,
     pub key_pem: String,
