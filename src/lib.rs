@@ -7,6 +7,7 @@ pub mod etcd;
 pub mod functions;
 pub mod gce;
 pub mod master;
+pub mod ops;
 pub mod pki;
 pub mod provider;
 pub mod resources;

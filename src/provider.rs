@@ -29,7 +29,9 @@ impl Provider for HaProvider {
             resource(ClusterResource {
                 settings: Arc::clone(&self.settings),
             }),
-            resource(ReplicaResource),
+            resource(ReplicaResource {
+                settings: Arc::clone(&self.settings),
+            }),
         ]
     }
 

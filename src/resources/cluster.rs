@@ -12,7 +12,7 @@ use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
 
 use super::spec::ClusterSpec;
-use super::{Timeouts, apply_unavailable, known_or_default};
+use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
 use crate::domain::{ids, machine_type, names, network, zones};
 
@@ -92,6 +92,10 @@ pub fn schema() -> Schema {
 }
 
 impl ClusterResource {
+    fn settings(&self) -> crate::config::Settings {
+        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
     /// Fills what the user left out (null in configuration) from the provider block. A value that is set but not yet
     /// known stays unknown: it is checked at apply.
     fn defaults_from_provider(
@@ -132,7 +136,7 @@ impl ClusterResource {
 }
 
 /// The replica-facing spec: settings from the plan, generated material carried over from `prior` (unknown on create).
-fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
+pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
     let carried =
         |f: fn(&ClusterSpec) -> &Val<String>| prior.map(f).cloned().unwrap_or(Val::Unknown);
     ClusterSpec {
@@ -161,6 +165,7 @@ fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         etcd_peer_ca_private_key: carried(|s| &s.etcd_peer_ca_private_key),
         etcd_client_ca_certificate: carried(|s| &s.etcd_client_ca_certificate),
         etcd_client_ca_private_key: carried(|s| &s.etcd_client_ca_private_key),
+        service_account_key: carried(|s| &s.service_account_key),
     }
 }
 
@@ -201,6 +206,13 @@ impl Resource for ClusterResource {
                 );
             }
         }
+        if c.etcd_quorum_read.known() == Some(&false) {
+            diags.attr_error(
+                AttributePath::attr("etcd_quorum_read"),
+                "Quorum reads cannot be turned off",
+                "kube-apiserver has always read from etcd with quorum since Kubernetes 1.13, so `etcd_quorum_read = false` cannot be honoured. Remove the setting or set it to true.",
+            );
+        }
         if let Some(port) = c.api_port.known()
             && !(1..=65535).contains(port)
         {
@@ -236,13 +248,11 @@ impl Resource for ClusterResource {
     }
 
     async fn create(&self, planned: ClusterModel, diags: &mut Diagnostics) -> Option<ClusterModel> {
-        apply_unavailable(self.type_name(), "create", diags);
-        let _ = planned;
-        None
+        super::cluster_apply::create(&self.settings(), planned, diags).await
     }
 
-    async fn read(&self, state: ClusterModel, _diags: &mut Diagnostics) -> Option<ClusterModel> {
-        Some(state)
+    async fn read(&self, state: ClusterModel, diags: &mut Diagnostics) -> Option<ClusterModel> {
+        super::cluster_apply::read(&self.settings(), state, diags).await
     }
 
     async fn update(
@@ -251,13 +261,10 @@ impl Resource for ClusterResource {
         planned: ClusterModel,
         diags: &mut Diagnostics,
     ) -> Option<ClusterModel> {
-        apply_unavailable(self.type_name(), "update", diags);
-        let _ = planned;
-        Some(prior)
+        super::cluster_apply::update(&self.settings(), prior, planned, diags).await
     }
 
     async fn delete(&self, prior: ClusterModel, diags: &mut Diagnostics) {
-        let _ = prior;
-        apply_unavailable(self.type_name(), "delete", diags);
+        super::cluster_apply::delete(&self.settings(), prior, diags).await
     }
 }

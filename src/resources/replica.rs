@@ -11,8 +11,8 @@ use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
 
+use super::Timeouts;
 use super::spec::ClusterSpec;
-use super::{Timeouts, apply_unavailable};
 use crate::domain::{ids, names, zones};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,7 +38,15 @@ pub struct ReplicaModel {
     pub timeouts: Val<Timeouts>,
 }
 
-pub struct ReplicaResource;
+pub struct ReplicaResource {
+    pub settings: crate::config::SharedSettings,
+}
+
+impl ReplicaResource {
+    fn settings(&self) -> crate::config::Settings {
+        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+}
 
 pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
@@ -125,13 +133,11 @@ impl Resource for ReplicaResource {
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        let _ = planned;
-        apply_unavailable(self.type_name(), "create", diags);
-        None
+        super::replica_apply::create(&self.settings(), planned, diags).await
     }
 
-    async fn read(&self, state: ReplicaModel, _diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        Some(state)
+    async fn read(&self, state: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
+        super::replica_apply::read(&self.settings(), state, diags).await
     }
 
     async fn update(
@@ -140,13 +146,10 @@ impl Resource for ReplicaResource {
         planned: ReplicaModel,
         diags: &mut Diagnostics,
     ) -> Option<ReplicaModel> {
-        let _ = planned;
-        apply_unavailable(self.type_name(), "update", diags);
-        Some(prior)
+        super::replica_apply::update(&self.settings(), prior, planned, diags).await
     }
 
     async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
-        let _ = prior;
-        apply_unavailable(self.type_name(), "delete", diags);
+        super::replica_apply::delete(&self.settings(), prior, diags).await
     }
 }

@@ -38,6 +38,8 @@ pub struct ClusterSpec {
     pub etcd_peer_ca_private_key: Val<String>,
     pub etcd_client_ca_certificate: Val<String>,
     pub etcd_client_ca_private_key: Val<String>,
+    /// The cluster-wide service-account signing key: every API server must sign and verify tokens with it.
+    pub service_account_key: Val<String>,
 }
 
 impl ClusterSpec {
@@ -69,6 +71,7 @@ impl ClusterSpec {
             ("etcd_peer_ca_private_key", s()),
             ("etcd_client_ca_certificate", s()),
             ("etcd_client_ca_private_key", s()),
+            ("service_account_key", s()),
         ])
     }
 

@@ -44,7 +44,11 @@ fn models_match_schemas_one_to_one() {
     let back = tfplugin_framework::model::to_value(&m).unwrap();
     msgpack::encode(&cluster_ty, &back).expect("cluster model encodes with its schema type");
 
-    let replica_ty = ReplicaResource.schema().value_type();
+    let replica_ty = ReplicaResource {
+        settings: Default::default(),
+    }
+    .schema()
+    .value_type();
     let m: ReplicaModel = tfplugin_framework::model::from_value(&object(&replica_ty, &[]))
         .expect("replica model matches schema");
     let back = tfplugin_framework::model::to_value(&m).unwrap();
@@ -162,7 +166,11 @@ async fn replica_zone_must_follow_the_cluster() {
     )
     .await;
     let spec = tfplugin_framework::plan::attr(&cluster_plan, "spec").clone();
-    let ty = ReplicaResource.schema().value_type();
+    let ty = ReplicaResource {
+        settings: Default::default(),
+    }
+    .schema()
+    .value_type();
     for (zone, expect) in [
         ("europe-west1-b", None),
         ("europe-west1-c", Some("multizone = true")),

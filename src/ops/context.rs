@@ -1,0 +1,148 @@
+//! Everything an operation on one cluster needs: its settings as plain values, its CAs, and clients for the
+//! Compute API and for etcd (with the provider's own etcd client certificate, minted from the cluster's CA).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ipnet::Ipv4Net;
+
+use crate::config::Settings;
+use crate::domain::names::DerivedNames;
+use crate::etcd::{Etcd, EtcdTls};
+use crate::gce::Compute;
+use crate::pki::{self, CertKey, ClusterCas};
+use crate::resources::spec::ClusterSpec;
+
+/// Why an operation failed. Display is the sentence the user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("{0}")]
+    Gce(#[from] crate::gce::Error),
+    #[error("{0}")]
+    Etcd(#[from] crate::etcd::EtcdError),
+    #[error("{0}")]
+    Preflight(#[from] crate::etcd::PreflightError),
+    #[error("{0}")]
+    Pki(#[from] crate::pki::PkiError),
+    #[error("the master configuration is invalid: {0}")]
+    Master(#[from] crate::master::MasterError),
+    /// A change the domain refuses (quorum): summary and what to do.
+    #[error("{0}. {1}")]
+    Refused(String, String),
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type Result<T, E = OpError> = std::result::Result<T, E>;
+
+/// The cluster spec with every value known, as at apply time.
+#[derive(Clone)]
+pub struct Spec {
+    pub id: String,
+    pub name: String,
+    pub project: String,
+    pub region: String,
+    pub zone: String,
+    pub multizone: bool,
+    pub etcd_quorum_read: bool,
+    pub machine_type: String,
+    pub image: String,
+    pub boot_disk_size_gb: i64,
+    pub network: String,
+    pub subnetwork: Option<String>,
+    pub tags: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+    pub api_port: u16,
+    pub service_range: Ipv4Net,
+    pub dns_domain: String,
+    pub external_ip: String,
+    pub cas: ClusterCas,
+    pub service_account_key: String,
+}
+
+fn need<T: Clone>(v: &crate::resources::Val<T>, what: &str) -> Result<T> {
+    v.known().cloned().ok_or_else(|| {
+        OpError::Other(format!(
+            "the cluster's {what} is not known yet; apply the cluster first (Terraform does when the replica references `ha_master_cluster.<name>.spec`)"
+        ))
+    })
+}
+
+impl Spec {
+    pub fn from_cluster(s: &ClusterSpec) -> Result<Spec> {
+        let range = need(&s.service_cluster_ip_range, "service range")?;
+        Ok(Spec {
+            id: need(&s.id, "id")?,
+            name: need(&s.name, "name")?,
+            project: need(&s.project, "project")?,
+            region: need(&s.region, "region")?,
+            zone: need(&s.zone, "zone")?,
+            multizone: need(&s.multizone, "multizone")?,
+            etcd_quorum_read: need(&s.etcd_quorum_read, "etcd_quorum_read")?,
+            machine_type: need(&s.machine_type, "machine_type")?,
+            image: need(&s.image, "image")?,
+            boot_disk_size_gb: need(&s.boot_disk_size_gb, "boot_disk_size_gb")?,
+            network: need(&s.network, "network")?,
+            subnetwork: s.subnetwork.known().cloned(),
+            tags: s.tags.known().cloned().unwrap_or_default(),
+            labels: s.labels.known().cloned().unwrap_or_default(),
+            api_port: u16::try_from(need(&s.api_port, "api_port")?)
+                .map_err(|_| OpError::Other("api_port is not a TCP port".into()))?,
+            service_range: range.parse().map_err(|_| {
+                OpError::Other(format!("service range {range:?} is not an IPv4 range"))
+            })?,
+            dns_domain: need(&s.dns_domain, "dns_domain")?,
+            external_ip: need(&s.external_ip, "external IP")?,
+            cas: ClusterCas {
+                cluster_ca: CertKey {
+                    cert_pem: need(&s.ca_certificate, "CA")?,
+                    key_pem: need(&s.ca_private_key, "CA key")?,
+                },
+                etcd_peer_ca: CertKey {
+                    cert_pem: need(&s.etcd_peer_ca_certificate, "etcd peer CA")?,
+                    key_pem: need(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
+                },
+                etcd_client_ca: CertKey {
+                    cert_pem: need(&s.etcd_client_ca_certificate, "etcd client CA")?,
+                    key_pem: need(&s.etcd_client_ca_private_key, "etcd client CA key")?,
+                },
+            },
+            service_account_key: need(&s.service_account_key, "service account key")?,
+        })
+    }
+
+    pub fn names(&self) -> DerivedNames {
+        DerivedNames::for_cluster(&self.name)
+    }
+}
+
+/// Clients and settings for one cluster.
+pub struct ClusterCtx {
+    pub spec: Spec,
+    pub compute: Compute,
+    pub etcd: Etcd,
+    pub etcd_via_internal_ip: bool,
+    pub names: DerivedNames,
+}
+
+impl ClusterCtx {
+    pub async fn new(settings: &Settings, spec: Spec) -> Result<ClusterCtx> {
+        let compute = Compute::new(settings)
+            .await?
+            .for_project(spec.project.clone());
+        let client = pki::provider_etcd_client(&spec.cas)?;
+        let tls = EtcdTls {
+            ca_pem: spec.cas.etcd_client_ca.cert_pem.clone(),
+            client_cert_pem: client.cert_pem,
+            client_key_pem: client.key_pem,
+        };
+        let etcd = Etcd::new(tls, settings.etcd_dial_timeout.max(Duration::from_secs(1)));
+        Ok(ClusterCtx {
+            names: spec.names(),
+            spec,
+            compute,
+            etcd,
+            etcd_via_internal_ip: settings.etcd_via_internal_ip,
+        })
+    }
+}

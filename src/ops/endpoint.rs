@@ -1,0 +1,117 @@
+//! Waits until the cluster's static IP really serves the API again: an HTTPS `GET /healthz` through the data
+//! path, with the serving certificate verified against the cluster CA for that IP. A forwarding rule's operation
+//! being DONE says nothing about traffic (GCE propagates rules for minutes), so this is the only honest check.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
+
+use super::context::{OpError, Result};
+
+/// What answered: the replica's name from `X-Replica` if the server says (ha-sim and our health sidecar do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub replica: Option<String>,
+}
+
+fn connector(ca_pem: &str) -> Result<TlsConnector> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        let cert =
+            cert.map_err(|e| OpError::Other(format!("the cluster CA is not valid PEM: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| OpError::Other(format!("the cluster CA is not usable: {e}")))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| OpError::Other(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+/// One probe: `GET /healthz` over TLS to `ip`, verifying the certificate for `verify_as` (the same IP for the
+/// static IP; a replica's internal IP when reaching it through an ephemeral IP, which no certificate covers).
+pub async fn probe(
+    ca_pem: &str,
+    ip: IpAddr,
+    verify_as: IpAddr,
+    port: u16,
+    timeout: Duration,
+) -> Result<Answer> {
+    let connector = connector(ca_pem)?;
+    let attempt = async {
+        let tcp = TcpStream::connect((ip, port))
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let mut tls = connector
+            .connect(ServerName::IpAddress(verify_as.into()), tcp)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        let req = format!("GET /healthz HTTP/1.1\r\nHost: {ip}\r\nConnection: close\r\n\r\n");
+        tls.write_all(req.as_bytes())
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        let mut buf = Vec::new();
+        tls.read_to_end(&mut buf).await.or_else(|e| {
+            if buf.is_empty() {
+                Err(format!("read: {e}"))
+            } else {
+                Ok(0)
+            }
+        })?;
+        let text = String::from_utf8_lossy(&buf);
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or("no HTTP status line")?;
+        let replica = text
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| {
+                l.strip_prefix("X-Replica:")
+                    .or_else(|| l.strip_prefix("x-replica:"))
+            })
+            .map(|v| v.trim().to_string());
+        Ok::<_, String>(Answer { status, replica })
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(a)) => Ok(a),
+        Ok(Err(e)) => Err(OpError::Other(e)),
+        Err(_) => Err(OpError::Other(format!("no answer within {timeout:?}"))),
+    }
+}
+
+/// Probes until `/healthz` answers 200 or the deadline passes; the error says what the last probe saw.
+pub async fn await_serving(
+    ca_pem: &str,
+    ip: IpAddr,
+    verify_as: IpAddr,
+    port: u16,
+    deadline: Instant,
+) -> Result<Answer> {
+    loop {
+        let last = match probe(ca_pem, ip, verify_as, port, Duration::from_secs(2)).await {
+            Ok(a) if a.status == 200 => return Ok(a),
+            Ok(a) => format!("/healthz answered {}", a.status),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(OpError::Other(format!(
+                "the API at https://{ip}:{port} did not become healthy in time (last probe: {last}). Check the replicas' API servers and etcd, then apply again: the next apply resumes here."
+            )));
+        }
+        // The data path has no operation to wait on: a short, fixed probe interval is the best available.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,361 @@
+//! A replica joins its cluster: carry out the remaining steps `domain::topology::join_steps` returns, in order.
+//! The internal IP is reserved first (etcd's initial cluster must name the new member before it exists); the
+//! member is added as a learner before the VM starts and promoted once caught up; the second replica builds the
+//! load balancer and moves the static IP onto it.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use tokio::time::Instant;
+
+use super::context::{ClusterCtx, OpError, Result};
+use super::endpoint::await_serving;
+use super::observe::{Snapshot, etcd_target, observe};
+use super::shared::{HEALTH_PORT, internal_address_name, peer_url, replica_labels};
+use crate::domain::topology::{Step, join_steps};
+use crate::gce::{
+    ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, InstanceSpec,
+    TargetPoolSpec,
+};
+use crate::master::{self, CaCerts, InitialState, MasterConfig};
+use crate::pki::{self, ReplicaCertRequest, ReplicaCerts};
+
+pub struct JoinRequest {
+    pub name: String,
+    pub zone: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// What exists once the join is done (or as far as it got).
+pub struct Joined {
+    pub instance: Option<InstanceInfo>,
+    pub internal_ip: Ipv4Addr,
+    pub member_id: Option<u64>,
+    pub certs: ReplicaCerts,
+}
+
+fn ip(s: &str, what: &str) -> Result<Ipv4Addr> {
+    s.parse()
+        .map_err(|_| OpError::Other(format!("{what} {s:?} is not an IPv4 address")))
+}
+
+fn zone_of(i: &InstanceInfo) -> String {
+    i.zone.rsplit('/').next().unwrap_or(&i.zone).to_string()
+}
+
+pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Result<Joined> {
+    let spec = &ctx.spec;
+    let c = &ctx.compute;
+    let address = c
+        .reserve_internal_address(
+            &spec.region,
+            &internal_address_name(&req.name),
+            spec.subnetwork.as_deref(),
+            deadline,
+        )
+        .await?;
+    let internal_ip = ip(&address.ip, "the reserved internal address")?;
+    let static_ip = ip(&spec.external_ip, "the cluster's external IP")?;
+    let certs = pki::issue_replica_certs(
+        &spec.cas,
+        &ReplicaCertRequest {
+            name: req.name.clone(),
+            internal_ip,
+            static_ip,
+            first_service_ip: master::first_service_ip(&spec.service_range),
+            dns_domain: spec.dns_domain.clone(),
+        },
+    )?;
+
+    let snap = observe(ctx, &[(req.name.clone(), address.ip.clone())], deadline).await?;
+    let steps = join_steps(&snap.observed, &req.name).map_err(|(s, d)| OpError::Refused(s, d))?;
+    tracing::info!(replica = %req.name, steps = ?steps, "joining");
+    let mut j = Joined {
+        instance: snap.instances.get(&req.name).cloned(),
+        internal_ip,
+        member_id: snap.member_named(&req.name).map(|m| m.id),
+        certs,
+    };
+    let mut initial_cluster = initial_cluster_of(&snap, &req.name, internal_ip);
+    let mut targets = snap.targets.clone();
+
+    for step in steps {
+        tracing::info!(replica = %req.name, step = ?step, "step");
+        match step {
+            Step::RemoveStaleMember { name, id } => {
+                tracing::info!(stale = %name, "removing a learner left by an interrupted join");
+                ctx.etcd.remove_member(&targets, id).await?;
+            }
+            Step::CreateFoundingInstance { with_static_ip } => {
+                let external = if with_static_ip {
+                    ExternalIp::Static(spec.external_ip.clone())
+                } else {
+                    ExternalIp::Ephemeral
+                };
+                let cfg = master_config(
+                    ctx,
+                    req,
+                    internal_ip,
+                    vec![(req.name.clone(), internal_ip)],
+                    InitialState::New,
+                    &j.certs,
+                );
+                j.instance =
+                    Some(create_instance(ctx, req, &address.ip, external, &cfg, deadline).await?);
+                if with_static_ip {
+                    let a = await_serving(
+                        &spec.cas.cluster_ca.cert_pem,
+                        IpAddr::V4(static_ip),
+                        IpAddr::V4(static_ip),
+                        spec.api_port,
+                        deadline,
+                    )
+                    .await?;
+                    tracing::info!(answered_by = ?a.replica, "the static IP serves the API");
+                }
+                if let Some(t) = j.instance.as_ref().and_then(|i| etcd_target(ctx, i)) {
+                    targets = vec![t];
+                    j.member_id = ctx
+                        .etcd
+                        .member_list(&targets)
+                        .await?
+                        .iter()
+                        .find(|m| m.name == req.name)
+                        .map(|m| m.id);
+                }
+            }
+            Step::AddLearner => {
+                let (me, all) = ctx
+                    .etcd
+                    .add_learner(&targets, &peer_url(&address.ip))
+                    .await?;
+                tracing::info!(replica = %req.name, member = format!("{:x}", me.id), "added as a learner");
+                j.member_id = Some(me.id);
+                initial_cluster = all
+                    .iter()
+                    .filter_map(|m| {
+                        let peer_ip = m
+                            .peer_urls
+                            .first()?
+                            .trim_start_matches("https://")
+                            .split(':')
+                            .next()?
+                            .parse()
+                            .ok()?;
+                        let name = if m.id == me.id {
+                            req.name.clone()
+                        } else {
+                            m.name.clone()
+                        };
+                        Some((name, peer_ip))
+                    })
+                    .collect();
+            }
+            Step::CreateJoiningInstance => {
+                let cfg = master_config(
+                    ctx,
+                    req,
+                    internal_ip,
+                    initial_cluster.clone(),
+                    InitialState::Existing,
+                    &j.certs,
+                );
+                j.instance = Some(
+                    create_instance(ctx, req, &address.ip, ExternalIp::Ephemeral, &cfg, deadline)
+                        .await?,
+                );
+            }
+            Step::AwaitCaughtUpAndPromote => {
+                let me = match &j.instance {
+                    Some(i) => i.clone(),
+                    None => c
+                        .get_instance(&req.zone, &req.name, deadline)
+                        .await?
+                        .ok_or_else(|| {
+                            OpError::Other(format!("instance {} vanished while joining", req.name))
+                        })?,
+                };
+                if let Some(t) = etcd_target(ctx, &me)
+                    && !targets.contains(&t)
+                {
+                    targets.push(t);
+                }
+                let id = j.member_id.ok_or_else(|| {
+                    OpError::Other(format!("{} has no etcd member to promote", req.name))
+                })?;
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                ctx.etcd
+                    .promote_when_caught_up(&targets, id, remaining)
+                    .await?;
+                tracing::info!(replica = %req.name, "learner caught up and promoted");
+            }
+            Step::CreateHealthCheck => {
+                let mut hc = HealthCheckSpec::new(ctx.names.health_check.clone());
+                hc.port = HEALTH_PORT;
+                hc.request_path = "/healthz".into();
+                c.ensure_http_health_check(&hc, deadline).await?;
+            }
+            Step::CreatePool { instances } => {
+                let refs = instances
+                    .iter()
+                    .map(|n| InstanceRef {
+                        zone: snap
+                            .instances
+                            .get(n)
+                            .map(zone_of)
+                            .unwrap_or_else(|| req.zone.clone()),
+                        name: n.clone(),
+                    })
+                    .collect();
+                let pool = TargetPoolSpec {
+                    name: ctx.names.target_pool.clone(),
+                    region: spec.region.clone(),
+                    health_check: Some(ctx.names.health_check.clone()),
+                    instances: refs,
+                    description: Some(format!("API servers of {}", spec.name)),
+                };
+                c.ensure_target_pool(&pool, deadline).await?;
+            }
+            Step::AddToPool => {
+                // Join the pool only once this replica's API server is healthy, so the LB never sends traffic to it early.
+                if let Some(ext) = j.instance.as_ref().and_then(|i| i.external_ip.clone()) {
+                    await_serving(
+                        &spec.cas.cluster_ca.cert_pem,
+                        IpAddr::V4(ip(&ext, "external IP")?),
+                        IpAddr::V4(internal_ip),
+                        spec.api_port,
+                        deadline,
+                    )
+                    .await?;
+                }
+                let me = InstanceRef {
+                    zone: req.zone.clone(),
+                    name: req.name.clone(),
+                };
+                c.add_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
+                    .await?;
+            }
+            Step::DetachStaticIp { from } => {
+                let zone = snap
+                    .instances
+                    .get(&from)
+                    .map(zone_of)
+                    .unwrap_or_else(|| spec.zone.clone());
+                c.swap_access_config(&zone, &from, None, deadline).await?;
+            }
+            Step::CreateForwardingRule => {
+                let rule = ForwardingRuleSpec {
+                    name: ctx.names.forwarding_rule.clone(),
+                    region: spec.region.clone(),
+                    ip_address: spec.external_ip.clone(),
+                    port_range: format!("{0}-{0}", spec.api_port),
+                    target_pool: ctx.names.target_pool.clone(),
+                    description: Some(format!("API endpoint of {}", spec.name)),
+                };
+                c.ensure_forwarding_rule(&rule, deadline).await?;
+            }
+            Step::AwaitEndpoint => {
+                let a = await_serving(
+                    &spec.cas.cluster_ca.cert_pem,
+                    IpAddr::V4(static_ip),
+                    IpAddr::V4(static_ip),
+                    spec.api_port,
+                    deadline,
+                )
+                .await?;
+                tracing::info!(answered_by = ?a.replica, "the static IP serves the API again");
+            }
+            other => {
+                return Err(OpError::Other(format!(
+                    "a join cannot take the step {other:?}; this is a bug"
+                )));
+            }
+        }
+    }
+    j.instance = c.get_instance(&req.zone, &req.name, deadline).await?;
+    Ok(j)
+}
+
+/// The initial cluster when the learner already exists (a resumed join): every member, by name and peer IP.
+fn initial_cluster_of(snap: &Snapshot, me: &str, my_ip: Ipv4Addr) -> Vec<(String, Ipv4Addr)> {
+    let Some(views) = &snap.observed.members else {
+        return vec![(me.to_string(), my_ip)];
+    };
+    snap.members
+        .iter()
+        .filter_map(|m| {
+            let name = views.iter().find(|v| v.id == m.id)?.name.clone();
+            let ip = m
+                .peer_urls
+                .first()?
+                .trim_start_matches("https://")
+                .split(':')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name, ip))
+        })
+        .collect()
+}
+
+fn master_config(
+    ctx: &ClusterCtx,
+    req: &JoinRequest,
+    internal_ip: Ipv4Addr,
+    initial_cluster: Vec<(String, Ipv4Addr)>,
+    initial_state: InitialState,
+    certs: &ReplicaCerts,
+) -> MasterConfig {
+    let spec = &ctx.spec;
+    MasterConfig {
+        cluster_name: spec.name.clone(),
+        replica_name: req.name.clone(),
+        internal_ip,
+        static_ip: spec.external_ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
+        api_port: spec.api_port,
+        service_cluster_ip_range: spec.service_range,
+        dns_domain: spec.dns_domain.clone(),
+        etcd_quorum_read: spec.etcd_quorum_read,
+        multizone: spec.multizone,
+        project: spec.project.clone(),
+        zone: req.zone.clone(),
+        initial_cluster,
+        initial_state,
+        cas: CaCerts::from(&spec.cas),
+        certs: certs.clone(),
+        service_account_key_pem: spec.service_account_key.clone(),
+    }
+}
+
+async fn create_instance(
+    ctx: &ClusterCtx,
+    req: &JoinRequest,
+    internal_ip: &str,
+    external_ip: ExternalIp,
+    cfg: &MasterConfig,
+    deadline: Instant,
+) -> Result<InstanceInfo> {
+    master::check(cfg)?;
+    let spec = &ctx.spec;
+    let mut labels = spec.labels.clone();
+    labels.extend(req.labels.clone());
+    let mut tags = spec.tags.clone();
+    tags.push(ctx.names.master_tag.clone());
+    let instance = InstanceSpec {
+        name: req.name.clone(),
+        zone: req.zone.clone(),
+        machine_type: spec.machine_type.clone(),
+        image: spec.image.clone(),
+        disk_size_gb: spec.boot_disk_size_gb,
+        disk_type: None,
+        network: spec.network.clone(),
+        subnetwork: spec.subnetwork.clone(),
+        network_ip: Some(internal_ip.to_string()),
+        external_ip,
+        tags,
+        labels: replica_labels(&spec.name, &labels),
+        metadata: master::metadata_items(cfg),
+        service_account: None,
+    };
+    Ok(ctx.compute.insert_instance(&instance, deadline).await?)
+}

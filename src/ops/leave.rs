@@ -1,0 +1,117 @@
+//! A replica leaves its cluster: out of the pool, leadership handed away if it leads, out of etcd, then the VM
+//! goes; when one replica remains the load balancer goes and the static IP returns to the survivor. Each step is
+//! one of `domain::topology::leave_steps`, so an interrupted delete resumes.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use tokio::time::Instant;
+
+use super::context::{ClusterCtx, OpError, Result};
+use super::endpoint::await_serving;
+use super::observe::{etcd_target, observe};
+use super::shared::internal_address_name;
+use crate::domain::topology::{Step, leave_steps};
+use crate::gce::{InstanceInfo, InstanceRef};
+
+fn zone_of(i: &InstanceInfo) -> String {
+    i.zone.rsplit('/').next().unwrap_or(&i.zone).to_string()
+}
+
+pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) -> Result<()> {
+    let spec = &ctx.spec;
+    let c = &ctx.compute;
+    let snap = observe(ctx, &[], deadline).await?;
+    let steps = leave_steps(&snap.observed, name).map_err(|(s, d)| OpError::Refused(s, d))?;
+    tracing::info!(replica = %name, steps = ?steps, "leaving");
+    let me_target = snap.instances.get(name).and_then(|i| etcd_target(ctx, i));
+    let survivors: Vec<_> = snap
+        .targets
+        .iter()
+        .filter(|t| Some(*t) != me_target.as_ref())
+        .cloned()
+        .collect();
+
+    for step in steps {
+        tracing::info!(replica = %name, step = ?step, "step");
+        match step {
+            Step::RemoveFromPool => {
+                let me = InstanceRef {
+                    zone: zone.to_string(),
+                    name: name.to_string(),
+                };
+                c.remove_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
+                    .await?;
+            }
+            Step::MoveLeadership => {
+                let Some(me) = snap.member_named(name) else {
+                    continue;
+                };
+                let Some(target) = &me_target else { continue };
+                // Best effort: a member that does not answer is not leading anyone.
+                let Ok(status) = ctx.etcd.status(target).await else {
+                    continue;
+                };
+                if status.leader_id == me.id
+                    && let Some(next) = snap.members.iter().find(|m| m.id != me.id && !m.is_learner)
+                {
+                    tracing::info!(replica = %name, to = %next.name, "moving etcd leadership away before removal");
+                    ctx.etcd.move_leader(&snap.targets, next.id).await?;
+                }
+            }
+            Step::RemoveMember { id } => {
+                let via = if survivors.is_empty() {
+                    snap.targets.clone()
+                } else {
+                    survivors.clone()
+                };
+                ctx.etcd.remove_member(&via, id).await?;
+                tracing::info!(replica = %name, "removed from etcd");
+            }
+            Step::DeleteInstance => c.delete_instance(zone, name, deadline).await?,
+            Step::DeleteForwardingRule => {
+                c.delete_forwarding_rule(&spec.region, &ctx.names.forwarding_rule, deadline)
+                    .await?
+            }
+            Step::AttachStaticIp { to } => {
+                let z = snap
+                    .instances
+                    .get(&to)
+                    .map(zone_of)
+                    .unwrap_or_else(|| spec.zone.clone());
+                c.swap_access_config(&z, &to, Some(&spec.external_ip), deadline)
+                    .await?;
+            }
+            Step::AwaitEndpoint => {
+                let ip: Ipv4Addr = spec
+                    .external_ip
+                    .parse()
+                    .map_err(|_| OpError::Other("the cluster's external IP is not IPv4".into()))?;
+                let a = await_serving(
+                    &spec.cas.cluster_ca.cert_pem,
+                    IpAddr::V4(ip),
+                    IpAddr::V4(ip),
+                    spec.api_port,
+                    deadline,
+                )
+                .await?;
+                tracing::info!(answered_by = ?a.replica, "the static IP serves the API again");
+            }
+            Step::DeletePool => {
+                c.delete_target_pool(&spec.region, &ctx.names.target_pool, deadline)
+                    .await?
+            }
+            Step::DeleteHealthCheck => {
+                c.delete_http_health_check(&ctx.names.health_check, deadline)
+                    .await?
+            }
+            other => {
+                return Err(OpError::Other(format!(
+                    "a leave cannot take the step {other:?}; this is a bug"
+                )));
+            }
+        }
+    }
+    c.delete_address(&spec.region, &internal_address_name(name), deadline)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! The imperative shell: observe a cluster once through the backends, ask `crate::domain` what to do, and carry
+//! the steps out through gce, etcd and pki. Resources call this layer; it knows nothing of Terraform.
+
+pub mod cluster;
+pub mod context;
+pub mod endpoint;
+pub mod join;
+pub mod leave;
+pub mod lock;
+pub mod observe;
+pub mod shared;
+
+pub use context::{ClusterCtx, OpError};

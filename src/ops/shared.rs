@@ -1,0 +1,27 @@
+//! What a cluster and its replicas agree on: object names and labels derived from the cluster's name.
+
+use std::collections::BTreeMap;
+
+/// The label every replica VM carries, so a cluster finds its replicas wherever they are in the region.
+pub const CLUSTER_LABEL: &str = "ha-master-cluster";
+
+pub fn replica_labels(cluster: &str, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut labels = extra.clone();
+    labels.insert(CLUSTER_LABEL.into(), cluster.into());
+    labels
+}
+
+/// The reserved internal address of a replica: its IP is known before the VM exists, as etcd's initial cluster
+/// must name the new member's peer URL before the member starts.
+pub fn internal_address_name(replica: &str) -> String {
+    format!("{replica}-int")
+}
+
+pub fn peer_url(ip: &str) -> String {
+    format!("https://{ip}:2380")
+}
+
+/// The firewall port of etcd's client API.
+pub const ETCD_CLIENT_PORT: u16 = 2379;
+/// The plain-HTTP health endpoint that reflects the API server (legacy HTTP health checks cannot speak HTTPS).
+pub const HEALTH_PORT: u16 = 8080;

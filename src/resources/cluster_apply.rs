@@ -1,0 +1,176 @@
+//! Applying `ha_master_cluster`: CAs from pki, GCE objects through `ops::cluster`. Kept apart from the schema and
+//! planning in cluster.rs.
+
+use std::time::Duration;
+
+use tfplugin::diag::Diagnostics;
+use tfplugin_framework::Val;
+
+use super::cluster::{ClusterModel, spec_of};
+use super::timeouts::{Op, deadline};
+use crate::config::Settings;
+use crate::gce::Compute;
+use crate::ops::cluster::{self as objects, ClusterNetwork};
+use crate::pki::{self, ClusterCas};
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+fn failed(diags: &mut Diagnostics, what: &str, name: &str, e: impl std::fmt::Display) {
+    diags.error(format!("Could not {what} cluster {name}"), format!("{e}"));
+}
+
+async fn compute(
+    settings: &Settings,
+    project: &str,
+    name: &str,
+    diags: &mut Diagnostics,
+) -> Option<Compute> {
+    match Compute::new(settings).await {
+        Ok(c) => Some(c.for_project(project.to_string())),
+        Err(e) => {
+            failed(diags, "reach the Compute API for", name, e);
+            None
+        }
+    }
+}
+
+fn network(m: &ClusterModel) -> Option<(ClusterNetwork<'_>, String)> {
+    Some((
+        ClusterNetwork {
+            name: m.name.known()?,
+            region: m.region.known()?,
+            network: m.network.known()?,
+            api_port: u16::try_from(*m.api_port.known()?).ok()?,
+            api_source_ranges: m
+                .api_source_ranges
+                .known()
+                .map(Vec::as_slice)
+                .unwrap_or(&[]),
+            etcd_client_source_ranges: m
+                .etcd_client_source_ranges
+                .known()
+                .map(Vec::as_slice)
+                .unwrap_or(&[]),
+        },
+        m.project.known()?.clone(),
+    ))
+}
+
+pub fn endpoint(ip: &str, port: i64) -> String {
+    if port == 443 {
+        format!("https://{ip}")
+    } else {
+        format!("https://{ip}:{port}")
+    }
+}
+
+pub async fn create(
+    settings: &Settings,
+    mut p: ClusterModel,
+    diags: &mut Diagnostics,
+) -> Option<ClusterModel> {
+    let Some((net, project)) = network(&p) else {
+        diags.error(
+            "The cluster's settings are not all known at apply",
+            "This is a bug in the provider; please report it.",
+        );
+        return None;
+    };
+    let name = net.name.to_string();
+    let c = compute(settings, &project, &name, diags).await?;
+    let until = deadline(&p.timeouts, Op::Create, DEFAULT_TIMEOUT);
+    let cas = match ClusterCas::generate(&name) {
+        Ok(c) => c,
+        Err(e) => return failed(diags, "make the CAs of", &name, e).then_none(),
+    };
+    let sa_key = match pki::service_account_key() {
+        Ok(k) => k,
+        Err(e) => return failed(diags, "make the service account key of", &name, e).then_none(),
+    };
+    let ip = match objects::create(&c, &net, until).await {
+        Ok(ip) => ip,
+        // Nothing is in state yet; the next apply's create finds what this one made (every step is "ensure").
+        Err(e) => return failed(diags, "create", &name, e).then_none(),
+    };
+    p.external_ip = Val::Known(ip.clone());
+    p.endpoint = Val::Known(endpoint(&ip, p.api_port.known().copied().unwrap_or(443)));
+    p.ca_certificate = Val::Known(cas.cluster_ca.cert_pem.clone());
+    p.etcd_peer_ca_certificate = Val::Known(cas.etcd_peer_ca.cert_pem.clone());
+    p.etcd_client_ca_certificate = Val::Known(cas.etcd_client_ca.cert_pem.clone());
+    let mut spec = spec_of(&p, None);
+    spec.external_ip = Val::Known(ip);
+    spec.ca_certificate = Val::Known(cas.cluster_ca.cert_pem.clone());
+    spec.ca_private_key = Val::Known(cas.cluster_ca.key_pem.clone());
+    spec.etcd_peer_ca_certificate = Val::Known(cas.etcd_peer_ca.cert_pem.clone());
+    spec.etcd_peer_ca_private_key = Val::Known(cas.etcd_peer_ca.key_pem.clone());
+    spec.etcd_client_ca_certificate = Val::Known(cas.etcd_client_ca.cert_pem.clone());
+    spec.etcd_client_ca_private_key = Val::Known(cas.etcd_client_ca.key_pem.clone());
+    spec.service_account_key = Val::Known(sa_key);
+    p.spec = Val::Known(spec);
+    Some(p)
+}
+
+/// Refresh: the static address is the cluster's identity; without it the cluster is gone.
+pub async fn read(
+    settings: &Settings,
+    s: ClusterModel,
+    diags: &mut Diagnostics,
+) -> Option<ClusterModel> {
+    let Some((net, project)) = network(&s) else {
+        return Some(s);
+    };
+    let c = compute(settings, &project, net.name, diags).await?;
+    let name = crate::domain::names::DerivedNames::for_cluster(net.name).address;
+    let until = tokio::time::Instant::now() + Duration::from_secs(60);
+    match c.get_address(net.region, &name, until).await {
+        Ok(Some(_)) => Some(s),
+        Ok(None) => None,
+        Err(e) => {
+            failed(diags, "read", net.name, e);
+            Some(s)
+        }
+    }
+}
+
+pub async fn update(
+    settings: &Settings,
+    prior: ClusterModel,
+    p: ClusterModel,
+    diags: &mut Diagnostics,
+) -> Option<ClusterModel> {
+    let Some((net, project)) = network(&p) else {
+        return Some(prior);
+    };
+    let c = compute(settings, &project, net.name, diags).await?;
+    let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
+    match objects::update(&c, &net, until).await {
+        Ok(()) => Some(p),
+        Err(e) => {
+            failed(diags, "update", net.name, e);
+            Some(prior)
+        }
+    }
+}
+
+pub async fn delete(settings: &Settings, s: ClusterModel, diags: &mut Diagnostics) {
+    let Some((net, project)) = network(&s) else {
+        return;
+    };
+    let Some(c) = compute(settings, &project, net.name, diags).await else {
+        return;
+    };
+    let until = deadline(&s.timeouts, Op::Delete, DEFAULT_TIMEOUT);
+    if let Err(e) = objects::delete(&c, &net, until).await {
+        failed(diags, "delete", net.name, e);
+    }
+}
+
+trait ThenNone {
+    fn then_none<T>(self) -> Option<T>;
+}
+
+impl ThenNone for () {
+    fn then_none<T>(self) -> Option<T> {
+        None
+    }
+}

@@ -1,0 +1,235 @@
+//! Applying `ha_master_replica`: joins and leaves through `ops`, under the cluster's lock so sibling replicas
+//! applied in parallel change membership one at a time.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use tfplugin::diag::Diagnostics;
+use tfplugin_framework::Val;
+use tokio::time::Instant;
+
+use super::replica::ReplicaModel;
+use super::timeouts::{Op, deadline};
+use crate::config::Settings;
+use crate::domain::ids;
+use crate::ops::context::Spec;
+use crate::ops::join::{JoinRequest, Joined, join};
+use crate::ops::leave::leave;
+use crate::ops::lock::lock_cluster;
+use crate::ops::shared::replica_labels;
+use crate::ops::{ClusterCtx, OpError};
+
+const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(1200);
+
+/// `<cluster>-<three letters>`, as kube-up names replicas.
+fn default_name(cluster: &str) -> String {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    let mut n = h.finish();
+    let suffix: String = (0..3)
+        .map(|_| {
+            let c = (b'a' + (n % 26) as u8) as char;
+            n /= 26;
+            c
+        })
+        .collect();
+    format!("{cluster}-{suffix}")
+}
+
+async fn context(
+    settings: &Settings,
+    r: &ReplicaModel,
+    diags: &mut Diagnostics,
+) -> Option<ClusterCtx> {
+    let Some(cluster) = r.cluster.known() else {
+        diags.error(
+            "The replica's cluster is not known",
+            "Set `cluster = ha_master_cluster.<name>.spec`.",
+        );
+        return None;
+    };
+    let built = match Spec::from_cluster(cluster) {
+        Ok(spec) => ClusterCtx::new(settings, spec).await,
+        Err(e) => Err(e),
+    };
+    match built {
+        Ok(ctx) => Some(ctx),
+        Err(e) => {
+            diags.error("Could not prepare the replica's cluster", e.to_string());
+            None
+        }
+    }
+}
+
+fn report(diags: &mut Diagnostics, what: &str, name: &str, e: OpError) {
+    match e {
+        OpError::Refused(summary, detail) => diags.error(summary, detail),
+        other => diags.error(
+            format!("Could not {what} replica {name}"),
+            other.to_string(),
+        ),
+    }
+}
+
+/// Fills the computed attributes from what exists. Unknowns that remain after a failed join become empty, so
+/// the partial state can be saved (Terraform then replaces it, and the delete cleans up what was made).
+fn fill(
+    mut p: ReplicaModel,
+    ctx: &ClusterCtx,
+    name: &str,
+    zone: &str,
+    j: Option<&Joined>,
+) -> ReplicaModel {
+    let spec = &ctx.spec;
+    p.name = Val::Known(name.to_string());
+    p.zone = Val::Known(zone.to_string());
+    p.id = Val::Known(ids::replica_id(&spec.project, zone, name));
+    p.cluster_id = Val::Known(spec.id.clone());
+    let instance = j.and_then(|j| j.instance.as_ref());
+    p.instance_id = Val::Known(instance.map(|i| i.id.to_string()).unwrap_or_default());
+    p.self_link = Val::Known(instance.map(|i| i.self_link.clone()).unwrap_or_default());
+    p.internal_ip = Val::Known(j.map(|j| j.internal_ip.to_string()).unwrap_or_default());
+    let external = instance
+        .and_then(|i| i.external_ip.clone())
+        .unwrap_or_default();
+    p.holds_static_ip = Val::Known(external == spec.external_ip);
+    p.external_ip = Val::Known(external);
+    p.etcd_member_id = Val::Known(
+        j.and_then(|j| j.member_id)
+            .map(|id| format!("{id:x}"))
+            .unwrap_or_default(),
+    );
+    let cert = |f: fn(&Joined) -> &crate::pki::CertKey| j.map(|j| f(j).clone()).unwrap_or_default();
+    let api = cert(|j| &j.certs.api_server);
+    let peer = cert(|j| &j.certs.etcd_peer);
+    let server = cert(|j| &j.certs.etcd_server);
+    p.api_server_certificate = Val::Known(api.cert_pem);
+    p.api_server_private_key = Val::Known(api.key_pem);
+    p.etcd_peer_certificate = Val::Known(peer.cert_pem);
+    p.etcd_peer_private_key = Val::Known(peer.key_pem);
+    p.etcd_server_certificate = Val::Known(server.cert_pem);
+    p.etcd_server_private_key = Val::Known(server.key_pem);
+    p
+}
+
+pub async fn create(
+    settings: &Settings,
+    p: ReplicaModel,
+    diags: &mut Diagnostics,
+) -> Option<ReplicaModel> {
+    let ctx = context(settings, &p, diags).await?;
+    let name = p
+        .name
+        .known()
+        .cloned()
+        .unwrap_or_else(|| default_name(&ctx.spec.name));
+    let zone = p
+        .zone
+        .known()
+        .cloned()
+        .unwrap_or_else(|| ctx.spec.zone.clone());
+    let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
+    let _serialized = lock_cluster(&ctx.spec.id).await;
+    let req = JoinRequest {
+        name: name.clone(),
+        zone: zone.clone(),
+        labels: p.labels.known().cloned().unwrap_or_default(),
+    };
+    match join(&ctx, &req, until).await {
+        Ok(j) => Some(fill(p, &ctx, &name, &zone, Some(&j))),
+        Err(e) => {
+            report(diags, "create", &name, e);
+            // Save what may exist (the reserved IP, perhaps a VM or a learner) so the next apply cleans it up.
+            Some(fill(p, &ctx, &name, &zone, None))
+        }
+    }
+}
+
+/// Refresh: the VM is the replica; without it the plan proposes to create it again.
+pub async fn read(
+    settings: &Settings,
+    s: ReplicaModel,
+    diags: &mut Diagnostics,
+) -> Option<ReplicaModel> {
+    let (Some(name), Some(zone)) = (s.name.known().cloned(), s.zone.known().cloned()) else {
+        return Some(s);
+    };
+    if name.is_empty() {
+        return Some(s);
+    }
+    let ctx = context(settings, &s, diags).await?;
+    let until = Instant::now() + Duration::from_secs(60);
+    match ctx.compute.get_instance(&zone, &name, until).await {
+        Ok(None) => None,
+        Ok(Some(i)) => {
+            let mut s = s;
+            let external = i.external_ip.clone().unwrap_or_default();
+            s.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
+            s.external_ip = Val::Known(external);
+            Some(s)
+        }
+        Err(e) => {
+            diags.error(format!("Could not read replica {name}"), e.to_string());
+            Some(s)
+        }
+    }
+}
+
+/// In place: labels.
+pub async fn update(
+    settings: &Settings,
+    prior: ReplicaModel,
+    p: ReplicaModel,
+    diags: &mut Diagnostics,
+) -> Option<ReplicaModel> {
+    let (Some(name), Some(zone)) = (p.name.known().cloned(), p.zone.known().cloned()) else {
+        return Some(prior);
+    };
+    if p.labels == prior.labels {
+        return Some(p);
+    }
+    let ctx = context(settings, &p, diags).await?;
+    let mut labels: BTreeMap<String, String> = ctx.spec.labels.clone();
+    labels.extend(p.labels.known().cloned().unwrap_or_default());
+    let until = deadline(&p.timeouts, Op::Update, Duration::from_secs(600));
+    match ctx
+        .compute
+        .set_labels(
+            &zone,
+            &name,
+            &replica_labels(&ctx.spec.name, &labels),
+            until,
+        )
+        .await
+    {
+        Ok(_) => Some(p),
+        Err(e) => {
+            diags.error(
+                format!("Could not update the labels of replica {name}"),
+                e.to_string(),
+            );
+            Some(prior)
+        }
+    }
+}
+
+pub async fn delete(settings: &Settings, s: ReplicaModel, diags: &mut Diagnostics) {
+    let (Some(name), Some(zone)) = (s.name.known().cloned(), s.zone.known().cloned()) else {
+        return;
+    };
+    let Some(ctx) = context(settings, &s, diags).await else {
+        return;
+    };
+    let until = deadline(&s.timeouts, Op::Delete, DELETE_TIMEOUT);
+    let _serialized = lock_cluster(&ctx.spec.id).await;
+    if let Err(e) = leave(&ctx, &name, &zone, until).await {
+        report(diags, "delete", &name, e);
+    }
+}
