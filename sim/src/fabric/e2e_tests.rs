@@ -91,26 +91,40 @@ async fn eventually(timeout: Duration, what: &str, mut f: impl AsyncFnMut() -> b
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn masters_boot_balance_crash_and_stop_cleanly() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut cfg = SimConfig::for_tests(dir.path().to_path_buf());
+struct Live {
+    running: crate::server::Running,
+    api: Api,
+    _guard: StopOnDrop,
+}
+
+/// A sim with the live fabric on `dir`, in-process on 127.0.0.1:0.
+async fn start_live(dir: &std::path::Path) -> Live {
+    let mut cfg = SimConfig::for_tests(dir.to_path_buf());
     cfg.fabric = true;
     cfg.etcd_bin = testkit::etcd_bin();
     cfg.latency.lb_propagation = Duration::from_millis(200);
     let fabric = Arc::new(LiveFabric::start(&cfg).expect("fabric"));
-    let _guard = StopOnDrop(fabric.clone());
+    let guard = StopOnDrop(fabric.clone());
     let running = crate::server::start(cfg, fabric).await.expect("sim");
     let api = Api {
         http: crate::cli::http_client(),
         endpoint: format!("http://{}/", running.addr),
     };
+    Live {
+        running,
+        api,
+        _guard: guard,
+    }
+}
 
-    // Addresses unlikely to collide with other test binaries running at the same time.
-    let static_ip = Ipv4Addr::new(127, 20, 77, 10);
-    let zones = ["us-central1-a", "us-central1-b", "us-central1-c"];
+const ZONES: [&str; 3] = ["us-central1-a", "us-central1-b", "us-central1-c"];
+
+/// Inserts three masters m0..m2 on 127.10.`net`.2-4 with the static IP 127.20.`net`.10 reserved.
+/// Each test uses its own `net` so test binaries running at the same time do not collide.
+async fn boot_cluster(api: &Api, net: u8) -> (ClusterPki, Vec<testkit::Member>, Ipv4Addr) {
+    let static_ip = Ipv4Addr::new(127, 20, net, 10);
     let members: Vec<testkit::Member> = (0..3u8)
-        .map(|n| testkit::member(&format!("m{n}"), Ipv4Addr::new(127, 10, 77, 2 + n)))
+        .map(|n| testkit::member(&format!("m{n}"), Ipv4Addr::new(127, 10, net, 2 + n)))
         .collect();
     api.ok(
         "regions/us-central1/addresses",
@@ -118,7 +132,7 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     )
     .await;
     let pki = ClusterPki::new();
-    for (m, zone) in members.iter().zip(zones) {
+    for (m, zone) in members.iter().zip(ZONES) {
         let md = testkit::master_metadata(&pki, m, &members, "new", static_ip);
         let items: Vec<Value> = md
             .iter()
@@ -128,8 +142,11 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
             "networkInterfaces": [{"networkIP": m.ip.to_string()}], "metadata": {"items": items}});
         api.ok(&format!("zones/{zone}/instances"), body).await;
     }
+    (pki, members, static_ip)
+}
 
-    // Every VM's etcd sees the three-member cluster (asked with etcdctl in the VM's ssh environment).
+/// Every VM's etcd sees the three-member cluster (asked with etcdctl in the VM's ssh environment).
+async fn wait_for_three_members(api: &Api) {
     eventually(
         Duration::from_secs(60),
         "a 3-member etcd cluster",
@@ -146,6 +163,30 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
         },
     )
     .await;
+}
+
+/// etcd pids per VM, from the status.
+async fn etcd_pids(api: &Api) -> Vec<u64> {
+    let s = api.admin(reqwest::Method::GET, "status", None).await;
+    s["instances"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["vm"]["etcd_pid"].as_u64())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_boot_balance_crash_and_stop_cleanly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    let (pki, members, static_ip) = boot_cluster(&api, 77).await;
+    let zones = ZONES;
+    wait_for_three_members(&api).await;
 
     // A forwarding rule on the static IP, health-checked on the masters' /healthz.
     api.ok("global/httpHealthChecks", json!({"name": "hc", "port": 8080, "requestPath": "/healthz", "checkIntervalSec": 1, "timeoutSec": 1})).await;
@@ -202,14 +243,8 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     assert!(replicas.len() > 1, "connections are spread: {replicas:?}");
 
     // A crashed VM turns unhealthy; the others keep serving.
-    let before = api.admin(reqwest::Method::GET, "status", None).await;
-    let pids: Vec<u64> = before["instances"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i["vm"]["etcd_pid"].as_u64())
-        .collect();
-    assert_eq!(pids.len(), 3, "{before}");
+    let pids = etcd_pids(&api).await;
+    assert_eq!(pids.len(), 3);
     api.admin(
         reqwest::Method::POST,
         "events",
@@ -249,4 +284,45 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
             "etcd {pid} outlived the sim"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_sim_boots_its_vms_again_with_their_data() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    boot_cluster(&api, 78).await;
+    wait_for_three_members(&api).await;
+    let m1 = api
+        .call(
+            reqwest::Method::GET,
+            "zones/us-central1-b/instances/m1",
+            None,
+        )
+        .await;
+    let cfg = SimConfig::for_tests(dir.path().to_path_buf());
+    let m1_dir = crate::fabric::vm_dir(&cfg, "us-central1-b", "m1", m1["id"].as_str().expect("id"));
+    let put = testkit::etcdctl(&m1_dir, &["put", "survives", "restart"]);
+    assert!(put.0, "{}", put.1);
+    let before = etcd_pids(&api).await;
+    running.stop().await;
+    drop(_guard);
+
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    wait_for_three_members(&api).await;
+    let after = etcd_pids(&api).await;
+    assert!(
+        after.iter().all(|p| !before.contains(p)),
+        "new processes: {before:?} → {after:?}"
+    );
+    let got = testkit::etcdctl(&m1_dir, &["get", "survives", "--print-value-only"]);
+    assert!(got.0 && got.1.trim() == "restart", "{}", got.1);
+    running.stop().await;
 }

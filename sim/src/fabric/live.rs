@@ -85,7 +85,7 @@ impl LiveFabric {
                     }
                     actual.reconcile(&last);
                 }
-                actual.reconcile(&Desired::default());
+                actual.stop_all();
             })
             .map_err(|e| format!("starting the fabric thread: {e}"))?;
         Ok(LiveFabric {
@@ -225,6 +225,13 @@ impl Actual {
                 Err(e) => self.problem(key, Some(format!("load balancer {}: {e}", spec.ip))),
             }
         }
+    }
+
+    /// Stops everything but keeps every disk: the sim is shutting down, not deleting instances.
+    fn stop_all(&mut self) {
+        drop(take_where(&self.lbs, |_, _| true));
+        self.nats.clear();
+        drop(take_where(&self.vms, |_, _| true));
     }
 
     /// A deleted instance's directory (its disk) goes with it.
