@@ -10,7 +10,8 @@ use std::time::Duration;
 /// How long one VM's `etcdctl member list` may take before status reports it as unreachable.
 const ETCDCTL_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The member list as this VM's etcd sees it, asked with etcdctl in the VM's environment (`vm::ssh_env`).
+/// The member list as this VM's etcd sees it, asked with etcdctl in the VM's environment.
+/// Calls `vm::ssh_env(dir: &Path) -> Result<Vec<(String, String)>, vm::VmError>` (ETCDCTL_*, PATH).
 async fn etcd_members(dir: PathBuf) -> Value {
     let env = match crate::vm::ssh_env(&dir) {
         Ok(e) => e,

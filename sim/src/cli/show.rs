@@ -130,7 +130,8 @@ pub async fn requests(c: &Client, reset: bool, json: bool) -> Result<(), String>
     Ok(())
 }
 
-/// Runs `cmd` with the VM's environment and returns its exit code. Reads the state file directly, so it also
+/// Runs `cmd` with the VM's environment (`vm::ssh_env(dir: &Path) -> Result<Vec<(String, String)>, VmError>`)
+/// and returns its exit code. Reads the state file directly, so it also
 /// works while the sim is busy.
 pub fn ssh(target: &Target, vm: &str, cmd: &[String]) -> Result<i32, String> {
     let dir = target

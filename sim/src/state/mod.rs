@@ -123,6 +123,8 @@ impl Cloud {
 
     /// The lowest free address of `range`, also avoiding `taken` (addresses chosen earlier in the same request).
     /// Allocation is derived from the state every time, so it can never disagree with what resources hold.
+    /// Uses `net::IpPool::{internal, external}() -> IpPool`, `allocate_specific(&mut self, Ipv4Addr)` to mark
+    /// what is held and `allocate(&mut self) -> Result<Ipv4Addr, NetError>` for the lowest free address.
     pub fn allocate_ip(&self, range: IpRange, taken: &BTreeSet<String>) -> Option<String> {
         let mut pool = match range {
             IpRange::Internal => crate::net::IpPool::internal(),
