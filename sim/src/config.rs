@@ -24,6 +24,9 @@ pub struct SimConfig {
     /// Guest ports a 1:1 NAT carries (a userspace proxy needs one listener per port): the API server (443),
     /// etcd client and peer (2379, 2380) and the health endpoint (8080). Also the ports of an all-ports rule.
     pub nat_ports: Vec<u16>,
+    /// Added to guest ports below 1024 on the host (so the API's 443 is served on 6443 without root). `serve`
+    /// uses 0 when running as root, so `https://<static-ip>` works exactly as on GCE.
+    pub privileged_port_offset: u16,
 }
 
 impl SimConfig {
@@ -38,6 +41,7 @@ impl SimConfig {
             etcd_bin: PathBuf::from("etcd"),
             fabric: false,
             nat_ports: vec![443, 2379, 2380, 8080],
+            privileged_port_offset: 6000,
         }
     }
 }

@@ -39,6 +39,10 @@ pub struct ServeArgs {
     /// Override how long operations/wait blocks (seconds).
     #[arg(long)]
     pub wait_deadline_secs: Option<f64>,
+    /// Host port = guest port + this, for guest ports below 1024 (the API's 443). Default: 0 as root (real
+    /// ports, as on GCE), 6000 otherwise (443 is served on 6443; give clusters `api_port = 6443` then).
+    #[arg(long)]
+    pub privileged_port_offset: Option<u16>,
 }
 
 /// The first `name` on PATH.
@@ -82,6 +86,9 @@ pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
     cfg.latency = latency;
     cfg.etcd_bin = etcd_bin;
     cfg.fabric = !args.no_vms;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    cfg.privileged_port_offset = args.privileged_port_offset.unwrap_or(if root { 0 } else { 6000 });
     Ok(cfg)
 }
 

@@ -58,7 +58,9 @@ impl LiveFabric {
         let mut actual = Actual {
             cfg: cfg.clone(),
             opts: VmOptions {
-                port_map: PortMap::default(),
+                port_map: PortMap {
+                    privileged_offset: cfg.privileged_port_offset,
+                },
                 ..VmOptions::default()
             },
             vms: vms.clone(),
