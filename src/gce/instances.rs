@@ -299,6 +299,58 @@ impl Compute {
         }
     }
 
+    /// Instances carrying every label in `labels`, in every zone of `region` (one aggregatedList per page), sorted
+    /// by zone and name: a cluster's replicas may be spread over the region's zones.
+    pub async fn list_instances_in_region(
+        &self,
+        region: &str,
+        labels: &BTreeMap<String, String>,
+        deadline: Instant,
+    ) -> Result<Vec<InstanceInfo>> {
+        let project = self.project()?;
+        let resource = format!("instances in {}", self.rel(&format!("regions/{region}")));
+        let filter = label_filter(labels);
+        let prefix = format!("zones/{region}-");
+        let mut out = Vec::new();
+        let mut page = String::new();
+        loop {
+            let list = self
+                .attempt(&resource, "aggregatedList", deadline, || {
+                    let mut b = self
+                        .clients
+                        .instances
+                        .aggregated_list()
+                        .set_project(project);
+                    if !filter.is_empty() {
+                        b = b.set_filter(&filter);
+                    }
+                    if !page.is_empty() {
+                        b = b.set_page_token(&page);
+                    }
+                    b.send()
+                })
+                .await?;
+            for (scope, scoped) in &list.items {
+                if !scope.starts_with(&prefix) {
+                    continue;
+                }
+                out.extend(
+                    scoped
+                        .instances
+                        .iter()
+                        .filter(|i| labels.iter().all(|(k, v)| i.labels.get(k) == Some(v)))
+                        .map(info),
+                );
+            }
+            match list.next_page_token.filter(|t| !t.is_empty()) {
+                Some(t) => page = t,
+                None => break,
+            }
+        }
+        out.sort_by(|a, b| (&a.zone, &a.name).cmp(&(&b.zone, &b.name)));
+        Ok(out)
+    }
+
     /// Deletes the instance (its boot disk goes with it); an absent one is success.
     pub async fn delete_instance(&self, zone: &str, name: &str, deadline: Instant) -> Result<()> {
         let project = self.project()?;

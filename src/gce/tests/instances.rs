@@ -63,6 +63,22 @@ async fn insert_get_list_delete() {
         2
     );
 
+    let mut elsewhere = spec("m-3");
+    elsewhere.zone = "us-central1-b".into();
+    c.insert_instance(&elsewhere, deadline()).await.unwrap();
+    let mut abroad = spec("m-4");
+    abroad.zone = "europe-west1-b".into();
+    c.insert_instance(&abroad, deadline()).await.unwrap();
+    let in_region = c
+        .list_instances_in_region(REGION, &prod, deadline())
+        .await
+        .unwrap();
+    let names: Vec<_> = in_region
+        .iter()
+        .map(|i| (i.zone.as_str(), i.name.as_str()))
+        .collect();
+    assert_eq!(names, [(ZONE, "m-1"), ("us-central1-b", "m-3")]);
+
     c.delete_instance(ZONE, "m-1", deadline()).await.unwrap();
     assert_eq!(c.get_instance(ZONE, "m-1", deadline()).await.unwrap(), None);
     c.delete_instance(ZONE, "m-1", deadline()).await.unwrap();

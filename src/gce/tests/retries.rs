@@ -74,12 +74,13 @@ async fn every_attempt_of_a_mutation_carries_the_same_request_id() {
 }
 
 #[tokio::test]
-async fn rate_limits_are_retried_but_permission_errors_are_not() {
+async fn rate_limits_are_retried_but_other_client_errors_are_not() {
     let sim = Sim::start().await;
     let c = sim.compute().await;
     c.reserve_external_address(REGION, "api", deadline())
         .await
         .unwrap();
+    // 429 and 403 rateLimitExceeded ("Quota exceeded for quota metric ... per minute") both mean "back off".
     sim.fail_requests("addresses.get", 429, 2).await;
     assert!(
         c.get_address(REGION, "api", deadline())
@@ -87,12 +88,23 @@ async fn rate_limits_are_retried_but_permission_errors_are_not() {
             .unwrap()
             .is_some()
     );
-    assert_eq!(sim.statuses("addresses.get").await, [200, 429, 429, 200]);
-
-    // The sim's injected 403 carries no rate-limit reason: a permission-like 403 fails at once.
     sim.fail_requests("addresses.get", 403, 1).await;
+    assert!(
+        c.get_address(REGION, "api", deadline())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        sim.statuses("addresses.get").await,
+        [200, 429, 429, 200, 403, 200]
+    );
+
+    // Any other 4xx is final at once.
+    sim.fail_requests("addresses.get", 400, 1).await;
     let err = c.get_address(REGION, "api", deadline()).await.unwrap_err();
-    assert_eq!(err.http_status(), Some(403), "{err:?}");
+    assert_eq!(err.http_status(), Some(400), "{err:?}");
+    assert_eq!(sim.calls("addresses.get").await, 7);
 }
 
 #[tokio::test]
