@@ -145,7 +145,9 @@ impl Compute {
     }
 
     /// One logical mutation: `f` gets the requestId (the same UUID on every attempt, so GCE applies a
-    /// retried POST once), and the resulting operation is awaited until DONE.
+    /// retried POST once), and the resulting operation is awaited until DONE. An operation that failed with
+    /// RESOURCE_NOT_READY (a dependency still settling) is tried again under a new requestId: reusing the old
+    /// one would only return the failed operation again.
     pub(crate) async fn mutate<F, Fut>(
         &self,
         resource: &str,
@@ -157,11 +159,27 @@ impl Compute {
         F: FnMut(String) -> Fut,
         Fut: Future<Output = google_cloud_gax::Result<Operation>>,
     {
-        let request_id = uuid::Uuid::new_v4().to_string();
-        let op = self
-            .attempt(resource, action, deadline, || f(request_id.clone()))
-            .await?;
-        self.wait_done(resource, action, op, deadline).await
+        let mut delay = self.backoff.initial;
+        loop {
+            let request_id = uuid::Uuid::new_v4().to_string();
+            let op = self
+                .attempt(resource, action, deadline, || f(request_id.clone()))
+                .await?;
+            match self.wait_done(resource, action, op, deadline).await {
+                Err(Error::Operation { code, .. })
+                    if code == "RESOURCE_NOT_READY" && Instant::now() + delay < deadline =>
+                {
+                    tracing::debug!(
+                        resource,
+                        action,
+                        "operation found a resource not ready; retrying"
+                    );
+                    tokio::time::sleep(jittered(delay)).await;
+                    delay = (delay * 2).min(self.backoff.max);
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Like [`mutate`](Self::mutate) for deletes: 404 (already gone) is success.

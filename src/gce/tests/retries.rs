@@ -153,3 +153,77 @@ async fn operations_are_awaited_with_wait_under_the_deadline() {
     assert!(sim.calls("globalOperations.wait").await >= 2);
     assert_eq!(sim.calls("globalOperations.get").await, 0);
 }
+
+/// A failed RESOURCE_NOT_READY operation is retried as a new request (a new requestId: the old one would only
+/// return the failed operation again).
+#[tokio::test]
+async fn an_operation_failing_with_resource_not_ready_is_redone_under_a_new_request_id() {
+    let sim = Sim::start().await;
+    let c = sim.compute().await;
+    sim.fail_operation("addresses.insert", "RESOURCE_NOT_READY")
+        .await;
+    c.reserve_external_address(REGION, "api", deadline())
+        .await
+        .unwrap();
+    let ops = operations_on(&sim.state().await, "/addresses/api");
+    assert_eq!(ops.len(), 2, "{ops:?}");
+    assert_ne!(ops[0]["clientOperationId"], ops[1]["clientOperationId"]);
+    // Other operation errors are final.
+    sim.fail_operation("addresses.insert", "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE")
+        .await;
+    let err = c
+        .reserve_external_address(REGION, "other", deadline())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.operation_code(),
+        Some("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with(
+            "address projects/proj/regions/us-central1/addresses/other: insert failed"
+        ),
+        "{err}"
+    );
+}
+
+/// Nothing listening: connection errors are retried (the request may not have arrived) until the deadline.
+#[tokio::test]
+async fn connection_failures_are_retried_until_the_deadline() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let settings = Settings {
+        project: Some(PROJECT.into()),
+        auth: Auth::AccessToken("t".into()),
+        compute_endpoint: Some(format!("http://127.0.0.1:{port}")),
+        ..Settings::default()
+    };
+    let c = Compute::new(&settings).await.unwrap().with_backoff(fast());
+    let err = c
+        .get_address(REGION, "api", Instant::now() + Duration::from_millis(600))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(err.to_string().contains("last error"), "{err}");
+}
+
+#[tokio::test]
+async fn without_a_project_every_call_says_so() {
+    let sim = Sim::start().await;
+    let settings = Settings {
+        project: None,
+        ..sim.settings()
+    };
+    let c = Compute::new(&settings).await.unwrap();
+    let err = c.get_zone(ZONE, deadline()).await.unwrap_err();
+    assert!(err.to_string().contains("no project"), "{err}");
+    let z = c
+        .for_project(PROJECT)
+        .get_zone(ZONE, deadline())
+        .await
+        .unwrap();
+    assert_eq!(z.name, ZONE);
+}
