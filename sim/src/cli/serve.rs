@@ -43,6 +43,10 @@ pub struct ServeArgs {
     /// ports, as on GCE), 6000 otherwise (443 is served on 6443; give clusters `api_port = 6443` then).
     #[arg(long)]
     pub privileged_port_offset: Option<u16>,
+    /// Which loopback /16s to use (0: 127.10 internal and 127.20 external; n: 127.(30+2n) and 127.(31+2n)), so
+    /// several sims can run side by side, e.g. parallel test scenarios.
+    #[arg(long, default_value_t = 0, env = "HA_SIM_NETWORK_BLOCK")]
+    pub network_block: u8,
 }
 
 /// The first `name` on PATH.
@@ -89,6 +93,7 @@ pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     cfg.privileged_port_offset = args.privileged_port_offset.unwrap_or(if root { 0 } else { 6000 });
+    crate::net::set_network_block(args.network_block).map_err(|e| format!("--network-block: {e}"))?;
     Ok(cfg)
 }
 

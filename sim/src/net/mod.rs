@@ -11,7 +11,7 @@ mod pool;
 mod proxy;
 
 pub use lb::{Backend, HealthCheckSpec, LbConfig, LoadBalancer};
-pub use pool::IpPool;
+pub use pool::{IpPool, MAX_NETWORK_BLOCK, set_network_block};
 pub use proxy::{Forward, forward};
 
 use serde::{Deserialize, Serialize};

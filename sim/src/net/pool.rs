@@ -43,20 +43,22 @@ impl IpPool {
         })
     }
 
-    /// The default pool for VM internal IPs (the sim's "VPC subnet"): 127.10.0.0/16.
+    /// The pool for VM internal IPs (the sim's "VPC subnet"): 127.10.0.0/16, or the network block's.
     pub fn internal() -> IpPool {
+        let (internal, _) = block_octets();
         IpPool::new(
-            Ipv4Addr::new(127, 10, 0, 2),
-            Ipv4Addr::new(127, 10, 255, 254),
+            Ipv4Addr::new(127, internal, 0, 2),
+            Ipv4Addr::new(127, internal, 255, 254),
         )
         .expect("static range is valid")
     }
 
-    /// The default pool for external addresses (static and ephemeral): 127.20.0.0/16.
+    /// The pool for external addresses (static and ephemeral): 127.20.0.0/16, or the network block's.
     pub fn external() -> IpPool {
+        let (_, external) = block_octets();
         IpPool::new(
-            Ipv4Addr::new(127, 20, 0, 2),
-            Ipv4Addr::new(127, 20, 255, 254),
+            Ipv4Addr::new(127, external, 0, 2),
+            Ipv4Addr::new(127, external, 255, 254),
         )
         .expect("static range is valid")
     }
@@ -106,5 +108,28 @@ impl IpPool {
     /// The allocated addresses, in ascending order.
     pub fn allocated(&self) -> impl Iterator<Item = Ipv4Addr> + '_ {
         self.allocated.iter().copied()
+    }
+}
+
+/// Which /16s of 127.0.0.0/8 this sim uses. Block 0 is 127.10 (internal) and 127.20 (external); block n ≥ 1 is
+/// 127.(30+2n) and 127.(31+2n). Several sims on one machine (parallel test scenarios) each take their own block,
+/// so their VMs never collide on an address. Set once at start-up, before any address is allocated.
+static NETWORK_BLOCK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// The largest block: 127.(31+2·100) = 127.231 stays below the broadcast-like 127.255.
+pub const MAX_NETWORK_BLOCK: u8 = 100;
+
+pub fn set_network_block(n: u8) -> Result<(), NetError> {
+    if n > MAX_NETWORK_BLOCK {
+        return Err(NetError::Invalid(format!("network block {n} is above {MAX_NETWORK_BLOCK}")));
+    }
+    NETWORK_BLOCK.store(n, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+fn block_octets() -> (u8, u8) {
+    match NETWORK_BLOCK.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => (10, 20),
+        n => (30 + 2 * n, 31 + 2 * n),
     }
 }
