@@ -121,6 +121,22 @@ async fn list_and_aggregated_list_cover_zones() {
         ))
         .await;
     assert!(filtered.body.get("items").is_none());
+    // The provider's label filter: `(labels.k = "v") AND ...`.
+    let by_label = sim
+        .get(&format!("zones/{Z}/instances?filter=%28labels.role%20%3D%20%22master%22%29%20AND%20%28name%20%3D%20%22a%22%29"))
+        .await;
+    assert_eq!(by_label.body["items"].as_array().map(Vec::len), Some(1));
+    let other = sim
+        .get(&format!(
+            "zones/{Z}/instances?filter=labels.role%20%3D%20worker"
+        ))
+        .await;
+    assert!(other.body.get("items").is_none());
+    sim.get(&format!(
+        "zones/{Z}/instances?filter=%28name%20%3D%20a%29%20OR%20%28name%20%3D%20b%29"
+    ))
+    .await
+    .expect(400, "invalid");
     let agg = sim.get("aggregated/instances").await;
     assert_eq!(
         agg.body["items"][format!("zones/{Z}")]["instances"][0]["name"],

@@ -83,16 +83,21 @@ pub fn to_value<T: serde::Serialize>(t: &T) -> ApiResult<Value> {
         .map_err(|e| ApiError::new(500, "backendError", format!("encoding response: {e}")))
 }
 
-/// A `compute#xxxList`. Supports `filter` on the name (`name = "x"`, `name eq x`, `name != x`), `maxResults`
-/// and `pageToken` (an offset); other filters are ignored (documented simplification).
+/// A `compute#xxxList`, with `filter` (see `filter.rs`; unsupported expressions are a 400), `maxResults` and
+/// `pageToken` (an offset).
 pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> ApiResult<Value> {
-    let items: Vec<Value> = match req.q("filter").map(parse_name_filter) {
-        Some(Some((want, eq))) => items
-            .into_iter()
-            .filter(|i| (i["name"].as_str() == Some(want.as_str())) == eq)
-            .collect(),
-        _ => items,
-    };
+    let expr = req.q("filter").unwrap_or_default();
+    let terms = super::filter::parse(expr).map_err(|e| {
+        ApiError::invalid_field(
+            "filter",
+            expr,
+            &format!("Invalid list filter expression: {e}."),
+        )
+    })?;
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|i| super::filter::matches(&terms, i))
+        .collect();
     let start: usize = match req.q("pageToken").filter(|t| !t.is_empty()) {
         Some(t) => t
             .parse()
@@ -117,22 +122,6 @@ pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> A
     Ok(out)
 }
 
-/// `name = "x"` / `name eq x` → (x, true); `name != x` / `name ne x` → (x, false).
-fn parse_name_filter(f: &str) -> Option<(String, bool)> {
-    let f = f.trim().trim_start_matches('(').trim_end_matches(')');
-    let rest = f.strip_prefix("name")?.trim_start();
-    let (eq, v) = if let Some(v) = rest.strip_prefix("!=").or_else(|| rest.strip_prefix("ne ")) {
-        (false, v)
-    } else {
-        (
-            true,
-            rest.strip_prefix('=')
-                .or_else(|| rest.strip_prefix("eq "))?,
-        )
-    };
-    Some((v.trim().trim_matches('"').to_string(), eq))
-}
-
 /// The relative path of a referenced resource (full URL, `projects/...` or partial), or a 400 naming the field.
 pub fn reference(sim: &Sim, req: &Req, field: &str, value: &str) -> ApiResult<String> {
     sim.links.rel(&req.project, value).ok_or_else(|| {
@@ -142,26 +131,4 @@ pub fn reference(sim: &Sim, req: &Req, field: &str, value: &str) -> ApiResult<St
             "Must be a URL to a valid Compute resource of the correct type.",
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn name_filters_parse() {
-        assert_eq!(
-            parse_name_filter("name = \"vm-1\""),
-            Some(("vm-1".into(), true))
-        );
-        assert_eq!(
-            parse_name_filter("name eq vm-1"),
-            Some(("vm-1".into(), true))
-        );
-        assert_eq!(
-            parse_name_filter("(name != vm-1)"),
-            Some(("vm-1".into(), false))
-        );
-        assert_eq!(parse_name_filter("status = RUNNING"), None);
-    }
 }

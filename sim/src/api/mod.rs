@@ -6,6 +6,7 @@ pub mod access_configs;
 pub mod addresses;
 pub mod common;
 pub mod error;
+pub mod filter;
 pub mod firewalls;
 pub mod forwarding_rules;
 pub mod health_checks;
