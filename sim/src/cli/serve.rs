@@ -92,8 +92,11 @@ pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
     cfg.fabric = !args.no_vms;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    cfg.privileged_port_offset = args.privileged_port_offset.unwrap_or(if root { 0 } else { 6000 });
-    crate::net::set_network_block(args.network_block).map_err(|e| format!("--network-block: {e}"))?;
+    cfg.privileged_port_offset = args
+        .privileged_port_offset
+        .unwrap_or(if root { 0 } else { 6000 });
+    crate::net::set_network_block(args.network_block)
+        .map_err(|e| format!("--network-block: {e}"))?;
     Ok(cfg)
 }
 
