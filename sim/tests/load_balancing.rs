@@ -388,3 +388,28 @@ async fn target_pool_membership_and_health() {
         1
     );
 }
+
+#[tokio::test]
+async fn deleting_a_pool_while_its_rule_is_being_deleted_is_not_ready_yet() {
+    let sim = start_with(|c| {
+        c.latency.per_kind.insert(
+            "forwardingRules.delete".into(),
+            std::time::Duration::from_millis(400),
+        );
+    })
+    .await;
+    stack(&sim).await;
+    let op = sim.delete(&format!("regions/{R}/forwardingRules/fr")).await;
+    // GCE's retryable answer while the user is going away (terraform-provider-google retries it).
+    sim.delete(&format!("regions/{R}/targetPools/pool"))
+        .await
+        .expect(400, "resourceNotReady");
+    sim.delete(&format!("regions/{R}/addresses/lb-ip"))
+        .await
+        .expect(400, "resourceNotReady");
+    sim.done(&op).await;
+    sim.ok("DELETE", &format!("regions/{R}/targetPools/pool"), None)
+        .await;
+    sim.ok("DELETE", &format!("regions/{R}/addresses/lb-ip"), None)
+        .await;
+}

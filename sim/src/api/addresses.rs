@@ -185,7 +185,7 @@ fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         .ok_or_else(|| ApiError::not_found(&k))?;
     let users = cloud.users_of_ip(req.p("region"), &a.address);
     if let Some(user) = users.first() {
-        return Err(ApiError::in_use("address", &k, rel_of(user)));
+        return Err(common::held_by(cloud, "address", &k, rel_of(user)));
     }
     let gone = Transition::Remove {
         collection: Collection::Addresses,

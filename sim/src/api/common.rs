@@ -132,3 +132,23 @@ pub fn reference(sim: &Sim, req: &Req, field: &str, value: &str) -> ApiResult<St
         )
     })
 }
+
+/// The answer to deleting `rel` while `user_rel` still uses it. If the user is itself being deleted (its delete
+/// operation is in flight), GCE answers 400 `resourceNotReady`, which clients retry (deleting a target pool
+/// right after its forwarding rule); otherwise 400 `resourceInUseByAnotherResource`.
+pub fn held_by(cloud: &crate::state::Cloud, kind: &str, rel: &str, user_rel: &str) -> ApiError {
+    let user_deleting = cloud.operations.values().any(|r| {
+        !r.is_done()
+            && r.op.operation_type == "delete"
+            && r.op.target_link.ends_with(&format!("/{user_rel}"))
+    });
+    if user_deleting {
+        ApiError::new(
+            400,
+            "resourceNotReady",
+            format!("The resource '{rel}' is not ready"),
+        )
+    } else {
+        ApiError::in_use(kind, rel, user_rel)
+    }
+}

@@ -139,7 +139,8 @@ fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         .values()
         .find(|p| p.health_checks.iter().any(|c| rel_of(c) == k))
     {
-        return Err(ApiError::in_use(
+        return Err(common::held_by(
+            cloud,
             "http_health_check",
             &k,
             rel_of(&pool.self_link),

@@ -187,7 +187,12 @@ fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         .values()
         .find(|f| rel_of(&f.target) == k)
     {
-        return Err(ApiError::in_use("target_pool", &k, rel_of(&fr.self_link)));
+        return Err(common::held_by(
+            cloud,
+            "target_pool",
+            &k,
+            rel_of(&fr.self_link),
+        ));
     }
     let id = p.id.clone();
     Ok(op(
