@@ -100,13 +100,25 @@ fn from_json_or_path(given: &str) -> Result<Credentials> {
     built.map_err(|e| Error::Config(format!("{kind} credentials: {e}")))
 }
 
+/// The universe the clients talk to: Google Cloud unless `GOOGLE_CLOUD_UNIVERSE_DOMAIN` says otherwise (the SDK
+/// reads the same variable for the client side).
+fn universe_domain() -> String {
+    std::env::var("GOOGLE_CLOUD_UNIVERSE_DOMAIN")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "googleapis.com".into())
+}
+
 /// The credentials the Compute clients use.
 pub(crate) fn credentials(auth: &Auth, impersonate: Option<&str>) -> Result<Credentials> {
     let base = match auth {
         Auth::AccessToken(t) => access_token(t)?,
         Auth::Credentials(c) => from_json_or_path(c)?,
+        // The universe is given so that building each client does not ask the metadata server for it (ADC
+        // off GCE falls back to the metadata server; every client build would query it).
         Auth::Default => credentials::Builder::default()
             .with_scopes([CLOUD_PLATFORM])
+            .with_universe_domain(universe_domain())
             .build()
             .map_err(|e| Error::Config(format!("application default credentials: {e}")))?,
     };
@@ -135,8 +147,23 @@ mod tests {
         assert_eq!(data[AUTHORIZATION], "Bearer ya29.s3cr3t");
     }
 
-    #[test]
-    fn bad_key_json_is_reported_without_its_contents() {
+    // Building credentials spawns their token-refresh task: it needs a runtime (Compute::new is async).
+    #[tokio::test]
+    async fn credentials_are_read_from_json_or_from_a_file() {
+        let json = r#"{"type": "authorized_user", "client_id": "id", "client_secret": "s3cr3t", "refresh_token": "r"}"#;
+        from_json_or_path(json).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("adc.json");
+        std::fs::write(&path, json).unwrap();
+        from_json_or_path(path.to_str().unwrap()).unwrap();
+        let e = from_json_or_path("/nonexistent/key.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reading the credentials file"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn bad_key_json_is_reported_without_its_contents() {
         let e = from_json_or_path("{\"private_key\": \"s3cr3t\"")
             .unwrap_err()
             .to_string();

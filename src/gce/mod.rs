@@ -180,4 +180,17 @@ mod unit_tests {
         assert!(normalize_endpoint("compute.googleapis.com").is_err());
         assert!(normalize_endpoint("http:///compute/v1/").is_err());
     }
+
+    /// Off GCE, ADC falls back to the metadata server; building must not stall on it (see auth.rs).
+    #[tokio::test]
+    async fn building_with_application_default_credentials_does_not_stall() {
+        let started = std::time::Instant::now();
+        let settings = Settings {
+            project: Some("p".into()),
+            ..Settings::default()
+        };
+        // Ok or Err depends on the machine's ADC; either way it must be quick.
+        let _ = Compute::new(&settings).await;
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
 }
