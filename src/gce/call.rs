@@ -44,6 +44,9 @@ fn jittered(d: Duration) -> Duration {
 /// operation can briefly be invisible; tpg retries this case too).
 const WAIT_NOT_FOUND_LIMIT: u32 = 5;
 
+/// A `wait` that comes back unfinished sooner than this is followed by a short pause before the next one.
+const QUICK_WAIT: Duration = Duration::from_secs(1);
+
 enum Scope {
     Zone(String),
     Region(String),
@@ -221,6 +224,7 @@ impl Compute {
             }
             let name = op.name.clone().unwrap_or_default();
             let what = format!("waiting for operation {name} ({action} of {resource})");
+            let asked = Instant::now();
             let waited = match scope_of(&op) {
                 Scope::Zone(z) => {
                     self.attempt(resource, &what, deadline, || {
@@ -259,6 +263,11 @@ impl Compute {
                 }
             };
             op = match waited {
+                // `wait` "might return after zero seconds": never turn that into a busy loop.
+                Ok(next) if !is_done(&next) && asked.elapsed() < QUICK_WAIT => {
+                    tokio::time::sleep(jittered(self.backoff.initial)).await;
+                    next
+                }
                 Ok(next) => next,
                 Err(Error::NotFound { .. }) if not_found < WAIT_NOT_FOUND_LIMIT => {
                     not_found += 1;

@@ -227,3 +227,20 @@ async fn without_a_project_every_call_says_so() {
         .unwrap();
     assert_eq!(z.name, ZONE);
 }
+
+/// A `wait` that returns at once without the operation being DONE (GCE says it may) does not make a busy loop.
+#[tokio::test]
+async fn waits_that_return_at_once_are_paced() {
+    let sim = Sim::start_with(&["--wait-deadline-secs", "0"]).await;
+    let c = sim.compute().await;
+    sim.fault(json!({"when": {"on": "operation", "kind": "addresses.insert"}, "then": {"effect": "stall"}}))
+        .await;
+    let err = c
+        .reserve_external_address(REGION, "api", Instant::now() + Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    // With the tests' 50 ms backoff, at most about 1 s / 25 ms waits; a busy loop would make hundreds.
+    let waits = sim.calls("regionOperations.wait").await;
+    assert!((2..=45).contains(&waits), "{waits} waits");
+}
