@@ -31,6 +31,7 @@ mod lockfile;
 mod mirror;
 mod paths;
 mod provider;
+mod sim;
 mod workspace;
 
 pub use client::{Client, for_each_client};
@@ -44,4 +45,5 @@ pub use provider::{
     NAMESPACE, PROVIDER_BIN_ENV, PROVIDER_TYPE, REGISTRY_HOSTS, REQUIRED_PROVIDERS, SOURCE,
     platform, provider_address, provider_binary, provider_version,
 };
+pub use sim::{SIM_BIN_ENV, Sim, sim_binary};
 pub use workspace::Workspace;

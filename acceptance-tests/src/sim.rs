@@ -1,0 +1,218 @@
+//! A private `ha-sim` per scenario: its own state folder, port and loopback network block, so scenarios run in
+//! parallel without seeing each other's clouds. Started with near-zero latencies; stopped (with every VM process)
+//! when dropped.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::paths::{repo_root, target_dir, tools_bin, work_dir};
+
+pub const SIM_BIN_ENV: &str = "HA_SIM_BIN";
+
+pub fn sim_binary() -> PathBuf {
+    let path = match std::env::var_os(SIM_BIN_ENV) {
+        Some(p) => repo_root().join(p),
+        None => target_dir().join("release").join("ha-sim"),
+    };
+    assert!(
+        path.is_file(),
+        "ha-sim binary {} not found: run `make build` first, or set {SIM_BIN_ENV}",
+        path.display()
+    );
+    path
+}
+
+/// A network block held for this process's lifetime: a lock file created exclusively, reclaimed when its owner
+/// process is gone. Blocks 1..=100 (0 is left for `make demo`).
+struct Block {
+    n: u8,
+    file: PathBuf,
+}
+
+impl Block {
+    fn take() -> Block {
+        let dir = work_dir().join("sim-blocks");
+        std::fs::create_dir_all(&dir).expect("creating the sim block folder");
+        for n in 1..=100u8 {
+            let file = dir.join(format!("{n}.lock"));
+            if let Ok(owner) = std::fs::read_to_string(&file)
+                && owner
+                    .trim()
+                    .parse::<u32>()
+                    .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+            {
+                let _ = std::fs::remove_file(&file);
+            }
+            if let Ok(mut f) = OpenOptions::new().write(true).create_new(true).open(&file) {
+                use std::io::Write;
+                let _ = write!(f, "{}", std::process::id());
+                return Block { n, file };
+            }
+        }
+        panic!("no free ha-sim network block under {}", dir.display());
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+pub struct Sim {
+    child: Child,
+    url: String,
+    state_dir: tempfile::TempDir,
+    _block: Block,
+}
+
+impl Sim {
+    /// Starts a sim with the test latency profile and waits until it listens.
+    pub fn start(scenario: &str) -> Sim {
+        let block = Block::take();
+        let state_dir = tempfile::Builder::new()
+            .prefix(&format!("sim-{scenario}-"))
+            .tempdir_in(work_dir())
+            .expect("sim state dir");
+        let port_file = state_dir.path().join("port");
+        let log = std::fs::File::create(state_dir.path().join("sim.log")).expect("sim log");
+        let child = Command::new(sim_binary())
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--latency-profile",
+                "test",
+            ])
+            .arg("--state-dir")
+            .arg(state_dir.path())
+            .arg("--port-file")
+            .arg(&port_file)
+            .args(["--network-block", &block.n.to_string()])
+            .arg("--etcd-bin")
+            .arg(tools_bin().join("etcd"))
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    tools_bin().display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting ha-sim");
+        let started = Instant::now();
+        let port = loop {
+            if let Ok(p) = std::fs::read_to_string(&port_file)
+                && let Ok(p) = p.trim().parse::<u16>()
+            {
+                break p;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "ha-sim did not start; see {}",
+                state_dir.path().display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Sim {
+            child,
+            url: format!("http://127.0.0.1:{port}/"),
+            state_dir,
+            _block: block,
+        }
+    }
+
+    /// The Compute endpoint to give the provider (`compute_custom_endpoint`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        self.state_dir.path()
+    }
+
+    /// `ha-sim status --json`.
+    pub fn status(&self) -> Value {
+        let out = self.cli(&["status", "--json"]);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("ha-sim status is not JSON ({e}):\n{out}"))
+    }
+
+    /// `ha-sim ssh VM -- CMD`: stdout, panicking with the output on failure.
+    pub fn ssh(&self, vm: &str, cmd: &[&str]) -> String {
+        // ssh reads the VM's own files (certificates), so it needs the state folder, not just the URL.
+        let dir = self.state_dir().to_string_lossy().to_string();
+        let mut args = vec!["ssh", "--state-dir", &dir, vm, "--"];
+        args.extend_from_slice(cmd);
+        self.run(&args)
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let mut all = args.to_vec();
+        all.extend(["--url", self.url.as_str()]);
+        self.run(&all)
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new(sim_binary())
+            .args(args)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    tools_bin().display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .output()
+            .expect("running ha-sim");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "ha-sim {args:?} failed: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    /// Names of the objects of one kind in `status` (`instances`, `addresses`, `forwardingRules`).
+    pub fn names(&self, kind: &str) -> Vec<String> {
+        let mut v: Vec<String> = self.status()[kind]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        // A clean stop kills every VM process; fall back to SIGKILL of the sim if it does not answer.
+        let _ = Command::new(sim_binary())
+            .args(["stop", "--url", &self.url])
+            .output();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
