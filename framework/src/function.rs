@@ -3,6 +3,9 @@
 use tfplugin::types::{Function as WireFunction, FunctionParameter, StringKind};
 use tfplugin::value::{Type, Value};
 
+/// A function's failure: a sentence for the user and the index of the argument at fault.
+pub type ArgError = (String, usize);
+
 /// A function over number arguments returning a number, the only shape this provider needs so far.
 pub struct NumberFunction {
     pub name: &'static str,
@@ -11,7 +14,7 @@ pub struct NumberFunction {
     pub description: &'static str,
     pub params: &'static [(&'static str, &'static str)],
     /// Returns the result, or an error sentence and the index of the argument at fault.
-    pub call: fn(&[f64]) -> Result<f64, (String, usize)>,
+    pub call: fn(&[f64]) -> Result<f64, ArgError>,
 }
 
 pub type FunctionHandle = std::sync::Arc<NumberFunction>;
@@ -40,7 +43,7 @@ impl NumberFunction {
         }
     }
 
-    pub fn invoke(&self, args: &[Value]) -> Result<Value, (String, usize)> {
+    pub fn invoke(&self, args: &[Value]) -> Result<Value, ArgError> {
         let mut nums = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             match a {

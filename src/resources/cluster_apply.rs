@@ -15,8 +15,15 @@ use crate::pki::{self, ClusterCas};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-fn failed(diags: &mut Diagnostics, what: &str, name: &str, e: impl std::fmt::Display) {
+/// Reports a failure; returns `None` (nothing to save) so call sites can `return failed(...)`.
+fn failed<T>(
+    diags: &mut Diagnostics,
+    what: &str,
+    name: &str,
+    e: impl std::fmt::Display,
+) -> Option<T> {
     diags.error(format!("Could not {what} cluster {name}"), format!("{e}"));
+    None
 }
 
 async fn compute(
@@ -27,10 +34,7 @@ async fn compute(
 ) -> Option<Compute> {
     match Compute::new(settings).await {
         Ok(c) => Some(c.for_project(project.to_string())),
-        Err(e) => {
-            failed(diags, "reach the Compute API for", name, e);
-            None
-        }
+        Err(e) => failed(diags, "reach the Compute API for", name, e),
     }
 }
 
@@ -81,16 +85,16 @@ pub async fn create(
     let until = deadline(&p.timeouts, Op::Create, DEFAULT_TIMEOUT);
     let cas = match ClusterCas::generate(&name) {
         Ok(c) => c,
-        Err(e) => return failed(diags, "make the CAs of", &name, e).then_none(),
+        Err(e) => return failed(diags, "make the CAs of", &name, e),
     };
     let sa_key = match pki::service_account_key() {
         Ok(k) => k,
-        Err(e) => return failed(diags, "make the service account key of", &name, e).then_none(),
+        Err(e) => return failed(diags, "make the service account key of", &name, e),
     };
     let ip = match objects::create(&c, &net, until).await {
         Ok(ip) => ip,
         // Nothing is in state yet; the next apply's create finds what this one made (every step is "ensure").
-        Err(e) => return failed(diags, "create", &name, e).then_none(),
+        Err(e) => return failed(diags, "create", &name, e),
     };
     p.external_ip = Val::Known(ip.clone());
     p.endpoint = Val::Known(endpoint(&ip, p.api_port.known().copied().unwrap_or(443)));
@@ -126,7 +130,7 @@ pub async fn read(
         Ok(Some(_)) => Some(s),
         Ok(None) => None,
         Err(e) => {
-            failed(diags, "read", net.name, e);
+            failed::<()>(diags, "read", net.name, e);
             Some(s)
         }
     }
@@ -146,7 +150,7 @@ pub async fn update(
     match objects::update(&c, &net, until).await {
         Ok(()) => Some(p),
         Err(e) => {
-            failed(diags, "update", net.name, e);
+            failed::<()>(diags, "update", net.name, e);
             Some(prior)
         }
     }
@@ -161,16 +165,6 @@ pub async fn delete(settings: &Settings, s: ClusterModel, diags: &mut Diagnostic
     };
     let until = deadline(&s.timeouts, Op::Delete, DEFAULT_TIMEOUT);
     if let Err(e) = objects::delete(&c, &net, until).await {
-        failed(diags, "delete", net.name, e);
-    }
-}
-
-trait ThenNone {
-    fn then_none<T>(self) -> Option<T>;
-}
-
-impl ThenNone for () {
-    fn then_none<T>(self) -> Option<T> {
-        None
+        failed::<()>(diags, "delete", net.name, e);
     }
 }

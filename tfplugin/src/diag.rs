@@ -73,10 +73,20 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { severity: Severity::Error, summary: summary.into(), detail: detail.into(), attribute: None }
+        Self {
+            severity: Severity::Error,
+            summary: summary.into(),
+            detail: detail.into(),
+            attribute: None,
+        }
     }
     pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { severity: Severity::Warning, summary: summary.into(), detail: detail.into(), attribute: None }
+        Self {
+            severity: Severity::Warning,
+            summary: summary.into(),
+            detail: detail.into(),
+            attribute: None,
+        }
     }
     /// Attaches (or replaces) the attribute path, where it becomes known.
     pub fn at(mut self, path: AttributePath) -> Self {
@@ -107,7 +117,12 @@ impl Diagnostics {
     pub fn error(&mut self, summary: impl Into<String>, detail: impl Into<String>) {
         self.push(Diagnostic::error(summary, detail));
     }
-    pub fn attr_error(&mut self, path: AttributePath, summary: impl Into<String>, detail: impl Into<String>) {
+    pub fn attr_error(
+        &mut self,
+        path: AttributePath,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+    ) {
         self.push(Diagnostic::error(summary, detail).at(path));
     }
     pub fn warning(&mut self, summary: impl Into<String>, detail: impl Into<String>) {

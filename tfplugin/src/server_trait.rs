@@ -16,17 +16,32 @@ pub trait ProviderServer: Send + Sync + 'static {
     async fn stop_provider(&self) -> Option<String>;
 
     async fn validate_resource_config(&self, req: ValidateResourceConfigRequest) -> Diagnostics;
-    async fn upgrade_resource_state(&self, req: UpgradeResourceStateRequest) -> UpgradeResourceStateResponse;
+    async fn upgrade_resource_state(
+        &self,
+        req: UpgradeResourceStateRequest,
+    ) -> UpgradeResourceStateResponse;
     async fn read_resource(&self, req: ReadResourceRequest) -> ReadResourceResponse;
-    async fn plan_resource_change(&self, req: PlanResourceChangeRequest) -> PlanResourceChangeResponse;
-    async fn apply_resource_change(&self, req: ApplyResourceChangeRequest) -> ApplyResourceChangeResponse;
-    async fn import_resource_state(&self, req: ImportResourceStateRequest) -> ImportResourceStateResponse;
+    async fn plan_resource_change(
+        &self,
+        req: PlanResourceChangeRequest,
+    ) -> PlanResourceChangeResponse;
+    async fn apply_resource_change(
+        &self,
+        req: ApplyResourceChangeRequest,
+    ) -> ApplyResourceChangeResponse;
+    async fn import_resource_state(
+        &self,
+        req: ImportResourceStateRequest,
+    ) -> ImportResourceStateResponse;
 
     /// Provider-defined functions. The default has none.
     async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {
         CallFunctionResponse {
             result: DynamicValue::default(),
-            error: Some(FunctionError { text: format!("this provider has no function {:?}", req.name), function_argument: None }),
+            error: Some(FunctionError {
+                text: format!("this provider has no function {:?}", req.name),
+                function_argument: None,
+            }),
         }
     }
 }

@@ -15,10 +15,16 @@ pub struct DynamicValue {
 
 impl DynamicValue {
     pub fn msgpack(bytes: Vec<u8>) -> Self {
-        Self { msgpack: Some(bytes), json: None }
+        Self {
+            msgpack: Some(bytes),
+            json: None,
+        }
     }
     pub fn json(bytes: Vec<u8>) -> Self {
-        Self { msgpack: None, json: Some(bytes) }
+        Self {
+            msgpack: None,
+            json: Some(bytes),
+        }
     }
 }
 

@@ -121,7 +121,9 @@ pub const MAX_NETWORK_BLOCK: u8 = 100;
 
 pub fn set_network_block(n: u8) -> Result<(), NetError> {
     if n > MAX_NETWORK_BLOCK {
-        return Err(NetError::Invalid(format!("network block {n} is above {MAX_NETWORK_BLOCK}")));
+        return Err(NetError::Invalid(format!(
+            "network block {n} is above {MAX_NETWORK_BLOCK}"
+        )));
     }
     NETWORK_BLOCK.store(n, std::sync::atomic::Ordering::Relaxed);
     Ok(())

@@ -16,7 +16,10 @@ pub enum Type {
     Set(Box<Type>),
     Map(Box<Type>),
     /// Object attributes; `optional` names attributes that may be omitted (only in type constraints).
-    Object { attrs: BTreeMap<String, Type>, optional: BTreeSet<String> },
+    Object {
+        attrs: BTreeMap<String, Type>,
+        optional: BTreeSet<String>,
+    },
     Tuple(Vec<Type>),
 }
 
@@ -35,7 +38,10 @@ impl Type {
         I: IntoIterator<Item = (K, Type)>,
         K: Into<String>,
     {
-        Type::Object { attrs: attrs.into_iter().map(|(k, t)| (k.into(), t)).collect(), optional: BTreeSet::new() }
+        Type::Object {
+            attrs: attrs.into_iter().map(|(k, t)| (k.into(), t)).collect(),
+            optional: BTreeSet::new(),
+        }
     }
 
     /// The JSON form of this type, as cty writes it.
@@ -49,14 +55,22 @@ impl Type {
             Type::Set(t) => Json::Array(vec!["set".into(), t.to_json()]),
             Type::Map(t) => Json::Array(vec!["map".into(), t.to_json()]),
             Type::Object { attrs, optional } => {
-                let obj: serde_json::Map<String, Json> = attrs.iter().map(|(k, t)| (k.clone(), t.to_json())).collect();
+                let obj: serde_json::Map<String, Json> = attrs
+                    .iter()
+                    .map(|(k, t)| (k.clone(), t.to_json()))
+                    .collect();
                 let mut v = vec!["object".into(), Json::Object(obj)];
                 if !optional.is_empty() {
-                    v.push(Json::Array(optional.iter().map(|s| Json::from(s.as_str())).collect()));
+                    v.push(Json::Array(
+                        optional.iter().map(|s| Json::from(s.as_str())).collect(),
+                    ));
                 }
                 Json::Array(v)
             }
-            Type::Tuple(ts) => Json::Array(vec!["tuple".into(), Json::Array(ts.iter().map(Type::to_json).collect())]),
+            Type::Tuple(ts) => Json::Array(vec![
+                "tuple".into(),
+                Json::Array(ts.iter().map(Type::to_json).collect()),
+            ]),
         }
     }
 
@@ -76,27 +90,49 @@ impl Type {
                 other => Err(format!("unknown primitive type {other:?}")),
             },
             Json::Array(parts) => {
-                let kind = parts.first().and_then(Json::as_str).ok_or("a type array must start with its kind")?;
-                let arg = parts.get(1).ok_or_else(|| format!("type {kind:?} needs an argument"))?;
+                let kind = parts
+                    .first()
+                    .and_then(Json::as_str)
+                    .ok_or("a type array must start with its kind")?;
+                let arg = parts
+                    .get(1)
+                    .ok_or_else(|| format!("type {kind:?} needs an argument"))?;
                 match kind {
                     "list" => Ok(Type::list(Type::from_json(arg)?)),
                     "set" => Ok(Type::set(Type::from_json(arg)?)),
                     "map" => Ok(Type::map(Type::from_json(arg)?)),
                     "tuple" => {
-                        let elems = arg.as_array().ok_or("tuple type needs an array of element types")?;
-                        Ok(Type::Tuple(elems.iter().map(Type::from_json).collect::<Result<_, _>>()?))
+                        let elems = arg
+                            .as_array()
+                            .ok_or("tuple type needs an array of element types")?;
+                        Ok(Type::Tuple(
+                            elems
+                                .iter()
+                                .map(Type::from_json)
+                                .collect::<Result<_, _>>()?,
+                        ))
                     }
                     "object" => {
-                        let obj = arg.as_object().ok_or("object type needs a map of attribute types")?;
-                        let attrs =
-                            obj.iter().map(|(k, v)| Ok((k.clone(), Type::from_json(v)?))).collect::<Result<_, String>>()?;
+                        let obj = arg
+                            .as_object()
+                            .ok_or("object type needs a map of attribute types")?;
+                        let attrs = obj
+                            .iter()
+                            .map(|(k, v)| Ok((k.clone(), Type::from_json(v)?)))
+                            .collect::<Result<_, String>>()?;
                         let optional = match parts.get(2) {
                             None => BTreeSet::new(),
                             Some(Json::Array(names)) => names
                                 .iter()
-                                .map(|n| n.as_str().map(str::to_owned).ok_or("optional attribute names must be strings"))
+                                .map(|n| {
+                                    n.as_str()
+                                        .map(str::to_owned)
+                                        .ok_or("optional attribute names must be strings")
+                                })
                                 .collect::<Result<_, _>>()?,
-                            Some(_) => return Err("object optional attributes must be an array".into()),
+                            Some(_) => {
+                                return Err("object optional attributes must be an array".into());
+                            }
                         };
                         Ok(Type::Object { attrs, optional })
                     }
@@ -131,7 +167,13 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        for bad in [r#""strin""#, r#"["list"]"#, r#"["object",1]"#, "7", r#"["tuple",{}]"#] {
+        for bad in [
+            r#""strin""#,
+            r#"["list"]"#,
+            r#"["object",1]"#,
+            "7",
+            r#"["tuple",{}]"#,
+        ] {
             assert!(Type::from_json_bytes(bad.as_bytes()).is_err(), "{bad}");
         }
     }
