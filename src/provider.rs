@@ -52,7 +52,7 @@ impl Provider for HaProvider {
         config::validate(&cfg, diags);
         let env = std::env::vars().collect();
         let resolved = Settings::resolve(&cfg, &env);
-        tracing::info!(terraform_version, project = ?resolved.project, region = ?resolved.region, auth = ?resolved.auth, "provider configured");
+        tracing::debug!(terraform_version, project = ?resolved.project, region = ?resolved.region, auth = ?resolved.auth, "provider configured");
         if let Ok(mut s) = self.settings.write() {
             *s = resolved;
         }

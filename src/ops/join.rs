@@ -69,7 +69,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
 
     let snap = observe(ctx, &[(req.name.clone(), address.ip.clone())], deadline).await?;
     let steps = join_steps(&snap.observed, &req.name).map_err(|(s, d)| OpError::Refused(s, d))?;
-    tracing::info!(replica = %req.name, steps = ?steps, "joining");
+    tracing::debug!(replica = %req.name, steps = ?steps, "join steps");
     let mut j = Joined {
         instance: snap.instances.get(&req.name).cloned(),
         internal_ip,
@@ -80,10 +80,13 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     let mut targets = snap.targets.clone();
 
     for step in steps {
-        tracing::info!(replica = %req.name, step = ?step, "step");
+        tracing::debug!(replica = %req.name, step = ?step, "step");
         match step {
             Step::RemoveStaleMember { name, id } => {
-                tracing::info!(stale = %name, "removing a learner left by an interrupted join");
+                tracing::info!(
+                    "{} removing learner {name}, left by an interrupted join",
+                    req.name
+                );
                 ctx.etcd.remove_member(&targets, id).await?;
             }
             Step::CreateFoundingInstance { with_static_ip } => {
@@ -92,6 +95,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                 } else {
                     ExternalIp::Ephemeral
                 };
+                tracing::info!("{} creating the first master, which founds etcd", req.name);
                 let cfg = master_config(
                     ctx,
                     req,
@@ -111,7 +115,10 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                         deadline,
                     )
                     .await?;
-                    tracing::info!(answered_by = ?a.replica, "the static IP serves the API");
+                    tracing::info!(
+                        "the static IP serves the API (answered by {})",
+                        a.replica.as_deref().unwrap_or("?")
+                    );
                 }
                 if let Some(t) = j.instance.as_ref().and_then(|i| etcd_target(ctx, i)) {
                     targets = vec![t];
@@ -129,7 +136,11 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     .etcd
                     .add_learner(&targets, &peer_url(&address.ip))
                     .await?;
-                tracing::info!(replica = %req.name, member = format!("{:x}", me.id), "added as a learner");
+                tracing::info!(
+                    "{} added to etcd as a learner ({} members now)",
+                    req.name,
+                    all.len()
+                );
                 j.member_id = Some(me.id);
                 initial_cluster = all
                     .iter()
@@ -152,6 +163,10 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     .collect();
             }
             Step::CreateJoiningInstance => {
+                tracing::info!(
+                    "{} creating its VM to join the existing etcd cluster",
+                    req.name
+                );
                 let cfg = master_config(
                     ctx,
                     req,
@@ -187,7 +202,10 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                 ctx.etcd
                     .promote_when_caught_up(&targets, id, remaining)
                     .await?;
-                tracing::info!(replica = %req.name, "learner caught up and promoted");
+                tracing::info!(
+                    "{} learner caught up, promoted to a voting member",
+                    req.name
+                );
             }
             Step::CreateHealthCheck => {
                 let mut hc = HealthCheckSpec::new(ctx.names.health_check.clone());
@@ -214,6 +232,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     instances: refs,
                     description: Some(format!("API servers of {}", spec.name)),
                 };
+                tracing::info!("creating the load balancer (health check, target pool)");
                 c.ensure_target_pool(&pool, deadline).await?;
             }
             Step::AddToPool => {
@@ -232,6 +251,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     zone: req.zone.clone(),
                     name: req.name.clone(),
                 };
+                tracing::info!("{} API server healthy, joining the load balancer", req.name);
                 c.add_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
                     .await?;
             }
@@ -241,6 +261,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     .get(&from)
                     .map(zone_of)
                     .unwrap_or_else(|| spec.zone.clone());
+                tracing::info!("moving the static IP off {from}, which gets an ephemeral IP");
                 c.swap_access_config(&zone, &from, None, deadline).await?;
             }
             Step::CreateForwardingRule => {
@@ -253,6 +274,9 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     description: Some(format!("API endpoint of {}", spec.name)),
                 };
                 c.ensure_forwarding_rule(&rule, deadline).await?;
+                tracing::info!(
+                    "forwarding rule created on the static IP, waiting for traffic to flow"
+                );
             }
             Step::AwaitEndpoint => {
                 let a = await_serving(
@@ -263,7 +287,10 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                     deadline,
                 )
                 .await?;
-                tracing::info!(answered_by = ?a.replica, "the static IP serves the API again");
+                tracing::info!(
+                    "the static IP serves the API again (answered by {})",
+                    a.replica.as_deref().unwrap_or("?")
+                );
             }
             other => {
                 return Err(OpError::Other(format!(

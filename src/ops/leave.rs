@@ -22,7 +22,7 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
     let c = &ctx.compute;
     let snap = observe(ctx, &[], deadline).await?;
     let steps = leave_steps(&snap.observed, name).map_err(|(s, d)| OpError::Refused(s, d))?;
-    tracing::info!(replica = %name, steps = ?steps, "leaving");
+    tracing::debug!(replica = %name, steps = ?steps, "leave steps");
     let me_target = snap.instances.get(name).and_then(|i| etcd_target(ctx, i));
     let survivors: Vec<_> = snap
         .targets
@@ -32,13 +32,14 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
         .collect();
 
     for step in steps {
-        tracing::info!(replica = %name, step = ?step, "step");
+        tracing::debug!(replica = %name, step = ?step, "step");
         match step {
             Step::RemoveFromPool => {
                 let me = InstanceRef {
                     zone: zone.to_string(),
                     name: name.to_string(),
                 };
+                tracing::info!("{name} leaving the load balancer");
                 c.remove_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
                     .await?;
             }
@@ -54,7 +55,7 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                 if status.leader_id == me.id
                     && let Some(next) = snap.members.iter().find(|m| m.id != me.id && !m.is_learner)
                 {
-                    tracing::info!(replica = %name, to = %next.name, "moving etcd leadership away before removal");
+                    tracing::info!("{name} leads etcd, handing leadership to {}", next.name);
                     ctx.etcd.move_leader(&snap.targets, next.id).await?;
                 }
             }
@@ -65,9 +66,12 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                     survivors.clone()
                 };
                 ctx.etcd.remove_member(&via, id).await?;
-                tracing::info!(replica = %name, "removed from etcd");
+                tracing::info!("{name} removed from etcd");
             }
-            Step::DeleteInstance => c.delete_instance(zone, name, deadline).await?,
+            Step::DeleteInstance => {
+                tracing::info!("{name} deleting its VM");
+                c.delete_instance(zone, name, deadline).await?
+            }
             Step::DeleteForwardingRule => {
                 c.delete_forwarding_rule(&spec.region, &ctx.names.forwarding_rule, deadline)
                     .await?
@@ -78,6 +82,7 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                     .get(&to)
                     .map(zone_of)
                     .unwrap_or_else(|| spec.zone.clone());
+                tracing::info!("one replica left, giving the static IP back to {to}");
                 c.swap_access_config(&z, &to, Some(&spec.external_ip), deadline)
                     .await?;
             }
@@ -94,7 +99,10 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                     deadline,
                 )
                 .await?;
-                tracing::info!(answered_by = ?a.replica, "the static IP serves the API again");
+                tracing::info!(
+                    "the static IP serves the API again (answered by {})",
+                    a.replica.as_deref().unwrap_or("?")
+                );
             }
             Step::DeletePool => {
                 c.delete_target_pool(&spec.region, &ctx.names.target_pool, deadline)
