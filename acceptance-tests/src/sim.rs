@@ -73,6 +73,11 @@ pub struct Sim {
 impl Sim {
     /// Starts a sim with the test latency profile and waits until it listens.
     pub fn start(scenario: &str) -> Sim {
+        Sim::start_with_profile(scenario, "test")
+    }
+
+    /// Starts a sim with a named latency profile (`test`: near zero; `demo`: seconds, as GCE's proportions).
+    pub fn start_with_profile(scenario: &str, profile: &str) -> Sim {
         let block = Block::take();
         let state_dir = tempfile::Builder::new()
             .prefix(&format!("sim-{scenario}-"))
@@ -86,7 +91,7 @@ impl Sim {
                 "--listen",
                 "127.0.0.1:0",
                 "--latency-profile",
-                "test",
+                profile,
             ])
             .arg("--state-dir")
             .arg(state_dir.path())
@@ -182,6 +187,23 @@ impl Sim {
             String::from_utf8_lossy(&out.stderr)
         );
         stdout
+    }
+
+    /// `GET /_sim/<path>` on the admin API, as JSON.
+    pub fn admin(&self, path: &str) -> Value {
+        use std::io::{Read, Write};
+        let addr = self.url.trim_start_matches("http://").trim_end_matches('/');
+        let mut conn = std::net::TcpStream::connect(addr).expect("connecting to ha-sim");
+        write!(
+            conn,
+            "GET /_sim/{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("request");
+        let mut text = String::new();
+        conn.read_to_string(&mut text).expect("response");
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        serde_json::from_str(body)
+            .unwrap_or_else(|e| panic!("/_sim/{path} is not JSON ({e}): {body}"))
     }
 
     /// Names of the objects of one kind in `status` (`instances`, `addresses`, `forwardingRules`).
