@@ -189,6 +189,13 @@ impl Sim {
         stdout
     }
 
+    /// `ha-sim fault ...`: inject a fault or change the world behind the provider's back.
+    pub fn fault(&self, args: &[&str]) -> String {
+        let mut all = vec!["fault"];
+        all.extend_from_slice(args);
+        self.cli(&all)
+    }
+
     /// `GET /_sim/<path>` on the admin API, as JSON.
     pub fn admin(&self, path: &str) -> Value {
         use std::io::{Read, Write};

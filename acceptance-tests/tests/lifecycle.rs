@@ -238,3 +238,40 @@ fn three_replicas_in_one_apply() {
         );
     });
 }
+
+#[test]
+fn a_vm_deleted_out_of_band_is_seen_by_plan_and_replaced_by_apply() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-vm-{client}"));
+        let ws = Workspace::new(client, "drift-vm").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim));
+        ws.init();
+        set_zones(&ws, &["europe-west1-b", "europe-west1-c", "europe-west1-d"]);
+        ws.apply();
+        let replicas = outputs(&ws)["replicas"]["value"].clone();
+        let (first, victim) = (
+            replicas[0].as_str().unwrap().to_string(),
+            replicas[1].as_str().unwrap().to_string(),
+        );
+        write_keys(&sim, &first);
+
+        sim.fault(&["delete-instance", &victim]);
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(
+            plan.code,
+            Some(2),
+            "[{client}] plan must see the missing VM:\n{}",
+            plan.combined()
+        );
+        plan.assert_contains("must be replaced");
+        plan.assert_contains(&format!("The VM of replica {victim} is gone"));
+
+        ws.apply();
+        check(client, &ws, &sim, 3);
+        let now: BTreeSet<String> = sim.names("instances").into_iter().collect();
+        assert!(
+            !now.contains(&victim),
+            "[{client}] {victim} came back under its old name"
+        );
+    });
+}

@@ -123,6 +123,19 @@ impl Resource for ReplicaResource {
                 let _ = prior;
             }
         }
+        if let Some(prior) = change.prior
+            && prior.instance_id.known().is_some_and(|id| id.is_empty())
+        {
+            let name = prior.name.known().cloned().unwrap_or_default();
+            diags.warning(
+                format!("The VM of replica {name} is gone"),
+                "Refresh found no VM for this replica, so the plan replaces it: its etcd member is removed first, then a fresh replica joins in the same zone.",
+            );
+            p.instance_id = Val::Unknown;
+            change
+                .requires_replace
+                .push(AttributePath::attr("instance_id"));
+        }
         if let (Some(cluster), Some(zone), Some(name)) =
             (p.cluster.known(), p.zone.known(), p.name.known())
             && let Some(project) = cluster.project.known()

@@ -167,7 +167,16 @@ pub async fn read(
     let ctx = context(settings, &s, diags).await?;
     let until = Instant::now() + Duration::from_secs(60);
     match ctx.compute.get_instance(&zone, &name, until).await {
-        Ok(None) => None,
+        // The VM is gone but its etcd member and reserved IP may not be: keep the replica in state, marked, so the
+        // plan replaces it (the delete removes the dead member, then a fresh replica joins) instead of forgetting
+        // what it owned.
+        Ok(None) => {
+            let mut s = s;
+            s.instance_id = Val::Known(String::new());
+            s.external_ip = Val::Known(String::new());
+            s.holds_static_ip = Val::Known(false);
+            Some(s)
+        }
         Ok(Some(i)) => {
             let mut s = s;
             let external = i.external_ip.clone().unwrap_or_default();
