@@ -115,3 +115,27 @@ pub async fn await_serving(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Waits until the cluster's static IP serves the API, verified for that IP, and says who answered.
+pub async fn await_static_ip(ctx: &super::ClusterCtx, deadline: Instant) -> Result<Answer> {
+    let spec = &ctx.spec;
+    let ip: IpAddr = spec.external_ip.parse().map_err(|_| {
+        OpError::Other(format!(
+            "the cluster's external IP {:?} is not an IP address",
+            spec.external_ip
+        ))
+    })?;
+    let a = await_serving(
+        &spec.cas.cluster_ca.cert_pem,
+        ip,
+        ip,
+        spec.api_port,
+        deadline,
+    )
+    .await?;
+    tracing::info!(
+        "the static IP serves the API (answered by {})",
+        a.replica.as_deref().unwrap_or("?")
+    );
+    Ok(a)
+}

@@ -9,9 +9,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use tokio::time::Instant;
 
 use super::context::{ClusterCtx, OpError, Result};
-use super::endpoint::await_serving;
+use super::endpoint::{await_serving, await_static_ip};
 use super::observe::{Snapshot, etcd_target, observe};
-use super::shared::{HEALTH_PORT, internal_address_name, peer_url, replica_labels};
+use super::shared::{HEALTH_PORT, internal_address_name, peer_url, replica_labels, zone_of};
 use crate::domain::topology::{Step, join_steps};
 use crate::gce::{
     ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, InstanceSpec,
@@ -37,10 +37,6 @@ pub struct Joined {
 fn ip(s: &str, what: &str) -> Result<Ipv4Addr> {
     s.parse()
         .map_err(|_| OpError::Other(format!("{what} {s:?} is not an IPv4 address")))
-}
-
-fn zone_of(i: &InstanceInfo) -> String {
-    i.zone.rsplit('/').next().unwrap_or(&i.zone).to_string()
 }
 
 pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Result<Joined> {
@@ -107,18 +103,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                 j.instance =
                     Some(create_instance(ctx, req, &address.ip, external, &cfg, deadline).await?);
                 if with_static_ip {
-                    let a = await_serving(
-                        &spec.cas.cluster_ca.cert_pem,
-                        IpAddr::V4(static_ip),
-                        IpAddr::V4(static_ip),
-                        spec.api_port,
-                        deadline,
-                    )
-                    .await?;
-                    tracing::info!(
-                        "the static IP serves the API (answered by {})",
-                        a.replica.as_deref().unwrap_or("?")
-                    );
+                    await_static_ip(ctx, deadline).await?;
                 }
                 if let Some(t) = j.instance.as_ref().and_then(|i| etcd_target(ctx, i)) {
                     targets = vec![t];
@@ -279,18 +264,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                 );
             }
             Step::AwaitEndpoint => {
-                let a = await_serving(
-                    &spec.cas.cluster_ca.cert_pem,
-                    IpAddr::V4(static_ip),
-                    IpAddr::V4(static_ip),
-                    spec.api_port,
-                    deadline,
-                )
-                .await?;
-                tracing::info!(
-                    "the static IP serves the API again (answered by {})",
-                    a.replica.as_deref().unwrap_or("?")
-                );
+                await_static_ip(ctx, deadline).await?;
             }
             other => {
                 return Err(OpError::Other(format!(

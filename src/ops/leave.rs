@@ -2,20 +2,14 @@
 //! goes; when one replica remains the load balancer goes and the static IP returns to the survivor. Each step is
 //! one of `domain::topology::leave_steps`, so an interrupted delete resumes.
 
-use std::net::{IpAddr, Ipv4Addr};
-
 use tokio::time::Instant;
 
 use super::context::{ClusterCtx, OpError, Result};
-use super::endpoint::await_serving;
+use super::endpoint::await_static_ip;
 use super::observe::{etcd_target, observe};
-use super::shared::internal_address_name;
+use super::shared::{internal_address_name, zone_of};
 use crate::domain::topology::{Step, leave_steps};
-use crate::gce::{InstanceInfo, InstanceRef};
-
-fn zone_of(i: &InstanceInfo) -> String {
-    i.zone.rsplit('/').next().unwrap_or(&i.zone).to_string()
-}
+use crate::gce::InstanceRef;
 
 pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) -> Result<()> {
     let spec = &ctx.spec;
@@ -87,22 +81,7 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                     .await?;
             }
             Step::AwaitEndpoint => {
-                let ip: Ipv4Addr = spec
-                    .external_ip
-                    .parse()
-                    .map_err(|_| OpError::Other("the cluster's external IP is not IPv4".into()))?;
-                let a = await_serving(
-                    &spec.cas.cluster_ca.cert_pem,
-                    IpAddr::V4(ip),
-                    IpAddr::V4(ip),
-                    spec.api_port,
-                    deadline,
-                )
-                .await?;
-                tracing::info!(
-                    "the static IP serves the API again (answered by {})",
-                    a.replica.as_deref().unwrap_or("?")
-                );
+                await_static_ip(ctx, deadline).await?;
             }
             Step::DeletePool => {
                 c.delete_target_pool(&spec.region, &ctx.names.target_pool, deadline)

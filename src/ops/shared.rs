@@ -25,3 +25,8 @@ pub fn peer_url(ip: &str) -> String {
 pub const ETCD_CLIENT_PORT: u16 = 2379;
 /// The plain-HTTP health endpoint that reflects the API server (legacy HTTP health checks cannot speak HTTPS).
 pub const HEALTH_PORT: u16 = 8080;
+
+/// An instance's zone name (the API returns the zone's URL).
+pub fn zone_of(i: &crate::gce::InstanceInfo) -> String {
+    i.zone.rsplit('/').next().unwrap_or(&i.zone).to_string()
+}
