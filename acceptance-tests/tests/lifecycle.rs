@@ -195,7 +195,17 @@ fn grow_one_two_three_then_shrink_to_one() {
         ];
         for (step, zones) in walk.iter().enumerate() {
             set_zones(&ws, zones);
-            ws.apply();
+            let applied = ws.apply();
+            // Two replicas are worse than one: the apply that ends with two says so, and only that one.
+            let warned = applied
+                .combined()
+                .contains("Two replicas tolerate no more failures than one");
+            assert_eq!(
+                warned,
+                zones.len() == 2,
+                "[{client}] two-replica warning after {zones:?}:\n{}",
+                applied.combined()
+            );
             if step == 0 {
                 let first = outputs(&ws)["replicas"]["value"][0]
                     .as_str()

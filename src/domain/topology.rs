@@ -257,6 +257,24 @@ pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
     Ok(steps)
 }
 
+/// Warnings about a cluster's shape at the end of an apply: the summary and what to do.
+pub fn shape_warnings(replicas: usize, zones: usize) -> Vec<Refusal> {
+    let mut out = Vec::new();
+    if replicas == 2 {
+        out.push((
+            "Two replicas tolerate no more failures than one".to_string(),
+            "etcd needs a majority, which with two members is both: losing either replica stops the control plane, so two masters fail about twice as often as one. Add a third replica (or go back to one).".to_string(),
+        ));
+    }
+    if replicas >= 2 && zones == 1 {
+        out.push((
+            "All replicas are in one zone".to_string(),
+            "A zone outage takes the whole control plane down. Set `multizone = true` on the cluster and give replicas different zones of its region.".to_string(),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +303,19 @@ mod tests {
             forwarding_rule: rule,
             members: Some(members.to_vec()),
         }
+    }
+
+    #[test]
+    fn shape_warnings_name_two_replicas_and_one_zone() {
+        assert!(shape_warnings(1, 1).is_empty());
+        assert!(shape_warnings(3, 3).is_empty());
+        let two = shape_warnings(2, 2);
+        assert_eq!(two.len(), 1);
+        assert!(two[0].0.contains("Two replicas"));
+        let one_zone = shape_warnings(3, 1);
+        assert_eq!(one_zone.len(), 1);
+        assert!(one_zone[0].1.contains("multizone = true"));
+        assert_eq!(shape_warnings(2, 1).len(), 2);
     }
 
     #[test]

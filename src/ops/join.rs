@@ -117,6 +117,15 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                 }
             }
             Step::AddLearner => {
+                // As Cluster API does before every membership change: the members are the replicas we know,
+                // every member reports the same list, no alarms, no leftover learner.
+                let expected: Vec<String> = snap
+                    .instances
+                    .keys()
+                    .filter(|n| **n != req.name)
+                    .cloned()
+                    .collect();
+                ctx.etcd.preflight(&expected, &targets).await?;
                 let (me, all) = ctx
                     .etcd
                     .add_learner(&targets, &peer_url(&address.ip))

@@ -3,22 +3,52 @@
 //! one by one, and keeps etcd's membership changes strictly sequential as etcd requires.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-static LOCKS: OnceLock<Mutex<HashMap<String, Arc<AsyncMutex<()>>>>> = OnceLock::new();
+#[derive(Default)]
+struct Entry {
+    lock: Arc<AsyncMutex<()>>,
+    /// Changes waiting for the lock: the holder is the last of its apply when none wait.
+    waiting: Arc<AtomicUsize>,
+}
 
-/// Waits for, then holds, the lock of `cluster_id` until the guard drops.
-pub async fn lock_cluster(cluster_id: &str) -> OwnedMutexGuard<()> {
-    let lock = {
+static LOCKS: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
+
+/// Holds a cluster's lock until dropped.
+pub struct ClusterLock {
+    _guard: OwnedMutexGuard<()>,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl ClusterLock {
+    /// Whether other changes of this cluster wait to run after this one. Terraform starts sibling replicas of one
+    /// apply together, so the holder with nobody waiting is the last change of the apply: the one that should
+    /// judge the cluster's final shape.
+    pub fn others_waiting(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// Waits for, then holds, the lock of `cluster_id`.
+pub async fn lock_cluster(cluster_id: &str) -> ClusterLock {
+    let (lock, waiting) = {
         let mut map = LOCKS
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        Arc::clone(map.entry(cluster_id.to_string()).or_default())
+        let e = map.entry(cluster_id.to_string()).or_default();
+        (Arc::clone(&e.lock), Arc::clone(&e.waiting))
     };
-    lock.lock_owned().await
+    waiting.fetch_add(1, Ordering::SeqCst);
+    let guard = lock.lock_owned().await;
+    waiting.fetch_sub(1, Ordering::SeqCst);
+    ClusterLock {
+        _guard: guard,
+        waiting,
+    }
 }
 
 #[cfg(test)]
@@ -26,14 +56,19 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn one_holder_per_cluster() {
+    async fn one_holder_per_cluster_and_it_knows_who_waits() {
         let a = lock_cluster("p/r/a").await;
+        assert!(!a.others_waiting());
         // Another cluster is independent.
         let _b = lock_cluster("p/r/b").await;
-        let waiting = tokio::spawn(async { lock_cluster("p/r/a").await });
+        let waiting = tokio::spawn(async { lock_cluster("p/r/a").await.others_waiting() });
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         assert!(!waiting.is_finished());
+        assert!(a.others_waiting());
         drop(a);
-        waiting.await.unwrap();
+        assert!(
+            !waiting.await.unwrap(),
+            "the last holder has nobody behind it"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Applying `ha_master_replica`: joins and leaves through `ops`, under the cluster's lock so sibling replicas
 //! applied in parallel change membership one at a time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
@@ -13,11 +13,14 @@ use super::replica::ReplicaModel;
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::ids;
+use crate::domain::topology::shape_warnings;
 use crate::ops::context::Spec;
 use crate::ops::join::{JoinRequest, Joined, join};
 use crate::ops::leave::leave;
-use crate::ops::lock::lock_cluster;
+use crate::ops::lock::{ClusterLock, lock_cluster};
+use crate::ops::observe::observe;
 use crate::ops::shared::replica_labels;
+use crate::ops::shared::zone_of;
 use crate::ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -136,19 +139,42 @@ pub async fn create(
         .cloned()
         .unwrap_or_else(|| ctx.spec.zone.clone());
     let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
-    let _serialized = lock_cluster(&ctx.spec.id).await;
+    let lock = lock_cluster(&ctx.spec.id).await;
     let req = JoinRequest {
         name: name.clone(),
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
     };
     match join(&ctx, &req, until).await {
-        Ok(j) => Some(fill(p, &ctx, &name, &zone, Some(&j))),
+        Ok(j) => {
+            warn_about_shape(&ctx, &lock, until, diags).await;
+            Some(fill(p, &ctx, &name, &zone, Some(&j)))
+        }
         Err(e) => {
             report(diags, "create", &name, e);
             // Save what may exist (the reserved IP, perhaps a VM or a learner) so the next apply cleans it up.
             Some(fill(p, &ctx, &name, &zone, None))
         }
+    }
+}
+
+/// After the last membership change of an apply, warns about a shape that is worse than it looks (two replicas, or
+/// all in one zone). Best effort: a failed look says nothing.
+async fn warn_about_shape(
+    ctx: &ClusterCtx,
+    lock: &ClusterLock,
+    until: Instant,
+    diags: &mut Diagnostics,
+) {
+    if lock.others_waiting() {
+        return;
+    }
+    let Ok(snap) = observe(ctx, &[], until).await else {
+        return;
+    };
+    let zones: BTreeSet<String> = snap.instances.values().map(zone_of).collect();
+    for (summary, detail) in shape_warnings(snap.instances.len(), zones.len()) {
+        diags.warning(format!("Cluster {}: {summary}", ctx.spec.name), detail);
     }
 }
 
@@ -237,8 +263,9 @@ pub async fn delete(settings: &Settings, s: ReplicaModel, diags: &mut Diagnostic
         return;
     };
     let until = deadline(&s.timeouts, Op::Delete, DELETE_TIMEOUT);
-    let _serialized = lock_cluster(&ctx.spec.id).await;
-    if let Err(e) = leave(&ctx, &name, &zone, until).await {
-        report(diags, "delete", &name, e);
+    let lock = lock_cluster(&ctx.spec.id).await;
+    match leave(&ctx, &name, &zone, until).await {
+        Ok(()) => warn_about_shape(&ctx, &lock, until, diags).await,
+        Err(e) => report(diags, "delete", &name, e),
     }
 }
