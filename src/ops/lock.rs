@@ -21,6 +21,14 @@ static LOCKS: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
 pub struct ClusterLock {
     _guard: OwnedMutexGuard<()>,
     waiting: Arc<AtomicUsize>,
+    cluster_id: String,
+}
+
+impl Drop for ClusterLock {
+    /// A read that ran during the change saw it half done: drop that snapshot too.
+    fn drop(&mut self) {
+        super::refresh::forget(&self.cluster_id);
+    }
 }
 
 impl ClusterLock {
@@ -45,9 +53,12 @@ pub async fn lock_cluster(cluster_id: &str) -> ClusterLock {
     waiting.fetch_add(1, Ordering::SeqCst);
     let guard = lock.lock_owned().await;
     waiting.fetch_sub(1, Ordering::SeqCst);
+    // A change may follow: a snapshot shared by reads must not outlive it.
+    super::refresh::forget(cluster_id);
     ClusterLock {
         _guard: guard,
         waiting,
+        cluster_id: cluster_id.to_string(),
     }
 }
 

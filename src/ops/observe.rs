@@ -56,15 +56,14 @@ pub async fn observe(
 ) -> Result<Snapshot> {
     let spec = &ctx.spec;
     let c = &ctx.compute;
-    let region = c.get_region(&spec.region, deadline).await?;
     let labels: BTreeMap<String, String> = [(CLUSTER_LABEL.to_string(), spec.name.clone())].into();
-    let mut instances = BTreeMap::new();
-    for zone in &region.zones {
-        let zone = zone.rsplit('/').next().unwrap_or(zone);
-        for i in c.list_instances(zone, &labels, deadline).await? {
-            instances.insert(i.name.clone(), i);
-        }
-    }
+    // One aggregatedList finds the replicas in every zone of the region.
+    let instances: BTreeMap<String, InstanceInfo> = c
+        .list_instances_in_region(&spec.region, &labels, deadline)
+        .await?
+        .into_iter()
+        .map(|i| (i.name.clone(), i))
+        .collect();
     let pool = c
         .get_target_pool(&spec.region, &ctx.names.target_pool, deadline)
         .await?;
