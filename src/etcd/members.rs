@@ -22,9 +22,17 @@ const MEMBER_NOT_FOUND: &str = "member not found";
 /// voter for 5 s (its HealthInterval), so the change right after another one must wait that out. Refused
 /// for longer, a member is really down, and the caller should hear it.
 const SETTLE: Duration = Duration::from_secs(12);
-const UNHEALTHY: &str = "unhealthy cluster";
+/// Answers that mean "not now": the cluster has not settled since the last change, or it is electing a leader
+/// (a member that led was just lost, which is exactly when a dead member gets removed). Each change retried on
+/// them is idempotent: a removal that did land answers "member not found", an add finds its peer URL.
+const NOT_NOW: [&str; 4] = [
+    "unhealthy cluster",
+    "no leader",
+    "leader changed",
+    "request timed out",
+];
 
-/// Runs a membership change, retrying while etcd says the cluster has not settled since the last one.
+/// Runs a membership change, retrying while etcd says the cluster has not settled or has no leader.
 async fn once_settled<T, F, Fut>(mut change: F) -> std::result::Result<T, CallError>
 where
     F: FnMut() -> Fut,
@@ -33,7 +41,9 @@ where
     let deadline = Instant::now() + SETTLE;
     loop {
         match change().await {
-            Err(e) if e.mentions(UNHEALTHY) && Instant::now() < deadline => sleep(POLL).await,
+            Err(e) if NOT_NOW.iter().any(|m| e.mentions(m)) && Instant::now() < deadline => {
+                sleep(POLL).await
+            }
             result => return result,
         }
     }
