@@ -126,6 +126,19 @@ impl Plugin {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// Waits up to `limit` for stderr to contain `text` (a reader thread copies it, so a line the plugin has
+    /// written may not be here yet); returns everything read so far either way.
+    pub fn stderr_with(&self, text: &str, limit: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let seen = self.stderr();
+            if seen.contains(text) || start.elapsed() >= limit {
+                return seen;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Waits up to `limit` for the process to exit by itself.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
         let start = Instant::now();
