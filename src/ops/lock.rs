@@ -40,6 +40,17 @@ impl ClusterLock {
     }
 }
 
+/// Whether a change of `cluster_id` runs or waits in this process: the apply phase, whose snapshots are half way
+/// through a change. Plan-time checks stand aside then; apply decides from its own snapshot.
+pub fn busy(cluster_id: &str) -> bool {
+    let map = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    map.get(cluster_id)
+        .is_some_and(|e| e.waiting.load(Ordering::SeqCst) > 0 || e.lock.try_lock().is_err())
+}
+
 /// Waits for, then holds, the lock of `cluster_id`.
 pub async fn lock_cluster(cluster_id: &str) -> ClusterLock {
     let (lock, waiting) = {
@@ -76,10 +87,13 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         assert!(!waiting.is_finished());
         assert!(a.others_waiting());
+        assert!(busy("p/r/a"));
         drop(a);
         assert!(
             !waiting.await.unwrap(),
             "the last holder has nobody behind it"
         );
+        assert!(!busy("p/r/a"), "free once every holder is gone");
+        assert!(!busy("p/r/never-locked"));
     }
 }

@@ -4,6 +4,7 @@ pub mod cluster;
 mod cluster_apply;
 pub mod replica;
 mod replica_apply;
+mod replica_guard;
 pub mod spec;
 #[cfg(test)]
 mod tests;

@@ -143,6 +143,13 @@ impl Resource for ReplicaResource {
             p.id = Val::Known(ids::replica_id(project, zone, name));
         }
         check_placement(p, diags);
+        if change.prior.is_none() {
+            super::replica_guard::check_create(&self.settings(), p, diags).await;
+        }
+    }
+
+    async fn plan_destroy(&self, prior: &ReplicaModel, diags: &mut Diagnostics) {
+        super::replica_guard::check_destroy(&self.settings(), prior, diags).await;
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {

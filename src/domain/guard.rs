@@ -1,0 +1,195 @@
+//! The quorum guard at plan time: what `plan` can already say about a replica's create or destroy from the
+//! cluster's observed snapshot, before anything is touched. Apply checks again from a fresh snapshot
+//! (`topology::join_steps` / `leave_steps`), so this only ever refuses what apply would refuse too, and warns
+//! where the verdict depends on what else the same apply does.
+
+use super::Problem;
+use super::quorum;
+use super::topology::{MemberView, Observed, leave_steps};
+
+/// What plan says about a change: nothing, a warning, or a refusal (each a summary and what to do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Fine,
+    Warn(Problem),
+    Refuse(Problem),
+}
+
+fn voting(world: &Observed) -> Vec<&MemberView> {
+    world
+        .members
+        .iter()
+        .flatten()
+        .filter(|m| !m.is_learner)
+        .collect()
+}
+
+fn unhealthy_names(members: &[&MemberView]) -> String {
+    let down: Vec<&str> = members
+        .iter()
+        .filter(|m| !m.healthy)
+        .map(|m| m.name.as_str())
+        .collect();
+    down.join(", ")
+}
+
+/// Adding a replica. A cluster that has lost quorum cannot admit a member at all, so that is refused. A cluster
+/// with an unhealthy member but a healthy majority is refused at apply unless the unhealthy replicas are replaced
+/// first, which this same apply may do (a `-replace` plans the delete before the create), so plan warns.
+pub fn check_join(world: &Observed) -> Verdict {
+    let voters = voting(world);
+    let n = voters.len() as u64;
+    if n == 0 {
+        // Founding, or etcd unreachable: with VMs running and no answer from any, quorum is likely lost.
+        return match world.members {
+            None if !world.instances.is_empty() => Verdict::Warn((
+                "etcd did not answer through any replica".into(),
+                format!(
+                    "The cluster's VMs ({}) exist but none of their etcd members answered, so quorum may be lost and the new replica would not be admitted. Check the replicas (`terraform plan` shows TERMINATED ones) before applying.",
+                    world
+                        .instances
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+            _ => Verdict::Fine,
+        };
+    }
+    let healthy = voters.iter().filter(|m| m.healthy).count() as u64;
+    if healthy < quorum::quorum(n) {
+        return Verdict::Refuse((
+            "etcd has lost quorum: a new replica cannot join".into(),
+            format!(
+                "{healthy} of {n} etcd members are healthy (unhealthy: {}); a majority of {} is needed to admit a member. Bring the unhealthy replicas back first (a plain `terraform apply` restarts a TERMINATED VM), or restore etcd from a backup, then add replicas.",
+                unhealthy_names(&voters),
+                quorum::quorum(n)
+            ),
+        ));
+    }
+    // A dead member whose VM is gone belongs to a replica this plan replaces (refresh marks it), and the
+    // replacement removes the member before anything joins: only dead members with a VM are in the way.
+    let in_the_way = voters
+        .iter()
+        .filter(|m| !m.healthy && world.instances.contains(&m.name))
+        .count() as u64;
+    if in_the_way > 0 && !quorum::can_add_member(n, healthy) {
+        return Verdict::Warn((
+            "A replica is planned while an etcd member is unhealthy".into(),
+            format!(
+                "{healthy} of {n} etcd members are healthy (unhealthy: {}). A member is added only next to healthy ones, so apply refuses this replica unless the same apply replaces the unhealthy replicas first (`terraform apply -replace=...`).",
+                unhealthy_names(&voters)
+            ),
+        ));
+    }
+    Verdict::Fine
+}
+
+/// Removing replica `me`: exactly the refusal apply would make from this snapshot.
+pub fn check_leave(world: &Observed, me: &str) -> Verdict {
+    match leave_steps(world, me) {
+        Ok(_) => Verdict::Fine,
+        Err(refusal) => Verdict::Refuse(refusal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::topology::IpHolder;
+
+    fn world(members: &[(&str, bool)]) -> Observed {
+        Observed {
+            instances: members.iter().map(|(n, _)| n.to_string()).collect(),
+            ip_holder: Some(IpHolder::ForwardingRule),
+            health_check: true,
+            pool: Some(members.iter().map(|(n, _)| n.to_string()).collect()),
+            forwarding_rule: true,
+            members: Some(
+                members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (n, healthy))| MemberView {
+                        name: n.to_string(),
+                        id: i as u64 + 1,
+                        is_learner: false,
+                        healthy: *healthy,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn summary(v: &Verdict) -> &str {
+        match v {
+            Verdict::Fine => "",
+            Verdict::Warn((s, _)) | Verdict::Refuse((s, _)) => s,
+        }
+    }
+
+    #[test]
+    fn joins() {
+        // (members, verdict kind, words the detail must contain)
+        let cases: &[(&[(&str, bool)], &str, &str)] = &[
+            (&[], "fine", ""),
+            (&[("a", true)], "fine", ""),
+            (&[("a", true), ("b", true), ("c", true)], "fine", ""),
+            // One down, majority healthy: apply refuses unless the same apply replaces it first.
+            (
+                &[("a", true), ("b", false), ("c", true)],
+                "warn",
+                "unhealthy: b",
+            ),
+            // Two of three down: quorum is lost, nothing can join.
+            (
+                &[("a", true), ("b", false), ("c", false)],
+                "refuse",
+                "1 of 3 etcd members are healthy (unhealthy: b, c)",
+            ),
+            (&[("a", false)], "refuse", "0 of 1"),
+        ];
+        // A dead member whose VM vanished is being replaced: no warning for a join beside it.
+        let mut vanished = world(&[("a", true), ("b", false), ("c", true)]);
+        vanished.instances.remove("b");
+        assert_eq!(check_join(&vanished), Verdict::Fine);
+        for (members, kind, words) in cases {
+            let v = check_join(&world(members));
+            let (got, detail) = match &v {
+                Verdict::Fine => ("fine", ""),
+                Verdict::Warn((_, d)) => ("warn", d.as_str()),
+                Verdict::Refuse((_, d)) => ("refuse", d.as_str()),
+            };
+            assert_eq!(got, *kind, "{members:?}: {v:?}");
+            assert!(detail.contains(words), "{members:?}: {detail}");
+        }
+    }
+
+    #[test]
+    fn a_join_next_to_silent_vms_warns() {
+        let mut w = world(&[("a", true), ("b", true)]);
+        w.members = None;
+        let v = check_join(&w);
+        assert!(matches!(v, Verdict::Warn(_)), "{v:?}");
+        assert!(summary(&v).contains("did not answer"));
+        // No VM at all: the first replica founds etcd.
+        assert_eq!(check_join(&Observed::default()), Verdict::Fine);
+    }
+
+    #[test]
+    fn leaves() {
+        let healthy3 = world(&[("a", true), ("b", true), ("c", true)]);
+        assert_eq!(check_leave(&healthy3, "a"), Verdict::Fine);
+        // Removing a healthy replica while another is down loses quorum: refused, naming the unhealthy one.
+        let one_down = world(&[("a", true), ("b", false), ("c", true)]);
+        let v = check_leave(&one_down, "a");
+        assert!(matches!(v, Verdict::Refuse(_)), "{v:?}");
+        assert!(summary(&v).contains("would lose etcd's quorum"));
+        let Verdict::Refuse((_, detail)) = v else {
+            unreachable!()
+        };
+        assert!(detail.contains("unhealthy: b"), "{detail}");
+        // Removing the dead one only helps.
+        assert_eq!(check_leave(&one_down, "b"), Verdict::Fine);
+    }
+}

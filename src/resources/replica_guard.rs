@@ -1,0 +1,68 @@
+//! The quorum guard, run while planning a replica's create or destroy: one shared look at the cluster
+//! (`ops::refresh::observe_shared`, the snapshot refresh already took) and `domain::guard`'s verdict, as a
+//! diagnostic on the plan. When the cluster is not created yet or cannot be observed, plan stays silent on quorum
+//! (or says it could not look) and apply decides from its own snapshot.
+
+use tfplugin::diag::Diagnostics;
+
+use super::replica::ReplicaModel;
+use crate::config::Settings;
+use crate::domain::guard::{Verdict, check_join, check_leave};
+use crate::ops::context::Spec;
+use crate::ops::refresh::observe_shared;
+use crate::ops::{ClusterCtx, OpError};
+
+/// The cluster's context when everything about it is known (it exists); `None` while it is still planned.
+async fn context(settings: &Settings, r: &ReplicaModel) -> Option<Result<ClusterCtx, OpError>> {
+    let spec = Spec::from_cluster(r.cluster.known()?).ok()?;
+    Some(ClusterCtx::new(settings, spec).await)
+}
+
+fn report(v: Verdict, diags: &mut Diagnostics) {
+    match v {
+        Verdict::Fine => {}
+        Verdict::Warn((summary, detail)) => diags.warning(summary, detail),
+        Verdict::Refuse((summary, detail)) => diags.error(summary, detail),
+    }
+}
+
+async fn observe_and_judge(
+    settings: &Settings,
+    r: &ReplicaModel,
+    diags: &mut Diagnostics,
+    judge: impl FnOnce(&crate::domain::topology::Observed) -> Verdict,
+) {
+    let Some(ctx) = context(settings, r).await else {
+        return;
+    };
+    if let Ok(ctx) = &ctx
+        && crate::ops::lock::busy(&ctx.spec.id)
+    {
+        // Terraform plans again during apply; a sibling's change is under way and apply judges for itself.
+        return;
+    }
+    let snap = match ctx {
+        Ok(ctx) => observe_shared(&ctx).await,
+        Err(e) => Err(e),
+    };
+    match snap {
+        Ok(snap) => report(judge(&snap.observed), diags),
+        Err(e) => diags.warning(
+            "Could not check etcd's quorum while planning",
+            format!("{e}. Apply checks again before it changes membership."),
+        ),
+    }
+}
+
+/// A replica to be created (or created again by a replacement).
+pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &mut Diagnostics) {
+    observe_and_judge(settings, planned, diags, check_join).await;
+}
+
+/// A replica to be destroyed.
+pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mut Diagnostics) {
+    let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
+        return;
+    };
+    observe_and_judge(settings, prior, diags, |w| check_leave(w, &name)).await;
+}
