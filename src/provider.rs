@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use tfplugin::diag::Diagnostics;
 use tfplugin_framework::function::FunctionHandle;
 use tfplugin_framework::{Provider, ResourceHandle, Schema, resource};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, ProviderConfig, Settings, SharedSettings};
 use crate::resources::cluster::ClusterResource;
@@ -14,6 +15,9 @@ use crate::resources::replica::ReplicaResource;
 #[derive(Default)]
 pub struct HaProvider {
     settings: SharedSettings,
+    /// Cancelled by StopProvider (Terraform's Ctrl-C): replica creates and deletes in flight return at once with
+    /// what they made so far. Never reset: Terraform starts no new operation on a provider it asked to stop.
+    stop: CancellationToken,
 }
 
 #[async_trait]
@@ -31,6 +35,7 @@ impl Provider for HaProvider {
             }),
             resource(ReplicaResource {
                 settings: Arc::clone(&self.settings),
+                stop: self.stop.clone(),
             }),
         ]
     }
@@ -56,5 +61,33 @@ impl Provider for HaProvider {
         if let Ok(mut s) = self.settings.write() {
             *s = resolved;
         }
+    }
+
+    async fn stop(&self) {
+        tracing::info!(
+            "Terraform asked the provider to stop: interrupting replica applies in flight"
+        );
+        self.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tfplugin::ProviderServer;
+    use tfplugin_framework::FrameworkServer;
+
+    use super::*;
+
+    /// The StopProvider RPC reaches the token every replica apply races against.
+    #[tokio::test]
+    async fn stop_provider_cancels_the_replicas_token() {
+        let stop = CancellationToken::new();
+        let server = FrameworkServer::new(HaProvider {
+            settings: Default::default(),
+            stop: stop.clone(),
+        });
+        assert!(!stop.is_cancelled());
+        assert_eq!(server.stop_provider().await, None);
+        assert!(stop.is_cancelled());
     }
 }

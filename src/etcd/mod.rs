@@ -12,7 +12,8 @@
 //! 4. [`Etcd::await_learner_caught_up`], then [`Etcd::promote`] (or [`Etcd::promote_when_caught_up`]).
 //!
 //! Each step is separately callable so an interrupted apply can resume where it stopped. Leaving: the caller
-//! checks quorum, then [`Etcd::remove_member`], which hands leadership away first when the member leads.
+//! checks quorum, then [`Etcd::preflight_removal`] (the same rules, waived for the leaving member, which may be
+//! dead), then [`Etcd::remove_member`], which hands leadership away first when the member leads.
 //! Health ([`Etcd::health`]) is best effort: a value per endpoint, never an error for an unhealthy member.
 
 mod client;

@@ -1,7 +1,9 @@
-//! The check before every membership change, as Cluster API's control plane makes it: the members are
-//! exactly the replicas we know, every member that answers reports the same member list, no alarm is
-//! raised, and no learner is left from an interrupted join. Membership changes on a cluster that fails
-//! any of these can lose quorum for good, so the change waits; the error names what is wrong.
+//! The check before every membership change, additions and removals alike, as Cluster API's control plane
+//! makes it: the members are exactly the replicas we know, every member that answers reports the same member
+//! list, no alarm is raised, and no learner is left from an interrupted join. Membership changes on a cluster
+//! that fails any of these can lose quorum for good, so the change waits; the error names what is wrong and
+//! what to do. A removal waives the rules for the member that leaves: it is often dead, unreachable, a learner
+//! that never started or without a VM, and removing it is how such a member is repaired.
 
 use std::fmt;
 
@@ -38,6 +40,7 @@ pub enum PreflightProblem {
     /// etcd has a member that no replica accounts for.
     NotInConfiguration {
         name: String,
+        id: u64,
     },
     /// A replica we know has no etcd member.
     MissingMember {
@@ -54,33 +57,42 @@ pub enum PreflightProblem {
 }
 
 impl fmt::Display for PreflightProblem {
+    /// What is wrong, then what to do about it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PreflightProblem::NoneReachable { failures } => {
-                write!(f, "no etcd member answered ({})", join(failures))
-            }
-            PreflightProblem::DifferentMemberList { name } => {
-                write!(f, "{name} reports a different member list")
-            }
-            PreflightProblem::LeftoverLearner { name } => {
-                write!(
-                    f,
-                    "a learner {name} from an interrupted join is still present: the next apply removes it"
-                )
-            }
-            PreflightProblem::NeverStarted { id, peer_url } => {
-                write!(f, "member {id:x} ({peer_url}) was added but never started")
-            }
-            PreflightProblem::NotInConfiguration { name } => {
-                write!(f, "member {name} is not in the configuration")
-            }
-            PreflightProblem::MissingMember { name } => {
-                write!(f, "replica {name} has no etcd member")
-            }
-            PreflightProblem::Alarm { kind, member } => write!(f, "alarm {kind} on {member}"),
-            PreflightProblem::AlarmsUnknown { reason } => {
-                write!(f, "could not list etcd alarms: {reason}")
-            }
+            PreflightProblem::NoneReachable { failures } => write!(
+                f,
+                "no etcd member answered ({}): check that the replica VMs run and that the cluster's `etcd_client_source_ranges` admit this machine",
+                join(failures)
+            ),
+            PreflightProblem::DifferentMemberList { name } => write!(
+                f,
+                "{name} reports a different member list: etcd is mid-change or split; wait until `etcdctl member list` agrees on every replica, then apply again"
+            ),
+            PreflightProblem::LeftoverLearner { name } => write!(
+                f,
+                "a learner {name} from an interrupted join is still present: the next apply removes it"
+            ),
+            PreflightProblem::NeverStarted { id, peer_url } => write!(
+                f,
+                "member {id:x} ({peer_url}) was added but never started: remove it with `etcdctl member remove {id:x}`, then apply again"
+            ),
+            PreflightProblem::NotInConfiguration { name, id } => write!(
+                f,
+                "member {name} is not in the configuration (no replica VM of the cluster has its name): bring its replica back, or if it is gone for good remove it with `etcdctl member remove {id:x}`"
+            ),
+            PreflightProblem::MissingMember { name } => write!(
+                f,
+                "replica {name} has no etcd member: its join did not finish; the next apply replaces it (or name it with `-replace`)"
+            ),
+            PreflightProblem::Alarm { kind, member } => write!(
+                f,
+                "alarm {kind} on {member}: resolve it (NOSPACE: compact and defragment; CORRUPT: replace that replica), then `etcdctl alarm disarm`"
+            ),
+            PreflightProblem::AlarmsUnknown { reason } => write!(
+                f,
+                "could not list etcd alarms ({reason}): check that etcd answers, then apply again"
+            ),
         }
     }
 }
@@ -93,6 +105,16 @@ fn join<T: fmt::Display>(items: &[T]) -> String {
         .join("; ")
 }
 
+/// The membership change the preflight guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// A member is added: every member must be a started, voting, known replica.
+    Add,
+    /// The members with these ids are removed, one after the other; the rules about them are waived (see the
+    /// module doc). Several only when a join clears the learners that interrupted joins left.
+    Remove(&'a [u64]),
+}
+
 /// One endpoint's answer to "who are the members?".
 #[derive(Debug, Clone)]
 pub(crate) struct View {
@@ -101,10 +123,33 @@ pub(crate) struct View {
 }
 
 impl Etcd {
-    /// Checks that a membership change is safe to start. `expected_names` are the replicas we know (by
-    /// member name); `endpoints` should be every one of them that may answer.
+    /// Checks that adding a member is safe to start. `expected_names` are the replicas we know (by member
+    /// name); `endpoints` should be every one of them that may answer.
     pub async fn preflight(
         &self,
+        expected_names: &[String],
+        endpoints: &[EtcdTarget],
+    ) -> Result<(), PreflightError> {
+        self.preflight_for(Change::Add, expected_names, endpoints)
+            .await
+    }
+
+    /// Checks that removing members `ids` is safe to start: as [`Etcd::preflight`], except that a leaving
+    /// member may be dead, unreachable, a learner, never started, or without a VM. `expected_names` are the
+    /// replicas that stay.
+    pub async fn preflight_removal(
+        &self,
+        ids: &[u64],
+        expected_names: &[String],
+        endpoints: &[EtcdTarget],
+    ) -> Result<(), PreflightError> {
+        self.preflight_for(Change::Remove(ids), expected_names, endpoints)
+            .await
+    }
+
+    async fn preflight_for(
+        &self,
+        change: Change<'_>,
         expected_names: &[String],
         endpoints: &[EtcdTarget],
     ) -> Result<(), PreflightError> {
@@ -124,7 +169,7 @@ impl Etcd {
                     Some(cause) => cause.to_string(),
                     None => e.to_string(),
                 });
-        let problems = problems(expected_names, &views, &alarms);
+        let problems = problems(change, expected_names, &views, &alarms);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -135,6 +180,7 @@ impl Etcd {
 
 /// The rules, with the data already fetched (so they are testable on their own).
 pub(crate) fn problems(
+    change: Change<'_>,
     expected: &[String],
     views: &[View],
     alarms: &Result<Vec<Alarm>, String>,
@@ -165,6 +211,7 @@ pub(crate) fn problems(
         }
     }
     let reference = &reference;
+    let leaving = |id: u64| matches!(change, Change::Remove(ids) if ids.contains(&id));
 
     let mut out = Vec::new();
     for (name, list) in &answered {
@@ -174,7 +221,7 @@ pub(crate) fn problems(
             });
         }
     }
-    for m in reference {
+    for m in reference.iter().filter(|m| !leaving(m.id)) {
         if m.is_learner {
             out.push(PreflightProblem::LeftoverLearner { name: m.label() });
         } else if !m.started() {
@@ -185,6 +232,7 @@ pub(crate) fn problems(
         } else if !expected.contains(&m.name) {
             out.push(PreflightProblem::NotInConfiguration {
                 name: m.name.clone(),
+                id: m.id,
             });
         }
     }
@@ -196,7 +244,7 @@ pub(crate) fn problems(
     }
     match alarms {
         Ok(alarms) => {
-            for a in alarms {
+            for a in alarms.iter().filter(|a| !leaving(a.member_id)) {
                 let member = reference
                     .iter()
                     .find(|m| m.id == a.member_id)

@@ -1,6 +1,7 @@
 //! A replica leaves its cluster: out of the pool, leadership handed away if it leads, out of etcd, then the VM
 //! goes; when one replica remains the load balancer goes and the static IP returns to the survivor. Each step is
-//! one of `domain::topology::leave_steps`, so an interrupted delete resumes.
+//! one of `domain::topology::leave_steps`, so an interrupted delete resumes. Removing the member waits for etcd's
+//! removal preflight, as adding one does.
 
 use tokio::time::Instant;
 
@@ -24,6 +25,28 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
         .filter(|t| Some(*t) != me_target.as_ref())
         .cloned()
         .collect();
+
+    // The removal gets the same preflight as an addition, before anything changes (out of the pool, leadership):
+    // the members that stay are the replicas that stay, agree on the list, and carry no alarm. The leaving
+    // member is exempt: replacing a vanished or crashed VM removes exactly such a dead member.
+    let removing: Vec<u64> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::RemoveMember { id } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    if !removing.is_empty() {
+        let staying: Vec<String> = snap
+            .instances
+            .keys()
+            .filter(|n| n.as_str() != name)
+            .cloned()
+            .collect();
+        ctx.etcd
+            .preflight_removal(&removing, &staying, &snap.targets)
+            .await?;
+    }
 
     for step in steps {
         tracing::debug!(replica = %name, step = ?step, "step");

@@ -40,6 +40,8 @@ pub struct ReplicaModel {
 
 pub struct ReplicaResource {
     pub settings: crate::config::SharedSettings,
+    /// Cancelled on StopProvider: creates and deletes return at once (see `super::cancel`).
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 impl ReplicaResource {
@@ -153,7 +155,7 @@ impl Resource for ReplicaResource {
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::replica_apply::create(&self.settings(), planned, diags).await
+        super::replica_apply::create(&self.settings(), &self.stop, planned, diags).await
     }
 
     async fn read(&self, state: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
@@ -170,6 +172,6 @@ impl Resource for ReplicaResource {
     }
 
     async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
-        super::replica_apply::delete(&self.settings(), prior, diags).await
+        super::replica_apply::delete(&self.settings(), &self.stop, prior, diags).await
     }
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use tfplugin::diag::Diagnostics;
 use tfplugin_framework::Val;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
+use super::cancel::{report_interrupted, unless_stopped};
 use super::replica::ReplicaModel;
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
@@ -124,6 +126,7 @@ fn fill(
 
 pub async fn create(
     settings: &Settings,
+    stop: &CancellationToken,
     p: ReplicaModel,
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
@@ -139,20 +142,29 @@ pub async fn create(
         .cloned()
         .unwrap_or_else(|| ctx.spec.zone.clone());
     let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
-    let lock = lock_cluster(&ctx.spec.id).await;
+    // Nothing is made before the lock is held: stopped while waiting, there is no state to save.
+    let Some(lock) = unless_stopped(stop, lock_cluster(&ctx.spec.id)).await else {
+        report_interrupted(diags, &format!("Creating replica {name}"));
+        return None;
+    };
     let req = JoinRequest {
         name: name.clone(),
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
     };
-    match join(&ctx, &req, until).await {
-        Ok(j) => {
-            warn_about_shape(&ctx, &lock, until, diags).await;
+    match unless_stopped(stop, join(&ctx, &req, until)).await {
+        Some(Ok(j)) => {
+            unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
             Some(fill(p, &ctx, &name, &zone, Some(&j)))
         }
-        Err(e) => {
+        Some(Err(e)) => {
             report(diags, "create", &name, e);
             // Save what may exist (the reserved IP, perhaps a VM or a learner) so the next apply cleans it up.
+            Some(fill(p, &ctx, &name, &zone, None))
+        }
+        None => {
+            // The join stopped mid-way; its name is saved, so the next apply finds and removes what it made.
+            report_interrupted(diags, &format!("Creating replica {name}"));
             Some(fill(p, &ctx, &name, &zone, None))
         }
     }
@@ -255,7 +267,12 @@ pub async fn update(
     }
 }
 
-pub async fn delete(settings: &Settings, s: ReplicaModel, diags: &mut Diagnostics) {
+pub async fn delete(
+    settings: &Settings,
+    stop: &CancellationToken,
+    s: ReplicaModel,
+    diags: &mut Diagnostics,
+) {
     let (Some(name), Some(zone)) = (s.name.known().cloned(), s.zone.known().cloned()) else {
         return;
     };
@@ -263,9 +280,15 @@ pub async fn delete(settings: &Settings, s: ReplicaModel, diags: &mut Diagnostic
         return;
     };
     let until = deadline(&s.timeouts, Op::Delete, DELETE_TIMEOUT);
-    let lock = lock_cluster(&ctx.spec.id).await;
-    match leave(&ctx, &name, &zone, until).await {
-        Ok(()) => warn_about_shape(&ctx, &lock, until, diags).await,
-        Err(e) => report(diags, "delete", &name, e),
+    let Some(lock) = unless_stopped(stop, lock_cluster(&ctx.spec.id)).await else {
+        return report_interrupted(diags, &format!("Deleting replica {name}"));
+    };
+    // Interrupted, the replica stays in state and the next apply's leave observes how far this one got.
+    match unless_stopped(stop, leave(&ctx, &name, &zone, until)).await {
+        Some(Ok(())) => {
+            unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
+        }
+        Some(Err(e)) => report(diags, "delete", &name, e),
+        None => report_interrupted(diags, &format!("Deleting replica {name}")),
     }
 }

@@ -46,6 +46,7 @@ fn models_match_schemas_one_to_one() {
 
     let replica_ty = ReplicaResource {
         settings: Default::default(),
+        stop: Default::default(),
     }
     .schema()
     .value_type();
@@ -168,6 +169,7 @@ async fn replica_zone_must_follow_the_cluster() {
     let spec = tfplugin_framework::plan::attr(&cluster_plan, "spec").clone();
     let ty = ReplicaResource {
         settings: Default::default(),
+        stop: Default::default(),
     }
     .schema()
     .value_type();

@@ -1,0 +1,226 @@
+//! Rules of a cluster's lifecycle beyond growing and shrinking, under both clients on ha-sim with real etcd:
+//! a join whose VM cannot be made takes its etcd learner back out (so nothing half-joined is left) and the next
+//! apply finishes the job; a cluster whose replicas still exist refuses to be deleted and deletes nothing; and
+//! a replica's labels change in place on its VM.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use acceptance_tests::{Client, Sim, Workspace, for_each_client};
+use serde_json::Value;
+
+const PROVIDER: &str = r#"
+terraform {
+  required_providers {
+    ha = { source = "hamaster/ha" }
+  }
+}
+
+provider "ha" {
+  project                 = "rules"
+  zone                    = "europe-west1-b"
+  compute_custom_endpoint = "URL"
+  access_token            = "sim-token"
+}
+"#;
+
+/// A cluster and one replica per name, each with the same `labels`; names are explicit so the scenario can
+/// look the VMs up.
+fn config(sim: &Sim) -> String {
+    format!(
+        r#"{provider}
+variable "names" {{
+  type = list(string)
+}}
+
+variable "labels" {{
+  type    = map(string)
+  default = {{}}
+}}
+
+resource "ha_master_cluster" "c" {{
+  name                      = "rules"
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+}}
+
+resource "ha_master_replica" "r" {{
+  for_each = toset(var.names)
+  cluster  = ha_master_cluster.c.spec
+  name     = each.value
+  labels   = var.labels
+}}
+"#,
+        provider = PROVIDER.replace("URL", sim.url())
+    )
+}
+
+fn set_vars(ws: &Workspace, names: &[&str], labels: &[(&str, &str)]) {
+    let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    ws.write_file(
+        "terraform.tfvars.json",
+        &serde_json::json!({ "names": names, "labels": labels }).to_string(),
+    );
+}
+
+/// etcd's members as `vm` sees them: (name, is learner) for each.
+fn members(sim: &Sim, vm: &str) -> Vec<(String, bool)> {
+    let list: Value =
+        serde_json::from_str(&sim.ssh(vm, &["etcdctl", "member", "list", "-w", "json"])).unwrap();
+    let mut out: Vec<(String, bool)> = list["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap_or("").to_string(),
+                m["isLearner"].as_bool() == Some(true),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// After a successful apply: the plan is empty, etcd's members are the replicas (all voting), and the sim holds
+/// exactly the replicas' VMs and addresses plus the cluster's static IP.
+fn check(client: Client, ws: &Workspace, sim: &Sim, replicas: &[&str]) {
+    assert_eq!(
+        ws.plan_detailed_exitcode(),
+        0,
+        "[{client}] the plan after apply must be empty"
+    );
+    let want: Vec<(String, bool)> = replicas.iter().map(|r| (r.to_string(), false)).collect();
+    for vm in replicas {
+        assert_eq!(
+            members(sim, vm),
+            want,
+            "[{client}] etcd members seen from {vm}"
+        );
+    }
+    let names: BTreeSet<String> = replicas.iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        sim.names("instances").into_iter().collect::<BTreeSet<_>>(),
+        names,
+        "[{client}] instances in the sim"
+    );
+    let mut addresses: BTreeSet<String> = replicas.iter().map(|r| format!("{r}-int")).collect();
+    addresses.insert("rules-ip".into());
+    assert_eq!(
+        sim.names("addresses").into_iter().collect::<BTreeSet<_>>(),
+        addresses,
+        "[{client}] addresses in the sim"
+    );
+}
+
+#[test]
+fn a_join_whose_vm_cannot_be_made_leaves_no_learner_and_the_next_apply_finishes() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("rules-join-{client}"));
+        let ws = Workspace::new(client, "rules-join").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim));
+        ws.init();
+        set_vars(&ws, &["rules-a"], &[]);
+        ws.apply();
+
+        // The zone runs out of VMs: the second replica's learner is added, then its VM insert fails.
+        sim.fault(&[
+            "fail-op",
+            "--kind",
+            "instances.insert",
+            "--code",
+            "ZONE_RESOURCE_POOL_EXHAUSTED",
+        ]);
+        set_vars(&ws, &["rules-a", "rules-b"], &[]);
+        let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        failed.assert_failure();
+        failed.assert_contains("Could not create replica rules-b");
+        failed.assert_contains("does not have enough resources (ZONE_RESOURCE_POOL_EXHAUSTED)");
+        assert_eq!(
+            members(&sim, "rules-a"),
+            [("rules-a".to_string(), false)],
+            "[{client}] the failed join's learner must be gone"
+        );
+        assert_eq!(sim.names("instances"), ["rules-a"], "[{client}] instances");
+
+        // Capacity is back: the next apply replaces the failed replica and the cluster has two members.
+        sim.fault(&["clear"]);
+        ws.apply();
+        check(client, &ws, &sim, &["rules-a", "rules-b"]);
+    });
+}
+
+#[test]
+fn a_cluster_with_replicas_refuses_deletion_and_labels_change_in_place() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("rules-keep-{client}"));
+        let ws = Workspace::new(client, "rules-keep").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim));
+        ws.init();
+        set_vars(&ws, &["rules-a"], &[("team", "red")]);
+        ws.apply();
+        assert_eq!(
+            vm_labels(&sim, "rules-a").get("team").map(String::as_str),
+            Some("red")
+        );
+
+        // Labels: an in-place update of the replica, carried to its VM.
+        set_vars(&ws, &["rules-a"], &[("team", "blue"), ("tier", "gold")]);
+        let plan = ws.plan();
+        plan.assert_contains("update in-place");
+        assert!(
+            !plan.combined().contains("must be replaced"),
+            "[{client}] a label change must not replace the replica:\n{plan}"
+        );
+        ws.apply();
+        let labels = vm_labels(&sim, "rules-a");
+        assert_eq!(
+            (
+                labels.get("team").map(String::as_str),
+                labels.get("tier").map(String::as_str)
+            ),
+            (Some("blue"), Some("gold")),
+            "[{client}] VM labels: {labels:?}"
+        );
+        check(client, &ws, &sim, &["rules-a"]);
+
+        // The cluster alone is deleted (the replica is forgotten by Terraform, not destroyed): refused, naming
+        // the replica, and nothing goes.
+        ws.run(&["state", "rm", "ha_master_replica.r[\"rules-a\"]"])
+            .assert_success();
+        ws.write_main_tf(&PROVIDER.replace("URL", sim.url()));
+        ws.write_file("terraform.tfvars.json", "{}");
+        let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        refused.assert_failure();
+        refused.assert_contains("Cluster rules still has replicas: rules-a");
+        refused.assert_contains("Remove their ha_master_replica resources first");
+        assert_eq!(sim.names("instances"), ["rules-a"], "[{client}] instances");
+        assert_eq!(
+            sim.names("addresses"),
+            ["rules-a-int", "rules-ip"],
+            "[{client}] addresses"
+        );
+        assert_eq!(
+            members(&sim, "rules-a"),
+            [("rules-a".to_string(), false)],
+            "[{client}] etcd"
+        );
+        let state = ws.run(&["state", "list"]);
+        state.assert_success();
+        assert!(
+            state.stdout.contains("ha_master_cluster.c"),
+            "[{client}] the cluster must stay in state:\n{state}"
+        );
+    });
+}
+
+/// The labels the sim's VM `name` carries.
+fn vm_labels(sim: &Sim, name: &str) -> BTreeMap<String, String> {
+    let state = sim.admin("state");
+    let vm = state["instances"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("no VM {name} in the sim"));
+    serde_json::from_value(vm["labels"].clone()).unwrap_or_default()
+}
