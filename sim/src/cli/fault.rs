@@ -66,6 +66,10 @@ pub enum FaultCommand {
     DetachIp { instance: String },
     /// Remove an instance from a target pool.
     DropMember { pool: String, instance: String },
+    /// Delete a forwarding rule behind the provider's back (no operation).
+    DeleteForwardingRule { rule: String },
+    /// Set a label on an instance by hand (`KEY=VALUE`), or remove it (`KEY`).
+    SetLabel { instance: String, label: String },
     /// Take a zone down: its VMs stop and mutations in it fail with 503.
     ZoneDown { zone: String },
     /// Bring a zone back; VMs the outage stopped restart.
@@ -156,6 +160,24 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
         DetachIp { instance } => return event(c, Event::DetachIp { instance }).await,
         DropMember { pool, instance } => {
             return event(c, Event::DropPoolMember { pool, instance }).await;
+        }
+        DeleteForwardingRule { rule } => {
+            return event(c, Event::DeleteForwardingRule { rule }).await;
+        }
+        SetLabel { instance, label } => {
+            let (key, value) = match label.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (label, None),
+            };
+            return event(
+                c,
+                Event::SetLabel {
+                    instance,
+                    key,
+                    value,
+                },
+            )
+            .await;
         }
         ZoneDown { zone } => return event(c, Event::ZoneDown { zone }).await,
         ZoneUp { zone } => return event(c, Event::ZoneUp { zone }).await,

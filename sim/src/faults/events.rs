@@ -1,7 +1,7 @@
 //! Out-of-band events: things that happen to the cloud behind the provider's back. Each is data, applied to
 //! the `Cloud` in one step; the fabric then kills or restarts processes to match.
 
-use crate::state::{Cloud, catalog, links};
+use crate::state::{Cloud, catalog, ids, links};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -15,6 +15,16 @@ pub enum Event {
     DetachIp { instance: String },
     /// The instance is removed from the target pool.
     DropPoolMember { pool: String, instance: String },
+    /// The forwarding rule vanishes without an operation (someone deleted it in the console): its IP stops
+    /// serving and a static address turns RESERVED.
+    DeleteForwardingRule { rule: String },
+    /// A label of the instance is set (`value`) or removed (no value) by hand; the label fingerprint rotates.
+    SetLabel {
+        instance: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+    },
     /// The zone reports DOWN, its VMs stop, and mutations in it fail with 503 until it is back.
     ZoneDown { zone: String },
     /// The zone is UP again; VMs the outage stopped restart.
@@ -100,6 +110,36 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
             }
             Ok(format!("{instance} dropped from {pool_key}"))
         }
+        Event::DeleteForwardingRule { rule } => {
+            let key = find(
+                cloud.forwarding_rules.keys(),
+                rule,
+                "forwardingRules",
+                "forwarding rule",
+            )?;
+            cloud.forwarding_rules.remove(&key);
+            Ok(format!("{key} deleted out of band"))
+        }
+        Event::SetLabel {
+            instance,
+            key,
+            value,
+        } => {
+            let k = find_instance(cloud, instance)?;
+            let i = cloud.instances.get_mut(&k).ok_or("instance vanished")?;
+            let said = match value {
+                Some(v) => {
+                    i.labels.insert(key.clone(), v.clone());
+                    format!("{key}={v} set")
+                }
+                None => match i.labels.remove(key) {
+                    Some(_) => format!("{key} removed"),
+                    None => return Err(format!("{k} has no label {key}")),
+                },
+            };
+            i.label_fingerprint = ids::new_fingerprint();
+            Ok(format!("{k}: label {said}"))
+        }
         Event::ZoneDown { zone } => {
             catalog::region_of(zone).ok_or_else(|| format!("unknown zone {zone}"))?;
             cloud.zones_down.insert(zone.clone());
@@ -179,6 +219,44 @@ mod tests {
             "projects/p/zones/us-central1-a/instances/m1"
         );
         assert!(find_instance(&c, "m2").is_err());
+    }
+
+    #[test]
+    fn labels_are_edited_by_hand_and_the_fingerprint_rotates() {
+        let key = "projects/p/zones/us-central1-a/instances/a";
+        let mut c = cloud_with(&[key]);
+        let set = |value: Option<&str>| Event::SetLabel {
+            instance: "a".into(),
+            key: "team".into(),
+            value: value.map(str::to_string),
+        };
+        apply(&mut c, &set(Some("infra"))).unwrap();
+        assert_eq!(c.instances[key].labels["team"], "infra");
+        let before = c.instances[key].label_fingerprint.clone();
+        apply(&mut c, &set(None)).unwrap();
+        assert!(c.instances[key].labels.is_empty());
+        assert_ne!(c.instances[key].label_fingerprint, before);
+        assert!(
+            apply(&mut c, &set(None))
+                .unwrap_err()
+                .contains("no label team")
+        );
+    }
+
+    #[test]
+    fn a_forwarding_rule_is_deleted_out_of_band() {
+        let mut c = cloud_with(&[]);
+        let key = "projects/p/regions/us-central1/forwardingRules/lb";
+        c.forwarding_rules
+            .insert(key.to_string(), Default::default());
+        let gone = Event::DeleteForwardingRule { rule: "lb".into() };
+        apply(&mut c, &gone).unwrap();
+        assert!(c.forwarding_rules.is_empty());
+        assert!(
+            apply(&mut c, &gone)
+                .unwrap_err()
+                .contains("no forwarding rule")
+        );
     }
 
     #[test]
