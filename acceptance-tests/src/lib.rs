@@ -32,6 +32,7 @@ mod mirror;
 mod paths;
 mod provider;
 mod sim;
+pub mod walk;
 mod workspace;
 
 pub use client::{Client, for_each_client};

@@ -160,6 +160,14 @@ impl Sim {
         self.run(&args)
     }
 
+    /// `ha-sim ssh VM -- CMD`: stdout, or the failure with its output (for commands a test retries).
+    pub fn try_ssh(&self, vm: &str, cmd: &[&str]) -> Result<String, String> {
+        let dir = self.state_dir().to_string_lossy().to_string();
+        let mut args = vec!["ssh", "--state-dir", &dir, vm, "--"];
+        args.extend_from_slice(cmd);
+        self.try_run(&args)
+    }
+
     fn cli(&self, args: &[&str]) -> String {
         let mut all = args.to_vec();
         all.extend(["--url", self.url.as_str()]);
@@ -167,6 +175,11 @@ impl Sim {
     }
 
     fn run(&self, args: &[&str]) -> String {
+        self.try_run(args)
+            .unwrap_or_else(|e| panic!("ha-sim {args:?} failed: {e}"))
+    }
+
+    fn try_run(&self, args: &[&str]) -> Result<String, String> {
         let out = Command::new(sim_binary())
             .args(args)
             .env(
@@ -180,13 +193,15 @@ impl Sim {
             .output()
             .expect("running ha-sim");
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "ha-sim {args:?} failed: {}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
+        if out.status.success() {
+            Ok(stdout)
+        } else {
+            Err(format!(
+                "{}\n{stdout}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
     }
 
     /// `ha-sim fault ...`: inject a fault or change the world behind the provider's back.

@@ -8,6 +8,7 @@ pub mod machine_type;
 pub mod names;
 pub mod network;
 pub mod quorum;
+pub mod shape;
 pub mod topology;
 pub mod zones;
 

@@ -83,6 +83,13 @@ pub enum Step {
     },
     DeletePool,
     DeleteHealthCheck,
+    // Repairing the cluster's shape (`domain::shape`), by name since no replica is "me" there:
+    AddPoolMember {
+        name: String,
+    },
+    RemovePoolMember {
+        name: String,
+    },
 }
 
 /// A refusal: the summary and what to do.

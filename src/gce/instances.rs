@@ -1,4 +1,4 @@
-//! Instances: insert (idempotent), get, list by labels, delete. Access configs, labels and metadata are in
+//! Instances: insert (idempotent), get, list by labels, start, delete. Access configs, labels and metadata are in
 //! `instance_ops.rs`.
 
 use super::Compute;
@@ -349,6 +349,32 @@ impl Compute {
         }
         out.sort_by(|a, b| (&a.zone, &a.name).cmp(&(&b.zone, &b.name)));
         Ok(out)
+    }
+
+    /// Starts a stopped (TERMINATED) instance and waits for the operation; a running one is left as it is (GCE
+    /// accepts the call and does nothing). Returns the instance as GCE then shows it.
+    pub async fn start_instance(
+        &self,
+        zone: &str,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<InstanceInfo> {
+        let project = self.project()?;
+        let resource = self.instance_rel(zone, name);
+        self.mutate(&resource, "start", deadline, |rid| {
+            self.clients
+                .instances
+                .start()
+                .set_project(project)
+                .set_zone(zone)
+                .set_instance(name)
+                .set_request_id(rid)
+                .send()
+        })
+        .await?;
+        self.get_instance(zone, name, deadline)
+            .await?
+            .ok_or(Error::NotFound { resource })
     }
 
     /// Deletes the instance (its boot disk goes with it); an absent one is success.

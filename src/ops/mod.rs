@@ -9,6 +9,7 @@ pub mod leave;
 pub mod lock;
 pub mod observe;
 pub mod refresh;
+pub mod repair;
 pub mod shared;
 
 pub use context::{ClusterCtx, OpError};

@@ -2,7 +2,7 @@
 //! holds the static IP, and etcd's member list and health. Every decision in `crate::domain::topology` is made
 //! from this snapshot, so plan and apply see the world the same way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
 use tokio::time::Instant;
@@ -11,7 +11,7 @@ use super::context::{ClusterCtx, Result};
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT};
 use crate::domain::topology::{IpHolder, MemberView, Observed};
 use crate::etcd::{EtcdTarget, Member};
-use crate::gce::InstanceInfo;
+use crate::gce::{InstanceInfo, InstanceRef};
 
 pub struct Snapshot {
     pub observed: Observed,
@@ -21,9 +21,21 @@ pub struct Snapshot {
     pub members: Vec<Member>,
     /// Where to reach each running replica's etcd.
     pub targets: Vec<EtcdTarget>,
+    /// The target pool's members with their zones (empty without a pool): a member that is not a replica VM is
+    /// removed by zone and name.
+    pub pool_members: Vec<InstanceRef>,
 }
 
 impl Snapshot {
+    /// Replica VMs whose status is RUNNING: the ones that can serve.
+    pub fn running(&self) -> BTreeSet<String> {
+        self.instances
+            .values()
+            .filter(|i| i.status == "RUNNING")
+            .map(|i| i.name.clone())
+            .collect()
+    }
+
     pub fn member_named(&self, name: &str) -> Option<&Member> {
         let view = self
             .observed
@@ -116,6 +128,10 @@ pub async fn observe(
         }
     };
 
+    let pool_members = pool
+        .as_ref()
+        .map(|p| p.instances.clone())
+        .unwrap_or_default();
     Ok(Snapshot {
         observed: Observed {
             instances: instances.keys().cloned().collect(),
@@ -128,6 +144,7 @@ pub async fn observe(
         instances,
         members,
         targets,
+        pool_members,
     })
 }
 

@@ -44,6 +44,7 @@ pub struct ClusterModel {
     pub etcd_peer_ca_certificate: Val<String>,
     pub etcd_client_ca_certificate: Val<String>,
     pub spec: Val<ClusterSpec>,
+    pub drift: Val<Vec<String>>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -88,6 +89,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("etcd_peer_ca_certificate").computed().description("PEM of the CA for etcd peer (member to member) mutual TLS.").modifier(use_state_for_unknown()))
         .attribute(Attribute::string("etcd_client_ca_certificate").computed().description("PEM of the CA for etcd client mutual TLS.").modifier(use_state_for_unknown()))
         .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
+        .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
 }
 
@@ -245,6 +247,21 @@ impl Resource for ClusterResource {
         }
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
+        // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
+        // that lists what is wrong; `spec` above stays as it was, so replicas see no change from a repair.
+        p.drift = Val::Known(Vec::new());
+        if let Some(prior) = change.prior
+            && let Some(drift) = prior.drift.known().filter(|d| !d.is_empty())
+        {
+            let name = prior.name.known().cloned().unwrap_or_default();
+            diags.warning(
+                format!("Cluster {name} is out of shape"),
+                format!(
+                    "Refresh found: {} The apply puts the load balancer and static IP back as the replicas call for.",
+                    drift.join(" ")
+                ),
+            );
+        }
     }
 
     async fn create(&self, planned: ClusterModel, diags: &mut Diagnostics) -> Option<ClusterModel> {

@@ -1,5 +1,5 @@
-//! Applying `ha_master_cluster`: CAs from pki, GCE objects through `ops::cluster`. Kept apart from the schema and
-//! planning in cluster.rs.
+//! Applying `ha_master_cluster`: CAs from pki, GCE objects through `ops::cluster`, the load balancer's shape judged
+//! at refresh and repaired at update through `ops::repair`. Kept apart from the schema and planning in cluster.rs.
 
 use std::time::Duration;
 
@@ -9,8 +9,14 @@ use tfplugin_framework::Val;
 use super::cluster::{ClusterModel, spec_of};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
+use crate::domain::shape::drift_sentences;
 use crate::gce::Compute;
+use crate::ops::ClusterCtx;
 use crate::ops::cluster::{self as objects, ClusterNetwork};
+use crate::ops::context::Spec;
+use crate::ops::lock::lock_cluster;
+use crate::ops::refresh::observe_shared;
+use crate::ops::repair::repair_shape;
 use crate::pki::{self, ClusterCas};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -111,13 +117,16 @@ pub async fn create(
     spec.etcd_client_ca_private_key = Val::Known(cas.etcd_client_ca.key_pem.clone());
     spec.service_account_key = Val::Known(sa_key);
     p.spec = Val::Known(spec);
+    p.drift = Val::Known(Vec::new());
     Some(p)
 }
 
-/// Refresh: the static address is the cluster's identity; without it the cluster is gone.
+/// Refresh: the static address is the cluster's identity; without it the cluster is gone. With it, the shape of
+/// the load balancer and static IP is judged from the snapshot every read of this refresh shares, and what is
+/// wrong is recorded in `drift`, so the plan shows it and the update repairs it.
 pub async fn read(
     settings: &Settings,
-    s: ClusterModel,
+    mut s: ClusterModel,
     diags: &mut Diagnostics,
 ) -> Option<ClusterModel> {
     let Some((net, project)) = network(&s) else {
@@ -127,31 +136,79 @@ pub async fn read(
     let name = crate::domain::names::DerivedNames::for_cluster(net.name).address;
     let until = tokio::time::Instant::now() + Duration::from_secs(60);
     match c.get_address(net.region, &name, until).await {
-        Ok(Some(_)) => Some(s),
-        Ok(None) => None,
+        Ok(Some(_)) => {}
+        Ok(None) => return None,
         Err(e) => {
             failed::<()>(diags, "read", net.name, e);
-            Some(s)
+            return Some(s);
         }
+    }
+    let cluster = net.name.to_string();
+    let Some(ctx) = context(settings, &s, diags).await else {
+        return Some(s);
+    };
+    match observe_shared(&ctx).await {
+        Ok(snap) => s.drift = Val::Known(drift_sentences(&snap.observed)),
+        Err(e) => {
+            failed::<()>(diags, "observe the load balancer of", &cluster, e);
+        }
+    }
+    Some(s)
+}
+
+/// The cluster's operation context, from its spec in state (complete once the cluster exists).
+async fn context(
+    settings: &Settings,
+    m: &ClusterModel,
+    diags: &mut Diagnostics,
+) -> Option<ClusterCtx> {
+    let name = m.name.known().cloned().unwrap_or_default();
+    let spec = m.spec.known()?;
+    let built = match Spec::from_cluster(spec) {
+        Ok(spec) => ClusterCtx::new(settings, spec).await,
+        Err(e) => Err(e),
+    };
+    match built {
+        Ok(ctx) => Some(ctx),
+        Err(e) => failed(diags, "prepare the operations on", &name, e),
     }
 }
 
+/// Firewall rules follow the configuration; then, under the cluster's lock, the load balancer and static IP are put
+/// back into shape from a fresh observation (whatever refresh recorded in `drift`, and anything that moved since).
 pub async fn update(
     settings: &Settings,
     prior: ClusterModel,
-    p: ClusterModel,
+    mut p: ClusterModel,
     diags: &mut Diagnostics,
 ) -> Option<ClusterModel> {
     let Some((net, project)) = network(&p) else {
         return Some(prior);
     };
-    let c = compute(settings, &project, net.name, diags).await?;
+    let name = net.name.to_string();
+    let c = compute(settings, &project, &name, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
-    match objects::update(&c, &net, until).await {
-        Ok(()) => Some(p),
+    if let Err(e) = objects::update(&c, &net, until).await {
+        failed::<()>(diags, "update", &name, e);
+        return Some(prior);
+    }
+    let Some(ctx) = context(settings, &p, diags).await else {
+        return Some(prior);
+    };
+    let _lock = lock_cluster(&ctx.spec.id).await;
+    match repair_shape(&ctx, until).await {
+        Ok(steps) => {
+            if !steps.is_empty() {
+                tracing::info!("{name}: load balancer and static IP back in shape");
+            }
+            p.drift = Val::Known(Vec::new());
+            Some(p)
+        }
         Err(e) => {
-            failed::<()>(diags, "update", net.name, e);
-            Some(prior)
+            failed::<()>(diags, "repair the load balancer of", &name, e);
+            // The firewall rules are updated; the drift stays recorded, so the next plan shows it again.
+            p.drift = prior.drift.clone();
+            Some(p)
         }
     }
 }

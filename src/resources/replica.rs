@@ -29,6 +29,7 @@ pub struct ReplicaModel {
     pub external_ip: Val<String>,
     pub holds_static_ip: Val<bool>,
     pub etcd_member_id: Val<String>,
+    pub status: Val<String>,
     pub api_server_certificate: Val<String>,
     pub api_server_private_key: Val<String>,
     pub etcd_peer_certificate: Val<String>,
@@ -64,7 +65,8 @@ pub fn schema() -> Schema {
         .attribute(stable(Attribute::string("internal_ip")).description("The VM's internal IP; in its API server and etcd certificates."))
         .attribute(Attribute::string("external_ip").computed().description("The VM's external IP: the cluster's static IP while it is the only replica, otherwise an ephemeral one (never in a certificate)."))
         .attribute(Attribute::bool("holds_static_ip").computed().description("Whether this VM holds the cluster's static IP directly (true only for a sole replica)."))
-        .attribute(stable(Attribute::string("etcd_member_id")).description("The etcd member id, in hex."))
+        .attribute(stable(Attribute::string("etcd_member_id")).description("The etcd member id, in hex. Empty after refresh when etcd answers without this replica's member (removed out of band): the plan then replaces the replica."))
+        .attribute(Attribute::string("status").computed().description("GCE's status of the VM as refresh found it (`RUNNING`, `TERMINATED`, …). Planned `RUNNING`: an apply starts a stopped or crashed VM again and waits until its etcd member is healthy."))
         .attribute(stable(Attribute::string("api_server_certificate")).description("PEM of the API server's serving certificate: the static IP, the internal IP, the first service IP and the `kubernetes` DNS names."))
         .attribute(stable(Attribute::string("api_server_private_key")).sensitive().description("Its private key."))
         .attribute(stable(Attribute::string("etcd_peer_certificate")).description("PEM of the etcd peer certificate (mutual TLS between members)."))
@@ -72,6 +74,54 @@ pub fn schema() -> Schema {
         .attribute(stable(Attribute::string("etcd_server_certificate")).description("PEM of the etcd client-port serving certificate."))
         .attribute(stable(Attribute::string("etcd_server_private_key")).sensitive().description("Its private key."))
         .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
+}
+
+/// What refresh found wrong with a replica whose VM exists, planned as its repair: a removed etcd member replaces the
+/// replica (a removed member cannot rejoin with its old data), and a VM that is not running is started again.
+fn plan_repairs(
+    prior: &ReplicaModel,
+    p: &mut ReplicaModel,
+    requires_replace: &mut Vec<AttributePath>,
+    diags: &mut Diagnostics,
+) {
+    let has_vm = prior.instance_id.known().is_some_and(|id| !id.is_empty());
+    if !has_vm {
+        return;
+    }
+    let name = prior.name.known().cloned().unwrap_or_default();
+    let zone = prior.zone.known().cloned().unwrap_or_default();
+    if prior.etcd_member_id.known().is_some_and(|id| id.is_empty()) {
+        diags.warning(
+            format!("The etcd member of replica {name} was removed out of band"),
+            format!(
+                "etcd answers without a member for {name} although its VM in {zone} still exists. A removed member cannot rejoin with its old data, so the plan replaces the replica: the old VM is deleted, then a fresh replica joins in the same zone as a new member."
+            ),
+        );
+        p.etcd_member_id = Val::Unknown;
+        requires_replace.push(AttributePath::attr("etcd_member_id"));
+        return;
+    }
+    if let Some(status) = prior.status.known().filter(|s| !s.is_empty())
+        && status != "RUNNING"
+    {
+        let member = prior
+            .etcd_member_id
+            .known()
+            .map(|id| format!("its etcd member {name} (id {id})"))
+            .unwrap_or_else(|| "its etcd member".into());
+        diags.warning(
+            format!("Replica {name} is {status}, and {member} is unhealthy"),
+            format!(
+                "The VM of replica {name} in {zone} is not running, so {member} is down and the cluster tolerates one failure less. `terraform apply` starts the VM again and waits until the member is healthy. If it cannot recover (a broken disk, a corrupt etcd), replace it instead: `terraform apply -replace='<address>'`, where the address is that of the ha_master_replica resource named {name} in {zone}; the dead member is removed before a new replica joins in the same zone."
+            ),
+        );
+        p.status = Val::Known("RUNNING".into());
+        // A VM that starts again may get another ephemeral IP.
+        p.external_ip = Val::Unknown;
+        p.holds_static_ip = Val::Unknown;
+    } else if prior.status.known().is_some_and(|s| !s.is_empty()) {
+        p.status = Val::Known("RUNNING".into());
+    }
 }
 
 /// Placement checks on whatever is known; unknown parts are checked again at apply.
@@ -137,6 +187,9 @@ impl Resource for ReplicaResource {
             change
                 .requires_replace
                 .push(AttributePath::attr("instance_id"));
+        }
+        if let Some(prior) = change.prior {
+            plan_repairs(prior, p, change.requires_replace, diags);
         }
         if let (Some(cluster), Some(zone), Some(name)) =
             (p.cluster.known(), p.zone.known(), p.name.known())

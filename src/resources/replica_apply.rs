@@ -21,8 +21,10 @@ use crate::ops::join::{JoinRequest, Joined, join};
 use crate::ops::leave::leave;
 use crate::ops::lock::{ClusterLock, lock_cluster};
 use crate::ops::observe::observe;
-use crate::ops::shared::replica_labels;
+use crate::ops::refresh::observe_shared;
+use crate::ops::repair::restart_replica;
 use crate::ops::shared::zone_of;
+use crate::ops::shared::{CLUSTER_LABEL, replica_labels};
 use crate::ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -106,6 +108,7 @@ fn fill(
         .unwrap_or_default();
     p.holds_static_ip = Val::Known(external == spec.external_ip);
     p.external_ip = Val::Known(external);
+    p.status = Val::Known(instance.map(|i| i.status.clone()).unwrap_or_default());
     p.etcd_member_id = Val::Known(
         j.and_then(|j| j.member_id)
             .map(|id| format!("{id:x}"))
@@ -190,7 +193,10 @@ async fn warn_about_shape(
     }
 }
 
-/// Refresh: the VM is the replica; without it the plan proposes to create it again.
+/// Refresh, from the snapshot every read of this refresh shares: the VM is the replica. Without it the replica is
+/// kept with an empty `instance_id` (the plan replaces it). With it, refresh records what moved: the VM's status,
+/// its external IP, the labels it carries beyond the cluster's, and an empty `etcd_member_id` when etcd answers
+/// without this replica's member. The plan turns each into its repair.
 pub async fn read(
     settings: &Settings,
     s: ReplicaModel,
@@ -204,32 +210,81 @@ pub async fn read(
     }
     let ctx = context(settings, &s, diags).await?;
     let until = Instant::now() + Duration::from_secs(60);
-    match ctx.compute.get_instance(&zone, &name, until).await {
+    let snap = match observe_shared(&ctx).await {
+        Ok(snap) => snap,
+        Err(e) => {
+            diags.error(format!("Could not read replica {name}"), e.to_string());
+            return Some(s);
+        }
+    };
+    let listed = snap
+        .instances
+        .get(&name)
+        .filter(|i| zone_of(i) == zone)
+        .cloned();
+    let vm = match listed {
+        Some(i) => Some(i),
+        // The cluster finds its VMs by label; one whose labels were edited by hand is still this replica.
+        None => match ctx.compute.get_instance(&zone, &name, until).await {
+            Ok(i) => i,
+            Err(e) => {
+                diags.error(format!("Could not read replica {name}"), e.to_string());
+                return Some(s);
+            }
+        },
+    };
+    let mut s = s;
+    let Some(i) = vm else {
         // The VM is gone but its etcd member and reserved IP may not be: keep the replica in state, marked, so the
         // plan replaces it (the delete removes the dead member, then a fresh replica joins) instead of forgetting
         // what it owned.
-        Ok(None) => {
-            let mut s = s;
-            s.instance_id = Val::Known(String::new());
-            s.external_ip = Val::Known(String::new());
-            s.holds_static_ip = Val::Known(false);
-            Some(s)
-        }
-        Ok(Some(i)) => {
-            let mut s = s;
-            let external = i.external_ip.clone().unwrap_or_default();
-            s.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
-            s.external_ip = Val::Known(external);
-            Some(s)
-        }
-        Err(e) => {
-            diags.error(format!("Could not read replica {name}"), e.to_string());
-            Some(s)
-        }
+        s.instance_id = Val::Known(String::new());
+        s.external_ip = Val::Known(String::new());
+        s.holds_static_ip = Val::Known(false);
+        s.status = Val::Known(String::new());
+        return Some(s);
+    };
+    let external = i.external_ip.clone().unwrap_or_default();
+    s.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
+    s.external_ip = Val::Known(external);
+    s.status = Val::Known(i.status.clone());
+    s.labels = own_labels(&i.labels, &ctx.spec.labels, &s.labels);
+    // Only a list etcd gave counts: unreachable etcd says nothing about membership.
+    if snap.observed.members.is_some()
+        && let Some(id) = s.etcd_member_id.known().filter(|id| !id.is_empty())
+        && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
+    {
+        s.etcd_member_id = Val::Known(String::new());
+    }
+    Some(s)
+}
+
+/// The replica's own labels as the VM carries them: everything but the cluster label and the cluster's labels.
+/// A cluster label the replica also sets to the same value stays (it cannot be told apart from the VM alone), and
+/// no labels at all stay null when the configuration left them out.
+fn own_labels(
+    vm: &BTreeMap<String, String>,
+    cluster: &BTreeMap<String, String>,
+    prior: &Val<BTreeMap<String, String>>,
+) -> Val<BTreeMap<String, String>> {
+    let had = prior.known();
+    let own: BTreeMap<String, String> = vm
+        .iter()
+        .filter(|(k, v)| {
+            k.as_str() != CLUSTER_LABEL
+                && (cluster.get(*k) != Some(*v) || had.is_some_and(|h| h.get(*k) == Some(*v)))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if own.is_empty() && prior.is_null() {
+        Val::Null
+    } else {
+        Val::Known(own)
     }
 }
 
-/// In place: labels.
+/// In place: a VM that is not running is started again (and its etcd member awaited), and the VM's labels become
+/// the cluster's plus the replica's. The computed values that may change with it (status, external IP) are read back.
 pub async fn update(
     settings: &Settings,
     prior: ReplicaModel,
@@ -239,14 +294,18 @@ pub async fn update(
     let (Some(name), Some(zone)) = (p.name.known().cloned(), p.zone.known().cloned()) else {
         return Some(prior);
     };
-    if p.labels == prior.labels {
-        return Some(p);
-    }
     let ctx = context(settings, &p, diags).await?;
+    let until = deadline(&p.timeouts, Op::Update, Duration::from_secs(600));
+    let vm = match restart_replica(&ctx, &zone, &name, until).await {
+        Ok(vm) => vm,
+        Err(e) => {
+            report(diags, "start", &name, e);
+            return Some(prior);
+        }
+    };
     let mut labels: BTreeMap<String, String> = ctx.spec.labels.clone();
     labels.extend(p.labels.known().cloned().unwrap_or_default());
-    let until = deadline(&p.timeouts, Op::Update, Duration::from_secs(600));
-    match ctx
+    let vm = match ctx
         .compute
         .set_labels(
             &zone,
@@ -256,15 +315,23 @@ pub async fn update(
         )
         .await
     {
-        Ok(_) => Some(p),
+        Ok(vm) => vm,
         Err(e) => {
             diags.error(
                 format!("Could not update the labels of replica {name}"),
                 e.to_string(),
             );
-            Some(prior)
+            let mut back = prior;
+            back.status = Val::Known(vm.status.clone());
+            return Some(back);
         }
-    }
+    };
+    let mut p = p;
+    let external = vm.external_ip.clone().unwrap_or_default();
+    p.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
+    p.external_ip = Val::Known(external);
+    p.status = Val::Known(vm.status.clone());
+    Some(p)
 }
 
 pub async fn delete(

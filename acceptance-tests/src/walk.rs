@@ -1,0 +1,226 @@
+//! The walk-through cluster shared by the lifecycle and drift scenarios: its configuration (a cluster named `walk`
+//! and one replica per zone in `var.zones`), and `check`, every assertion made after an apply: the next plan is
+//! empty; etcd's members are exactly the declared replicas, all healthy and voting; the keys written at the start
+//! are all there; the static IP answers /healthz over TLS with a certificate valid for that IP under the cluster
+//! CA; the load balancer (forwarding rule, and a target pool of exactly the replica VMs) exists exactly when there
+//! are two or more replicas; and the sim holds no object Terraform does not know about.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{Client, Sim, Workspace};
+
+/// The configuration: `ha_master_cluster.c` named `walk`, `ha_master_replica.r[<zone>]` per zone.
+pub fn walk_config(sim: &Sim) -> String {
+    format!(
+        r#"
+terraform {{
+  required_providers {{
+    ha = {{ source = "hamaster/ha" }}
+  }}
+}}
+
+variable "zones" {{
+  type = list(string)
+}}
+
+provider "ha" {{
+  project                 = "walk"
+  zone                    = "europe-west1-b"
+  compute_custom_endpoint = "{url}"
+  access_token            = "sim-token"
+}}
+
+resource "ha_master_cluster" "c" {{
+  name                      = "walk"
+  multizone                 = true
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+}}
+
+resource "ha_master_replica" "r" {{
+  for_each = toset(var.zones)
+  cluster  = ha_master_cluster.c.spec
+  zone     = each.value
+}}
+
+output "ca" {{
+  value = ha_master_cluster.c.ca_certificate
+}}
+
+output "ip" {{
+  value = ha_master_cluster.c.external_ip
+}}
+
+output "replicas" {{
+  value = sort([for r in ha_master_replica.r : r.name])
+}}
+
+output "by_zone" {{
+  value = {{ for z, r in ha_master_replica.r : z => r.name }}
+}}
+"#,
+        url = sim.url()
+    )
+}
+
+pub fn set_zones(ws: &Workspace, zones: &[&str]) {
+    ws.write_file(
+        "terraform.tfvars.json",
+        &serde_json::json!({ "zones": zones }).to_string(),
+    );
+}
+
+/// `output -json`, parsed.
+pub fn outputs(ws: &Workspace) -> Value {
+    let out = ws.run(&["output", "-json"]);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).expect("terraform output -json")
+}
+
+/// Replica names by zone, as state has them.
+pub fn replicas_by_zone(ws: &Workspace) -> BTreeMap<String, String> {
+    outputs(ws)["by_zone"]["value"]
+        .as_object()
+        .expect("by_zone output")
+        .iter()
+        .map(|(z, n)| (z.clone(), n.as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// How many keys `write_keys` writes and `check` expects.
+pub const KEYS: usize = 5;
+
+/// Writes `walk/k0..` through the etcd of `vm`, so later checks can see they survived every change.
+pub fn write_keys(sim: &Sim, vm: &str) {
+    for i in 0..KEYS {
+        sim.ssh(
+            vm,
+            &["etcdctl", "put", &format!("walk/k{i}"), &format!("v{i}")],
+        );
+    }
+}
+
+/// Every check of the walk-through, for the replicas Terraform says exist.
+pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
+    let out = outputs(ws);
+    let replicas: BTreeSet<String> = out["replicas"]["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        replicas.len(),
+        expected,
+        "[{client}] replicas in state: {replicas:?}"
+    );
+
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(
+        plan.code,
+        Some(0),
+        "[{client}] the plan after apply must be empty:\n{}",
+        plan.combined()
+    );
+
+    // etcd: members == replicas, every one voting and healthy, seen from every replica.
+    for vm in &replicas {
+        let list: Value =
+            serde_json::from_str(&sim.ssh(vm, &["etcdctl", "member", "list", "-w", "json"]))
+                .unwrap();
+        let members = list["members"].as_array().unwrap();
+        let names: BTreeSet<String> = members
+            .iter()
+            .map(|m| m["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(names, replicas, "[{client}] etcd members seen from {vm}");
+        assert!(
+            members
+                .iter()
+                .all(|m| m["isLearner"].as_bool() != Some(true)),
+            "[{client}] a learner is left: {list}"
+        );
+        sim.ssh(vm, &["etcdctl", "endpoint", "health"]);
+        let keys = sim.ssh(vm, &["etcdctl", "get", "walk/", "--prefix", "--keys-only"]);
+        assert_eq!(
+            keys.lines().filter(|l| !l.trim().is_empty()).count(),
+            KEYS,
+            "[{client}] keys seen from {vm}"
+        );
+    }
+
+    // The static IP serves the API over TLS, verified for that IP under the cluster CA.
+    let ca = out["ca"]["value"].as_str().unwrap().to_string();
+    let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer = rt
+        .block_on(terraform_provider_ha::ops::endpoint::probe(
+            &ca,
+            ip,
+            ip,
+            443,
+            Duration::from_secs(5),
+        ))
+        .unwrap_or_else(|e| panic!("[{client}] https://{ip}/healthz: {e}"));
+    assert_eq!(answer.status, 200, "[{client}] /healthz on the static IP");
+    assert!(
+        answer
+            .replica
+            .as_ref()
+            .is_some_and(|r| replicas.contains(r)),
+        "[{client}] answered by {:?}",
+        answer.replica
+    );
+
+    // The load balancer exists exactly with two or more replicas, its pool holding exactly the replica VMs;
+    // nothing in the sim that state does not know.
+    let rules = sim.names("forwardingRules");
+    assert_eq!(
+        rules,
+        if expected >= 2 {
+            vec!["walk".to_string()]
+        } else {
+            vec![]
+        },
+        "[{client}] forwarding rules"
+    );
+    let state = sim.admin("state");
+    let pools: BTreeMap<String, BTreeSet<String>> = state["targetPools"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, p)| {
+            let members = p["instances"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u.as_str()?.rsplit('/').next().map(str::to_string))
+                .collect();
+            (p["name"].as_str().unwrap_or_default().to_string(), members)
+        })
+        .collect();
+    let want_pools: BTreeMap<String, BTreeSet<String>> = if expected >= 2 {
+        [("walk".to_string(), replicas.clone())].into()
+    } else {
+        BTreeMap::new()
+    };
+    assert_eq!(
+        pools, want_pools,
+        "[{client}] target pools and their members"
+    );
+    let instances: BTreeSet<String> = sim.names("instances").into_iter().collect();
+    assert_eq!(instances, replicas, "[{client}] instances in the sim");
+    let mut addresses: BTreeSet<String> = replicas.iter().map(|r| format!("{r}-int")).collect();
+    addresses.insert("walk-ip".into());
+    assert_eq!(
+        sim.names("addresses").into_iter().collect::<BTreeSet<_>>(),
+        addresses,
+        "[{client}] addresses in the sim"
+    );
+}

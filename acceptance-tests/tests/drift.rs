@@ -1,0 +1,246 @@
+//! The world moves behind Terraform's back; `plan` tells the truth and `apply` repairs it. Under both clients on
+//! ha-sim with real etcd, each drift is made out of band (sim faults, etcdctl), then: `plan -detailed-exitcode`
+//! exits 2 and its text names the problem, the apply succeeds, and the walk-through's `check` holds (plan empty,
+//! etcd members == replicas all voting and healthy, keys intact, static IP serving /healthz over TLS, load
+//! balancer iff two or more replicas with a pool of exactly the replica VMs, nothing in the sim unknown to state).
+//! Drifts that compose share one cluster, to keep the wall time low.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config, write_keys};
+use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
+
+const B: &str = "europe-west1-b";
+const C: &str = "europe-west1-c";
+const D: &str = "europe-west1-d";
+
+/// A walk cluster with one replica per zone, keys written through the first.
+fn cluster(client: Client, sim: &Sim, scenario: &str, zones: &[&str]) -> Workspace {
+    let ws = Workspace::new(client, scenario).with_timeout(Duration::from_secs(300));
+    ws.write_main_tf(&walk_config(sim));
+    ws.init();
+    set_zones(&ws, zones);
+    ws.apply();
+    write_keys(sim, &replicas_by_zone(&ws)[zones[0]]);
+    ws
+}
+
+/// The plan sees a change (exit 2) and says each of `needles`.
+#[track_caller]
+fn plan_sees(client: Client, ws: &Workspace, needles: &[&str]) -> CmdOutput {
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(
+        plan.code,
+        Some(2),
+        "[{client}] plan must see the drift:\n{plan}"
+    );
+    for needle in needles {
+        plan.assert_contains(needle);
+    }
+    plan
+}
+
+fn instances(sim: &Sim) -> BTreeSet<String> {
+    sim.names("instances").into_iter().collect()
+}
+
+/// The hex id of `name`'s etcd member, as `etcdctl member list` run on `via` shows it.
+fn member_id(sim: &Sim, via: &str, name: &str) -> String {
+    let list = sim.ssh(via, &["etcdctl", "member", "list"]);
+    list.lines()
+        .map(|l| l.split(", ").collect::<Vec<_>>())
+        .find(|cols| cols.get(2) == Some(&name))
+        .map(|cols| cols[0].to_string())
+        .unwrap_or_else(|| panic!("no etcd member {name} in:\n{list}"))
+}
+
+/// `etcdctl member remove` through `via`. etcd refuses a removal until the remaining members have been connected
+/// for a while ("unhealthy cluster" right after a join), so it is retried until it is accepted.
+fn remove_member(sim: &Sim, via: &str, name: &str) {
+    let id = member_id(sim, via, name);
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match sim.try_ssh(via, &["etcdctl", "member", "remove", &id]) {
+            Ok(_) => return,
+            Err(e) if e.contains("unhealthy cluster") && std::time::Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("etcdctl member remove {id} ({name}) via {via}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_removed_etcd_member_or_a_vanished_vm_replaces_the_replica() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-member-{client}"));
+        let ws = cluster(client, &sim, "drift-member", &[B, C, D]);
+
+        // (a) The member is removed through another member; the VM keeps running.
+        let by_zone = replicas_by_zone(&ws);
+        let victim = by_zone[C].clone();
+        remove_member(&sim, &by_zone[B], &victim);
+        plan_sees(
+            client,
+            &ws,
+            &[
+                &format!("The etcd member of replica {victim} was removed out of band"),
+                "A removed member cannot rejoin with its old data",
+                "must be replaced",
+            ],
+        );
+        ws.apply();
+        check(client, &ws, &sim, 3);
+        assert!(
+            !instances(&sim).contains(&victim),
+            "[{client}] {victim} came back under its old name"
+        );
+
+        // The VM is deleted in the console: its member and reserved IP must not leak.
+        let victim = replicas_by_zone(&ws)[D].clone();
+        sim.fault(&["delete-instance", &victim]);
+        plan_sees(
+            client,
+            &ws,
+            &[
+                "must be replaced",
+                &format!("The VM of replica {victim} is gone"),
+                // The pool still lists the dead VM: the cluster shows it and the apply removes it.
+                &format!("target pool lists {victim}, which is not an existing replica VM"),
+            ],
+        );
+        ws.apply();
+        check(client, &ws, &sim, 3);
+        assert!(
+            !instances(&sim).contains(&victim),
+            "[{client}] {victim} came back under its old name"
+        );
+    });
+}
+
+#[test]
+fn a_crashed_replica_is_started_again_or_replaced() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-crash-{client}"));
+        let ws = cluster(client, &sim, "drift-crash", &[B, C, D]);
+        let crash_seen = |victim: &str, zone: &str| {
+            sim.fault(&["crash-vm", victim]);
+            plan_sees(
+                client,
+                &ws,
+                &[
+                    r#"~ status = "TERMINATED" -> "RUNNING""#,
+                    &format!("Replica {victim} is TERMINATED, and its etcd member {victim}"),
+                    "is unhealthy",
+                    "terraform apply -replace='<address>'",
+                    &format!("named {victim} in {zone}"),
+                ],
+            );
+        };
+
+        // A plain apply starts the VM again; the same replica rejoins with its data.
+        let victim = replicas_by_zone(&ws)[C].clone();
+        crash_seen(&victim, C);
+        ws.apply();
+        check(client, &ws, &sim, 3);
+        assert_eq!(
+            replicas_by_zone(&ws)[C],
+            victim,
+            "[{client}] a restart keeps the replica"
+        );
+
+        // `apply -replace=` gives a fresh replica in the same zone; the dead member goes first.
+        let victim = replicas_by_zone(&ws)[D].clone();
+        crash_seen(&victim, D);
+        ws.run(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            &format!(r#"-replace=ha_master_replica.r["{D}"]"#),
+        ])
+        .assert_success();
+        check(client, &ws, &sim, 3);
+        let now = replicas_by_zone(&ws);
+        assert_ne!(now[D], victim, "[{client}] {D} has a new replica");
+        assert!(
+            !instances(&sim).contains(&victim),
+            "[{client}] the crashed VM {victim} is left"
+        );
+    });
+}
+
+#[test]
+fn a_load_balancer_that_lost_a_member_or_its_rule_and_hand_edited_labels_are_restored() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-lb-{client}"));
+        let ws = cluster(client, &sim, "drift-lb", &[B, C]);
+        let victim = replicas_by_zone(&ws)[C].clone();
+
+        sim.fault(&["drop-member", "walk", &victim]);
+        plan_sees(
+            client,
+            &ws,
+            &[
+                &format!("Replica {victim} is not in the load balancer's target pool."),
+                "ha_master_cluster.c will be updated in-place",
+            ],
+        );
+        ws.apply();
+        check(client, &ws, &sim, 2);
+
+        sim.fault(&["delete-forwarding-rule", "walk"]);
+        plan_sees(
+            client,
+            &ws,
+            &["The forwarding rule that serves the static IP is missing."],
+        );
+        ws.apply();
+        check(client, &ws, &sim, 2);
+
+        // Labels edited in the console: the replica's plan shows them, the update restores the declared set.
+        sim.fault(&["set-label", &victim, "team=rogue"]);
+        plan_sees(
+            client,
+            &ws,
+            &[
+                &format!(r#"ha_master_replica.r["{C}"] will be updated in-place"#),
+                r#""team" = "rogue""#,
+            ],
+        );
+        ws.apply();
+        check(client, &ws, &sim, 2);
+        let state = sim.admin("state");
+        let vm = state["instances"]
+            .as_object()
+            .unwrap()
+            .values()
+            .find(|i| i["name"] == victim.as_str())
+            .unwrap_or_else(|| panic!("[{client}] no VM {victim}"));
+        assert_eq!(
+            vm["labels"],
+            serde_json::json!({ "ha-master-cluster": "walk" }),
+            "[{client}] labels of {victim}"
+        );
+    });
+}
+
+#[test]
+fn a_sole_replica_that_lost_the_static_ip_gets_it_back() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-ip-{client}"));
+        let ws = cluster(client, &sim, "drift-ip", &[B]);
+        let sole = replicas_by_zone(&ws)[B].clone();
+        sim.fault(&["detach-ip", &sole]);
+        plan_sees(
+            client,
+            &ws,
+            &[&format!(
+                "The sole replica {sole} does not hold the static IP (nothing holds it)."
+            )],
+        );
+        ws.apply();
+        check(client, &ws, &sim, 1);
+    });
+}
