@@ -228,3 +228,92 @@ impl Resource for ReplicaResource {
         super::replica_apply::delete(&self.settings(), &self.stop, prior, diags).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfplugin::value::Value;
+
+    /// A replica in state whose VM exists and runs, with member `abc`.
+    fn prior() -> ReplicaModel {
+        let Type::Object { attrs, .. } = schema().value_type() else {
+            panic!("a resource type is an object")
+        };
+        let v = Value::Object(attrs.keys().map(|k| (k.clone(), Value::Null)).collect());
+        let mut m: ReplicaModel = tfplugin_framework::model::from_value(&v).unwrap();
+        m.name = Val::Known("walk-abc".into());
+        m.zone = Val::Known("europe-west1-c".into());
+        m.instance_id = Val::Known("42".into());
+        m.etcd_member_id = Val::Known("abc".into());
+        m.status = Val::Known("RUNNING".into());
+        m.external_ip = Val::Known("10.0.0.9".into());
+        m.holds_static_ip = Val::Known(false);
+        m
+    }
+
+    fn plan(prior: &ReplicaModel) -> (ReplicaModel, Vec<AttributePath>, Diagnostics) {
+        let mut p = prior.clone();
+        let mut replace = Vec::new();
+        let mut diags = Diagnostics::new();
+        plan_repairs(prior, &mut p, &mut replace, &mut diags);
+        (p, replace, diags)
+    }
+
+    #[test]
+    fn a_running_replica_in_its_member_plans_nothing() {
+        let (p, replace, diags) = plan(&prior());
+        assert!(replace.is_empty() && diags.is_empty());
+        assert_eq!(p.status, Val::Known("RUNNING".into()));
+        assert_eq!(p.external_ip, Val::Known("10.0.0.9".into()));
+    }
+
+    #[test]
+    fn a_removed_member_replaces_the_replica() {
+        let mut s = prior();
+        s.etcd_member_id = Val::Known(String::new());
+        let (p, replace, diags) = plan(&s);
+        assert_eq!(replace, vec![AttributePath::attr("etcd_member_id")]);
+        assert!(p.etcd_member_id.is_unknown());
+        let d = diags.iter().next().unwrap();
+        assert!(
+            d.summary.contains("walk-abc was removed out of band"),
+            "{d:?}"
+        );
+        assert!(
+            d.detail.contains("cannot rejoin with its old data"),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_stopped_vm_is_started_in_place_and_the_warning_names_the_remedy() {
+        let mut s = prior();
+        s.status = Val::Known("TERMINATED".into());
+        let (p, replace, diags) = plan(&s);
+        assert!(replace.is_empty(), "a restart is in place");
+        assert_eq!(p.status, Val::Known("RUNNING".into()));
+        assert!(p.external_ip.is_unknown() && p.holds_static_ip.is_unknown());
+        let d = diags.iter().next().unwrap();
+        assert!(
+            d.summary.contains(
+                "walk-abc is TERMINATED, and its etcd member walk-abc (id abc) is unhealthy"
+            ),
+            "{d:?}"
+        );
+        assert!(
+            d.detail.contains("-replace='<address>'")
+                && d.detail.contains("named walk-abc in europe-west1-c"),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_vanished_vm_is_left_to_the_vanished_vm_rule() {
+        let mut s = prior();
+        s.instance_id = Val::Known(String::new());
+        s.etcd_member_id = Val::Known(String::new());
+        s.status = Val::Known(String::new());
+        let (_, replace, diags) = plan(&s);
+        assert!(replace.is_empty() && diags.is_empty());
+    }
+}

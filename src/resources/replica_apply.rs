@@ -359,3 +359,62 @@ pub async fn delete(
         None => report_interrupted(diags, &format!("Deleting replica {name}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn own_labels_are_what_the_vm_carries_beyond_the_cluster() {
+        let cluster = map(&[("env", "prod")]);
+        let vm = |extra: &[(&str, &str)]| {
+            let mut m = map(&[(CLUSTER_LABEL, "walk"), ("env", "prod")]);
+            m.extend(map(extra));
+            m
+        };
+        type Labels = BTreeMap<String, String>;
+        // (VM labels, prior, expected)
+        let cases: [(Labels, Val<Labels>, Val<Labels>); 5] = [
+            // Nothing extra: null stays null, an empty map stays empty.
+            (vm(&[]), Val::Null, Val::Null),
+            (vm(&[]), Val::Known(map(&[])), Val::Known(map(&[]))),
+            // A label added by hand shows.
+            (
+                vm(&[("team", "rogue")]),
+                Val::Null,
+                Val::Known(map(&[("team", "rogue")])),
+            ),
+            // The replica's own label removed by hand shows as missing.
+            (
+                vm(&[]),
+                Val::Known(map(&[("tier", "a")])),
+                Val::Known(map(&[])),
+            ),
+            // A replica label equal to a cluster label is kept when the replica declared it.
+            (
+                vm(&[]),
+                Val::Known(map(&[("env", "prod")])),
+                Val::Known(map(&[("env", "prod")])),
+            ),
+        ];
+        for (labels, prior, want) in cases {
+            assert_eq!(
+                own_labels(&labels, &cluster, &prior),
+                want,
+                "{labels:?} {prior:?}"
+            );
+        }
+        // A cluster label overridden on the VM is the replica's.
+        assert_eq!(
+            own_labels(&vm(&[("env", "dev")]), &cluster, &Val::Null),
+            Val::Known(map(&[("env", "dev")]))
+        );
+    }
+}
