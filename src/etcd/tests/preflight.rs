@@ -422,7 +422,12 @@ fn removal_rules_on_fetched_data() {
     with_x.push(member(4, "x", false));
     let views = [view("a", with_x.clone()), view("b", with_x)];
     assert_eq!(
-        short(got(Change::Remove(&[3]), &["a", "b", "d"], &views, &no_alarms)),
+        short(got(
+            Change::Remove(&[3]),
+            &["a", "b", "d"],
+            &views,
+            &no_alarms
+        )),
         [
             "member x is not in the configuration (no replica VM of the cluster has its name)",
             "replica d has no etcd member"
@@ -435,11 +440,21 @@ fn removal_rules_on_fetched_data() {
     learners.push(member(6, "", true));
     let views = [view("a", learners.clone()), view("b", learners)];
     assert_eq!(
-        got(Change::Remove(&[5, 6]), &["a", "b", "c"], &views, &no_alarms),
+        got(
+            Change::Remove(&[5, 6]),
+            &["a", "b", "c"],
+            &views,
+            &no_alarms
+        ),
         Vec::<String>::new()
     );
     assert_eq!(
-        short(got(Change::Remove(&[5]), &["a", "b", "c"], &views, &no_alarms)),
+        short(got(
+            Change::Remove(&[5]),
+            &["a", "b", "c"],
+            &views,
+            &no_alarms
+        )),
         ["a learner https"]
     );
 
