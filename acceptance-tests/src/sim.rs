@@ -228,6 +228,16 @@ impl Sim {
             .unwrap_or_else(|e| panic!("/_sim/{path} is not JSON ({e}): {body}"))
     }
 
+    /// The request log (`GET /_sim/requests`: counts per API method and the last entries); `reset` clears it
+    /// after reading, so the next read shows only what came after.
+    pub fn requests(&self, reset: bool) -> Value {
+        let log = self.admin("requests");
+        if reset {
+            self.cli(&["requests", "--reset"]);
+        }
+        log
+    }
+
     /// Names of the objects of one kind in `status` (`instances`, `addresses`, `forwardingRules`).
     pub fn names(&self, kind: &str) -> Vec<String> {
         let mut v: Vec<String> = self.status()[kind]

@@ -1,7 +1,8 @@
 //! One scenario's working directory under one client: its own CLI config, lock file, env and state.
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -135,6 +136,42 @@ impl Workspace {
     /// Runs the client with `args` in the workspace. Never panics on a non-zero exit: use the helpers below or
     /// `CmdOutput::assert_*`. Every command is logged to stderr (shown by the test runner only on failure).
     pub fn run(&self, args: &[&str]) -> CmdOutput {
+        let cmd = self.command(args);
+        let label = format!("{} {}", self.client.name(), args.join(" "));
+        let output = run(cmd, label, self.path().to_path_buf(), self.timeout);
+        let status = match (output.timed_out, output.code) {
+            (true, _) => "timed out".to_string(),
+            (false, Some(code)) => format!("exit {code}"),
+            (false, None) => "killed".to_string(),
+        };
+        eprintln!(
+            "[{}] $ {}  -> {status} in {:.2?}",
+            self.client, output.command, output.duration
+        );
+        output
+    }
+
+    /// Starts the client with `args` in the background, as the leader of its own process group (so a test can
+    /// signal it and the providers it started together, as a terminal would), with the environment `run` gives
+    /// every command. Its output goes to `<log>.stdout` and `<log>.stderr` in the workspace.
+    pub fn spawn(&self, args: &[&str], log: &str) -> Child {
+        let mut cmd = self.command(args);
+        let file = |ext: &str| {
+            std::fs::File::create(self.path().join(format!("{log}.{ext}")))
+                .unwrap_or_else(|e| panic!("creating {log}.{ext}: {e}"))
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(file("stdout"))
+            .stderr(file("stderr"))
+            .process_group(0);
+        eprintln!("[{}] $ {} {} &", self.client, self.client, args.join(" "));
+        cmd.spawn()
+            .unwrap_or_else(|e| panic!("[{}] starting {args:?}: {e}", self.client))
+    }
+
+    /// The client's command line with the scenario's environment: inherited settings that would change what the
+    /// clients or the provider do are removed, the workspace's CLI config and variables are set.
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.client.binary());
         cmd.args(args).current_dir(self.path());
         for (key, _) in std::env::vars_os() {
@@ -152,18 +189,7 @@ impl Workspace {
             cmd.env("TF_LOG", level);
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        let label = format!("{} {}", self.client.name(), args.join(" "));
-        let output = run(cmd, label, self.path().to_path_buf(), self.timeout);
-        let status = match (output.timed_out, output.code) {
-            (true, _) => "timed out".to_string(),
-            (false, Some(code)) => format!("exit {code}"),
-            (false, None) => "killed".to_string(),
-        };
-        eprintln!(
-            "[{}] $ {}  -> {status} in {:.2?}",
-            self.client, output.command, output.duration
-        );
-        output
+        cmd
     }
 
     /// `init`, which must succeed.

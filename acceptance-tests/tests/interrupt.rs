@@ -10,8 +10,6 @@
 //! saves no state.
 
 use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt as _;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
@@ -95,38 +93,6 @@ fn wait_for(client: Client, what: &str, within: Duration, mut cond: impl FnMut()
     }
 }
 
-/// Starts `apply` in the workspace as its own process group, with the environment `Workspace::run` gives every
-/// command; its output goes to files in the workspace.
-fn spawn_apply(ws: &Workspace) -> std::process::Child {
-    let mut cmd = Command::new(ws.client().binary());
-    cmd.args(["apply", "-input=false", "-no-color", "-auto-approve"])
-        .current_dir(ws.path());
-    for (key, _) in std::env::vars_os() {
-        if let Some(key) = key.to_str()
-            && [
-                "TF_",
-                "CHECKPOINT_",
-                "GOOGLE_",
-                "GCLOUD_",
-                "CLOUDSDK_",
-                "PLUGIN_",
-            ]
-            .iter()
-            .any(|p| key.starts_with(p))
-        {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("TF_CLI_CONFIG_FILE", ws.path().join("cli.tfrc"))
-        .env("CHECKPOINT_DISABLE", "1")
-        .env("TF_IN_AUTOMATION", "1")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(ws.path().join("interrupted.stdout")).unwrap())
-        .stderr(std::fs::File::create(ws.path().join("interrupted.stderr")).unwrap())
-        .process_group(0);
-    cmd.spawn().expect("starting apply")
-}
-
 #[test]
 fn ctrl_c_during_a_join_returns_promptly_and_the_next_apply_finishes() {
     for_each_client(|client| {
@@ -141,7 +107,10 @@ fn ctrl_c_during_a_join_returns_promptly_and_the_next_apply_finishes() {
         // not end by itself, so a prompt exit shows the provider gave up its work when asked.
         sim.fault(&["stall-op", "--kind", "forwardingRules.insert"]);
         set_names(&ws, &["intr-b", "intr-c", "intr-d"]);
-        let mut child = spawn_apply(&ws);
+        let mut child = ws.spawn(
+            &["apply", "-input=false", "-no-color", "-auto-approve"],
+            "interrupted",
+        );
         let second = |sim: &Sim| {
             sim.names("instances")
                 .iter()
