@@ -33,6 +33,24 @@ pub enum OpError {
     Other(String),
 }
 
+impl OpError {
+    /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"
+    /// alone does not say why, its source does.
+    pub fn explain(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            let s = c.to_string();
+            if !text.contains(&s) {
+                text.push_str(": ");
+                text.push_str(&s);
+            }
+            cause = c.source();
+        }
+        text
+    }
+}
+
 pub type Result<T, E = OpError> = std::result::Result<T, E>;
 
 /// The cluster spec with every value known, as at apply time.
