@@ -57,6 +57,9 @@ pub fn check_join(world: &Observed) -> Verdict {
             _ => Verdict::Fine,
         };
     }
+    if let Some(v) = cannot_judge(world, &voters) {
+        return v;
+    }
     let healthy = voters.iter().filter(|m| m.healthy).count() as u64;
     if healthy < quorum::quorum(n) {
         return Verdict::Refuse((
@@ -86,8 +89,33 @@ pub fn check_join(world: &Observed) -> Verdict {
     Verdict::Fine
 }
 
+/// Members that did not answer only because their VM has no external IP (an IP move stopped half way) are not
+/// known to be down: the cluster's update in the same apply gives the VM an IP back (`shape`), and apply judges
+/// quorum again from its own snapshot. Plan says so instead of refusing on a guess.
+fn cannot_judge(world: &Observed, voters: &[&MemberView]) -> Option<Verdict> {
+    let unasked: Vec<&str> = voters
+        .iter()
+        .filter(|m| !m.healthy && world.without_external_ip.contains(&m.name))
+        .map(|m| m.name.as_str())
+        .collect();
+    if unasked.is_empty() {
+        return None;
+    }
+    Some(Verdict::Warn((
+        "Could not check etcd's quorum while planning".into(),
+        format!(
+            "The etcd members of {} could not be asked: their VMs have no external IP (an IP move stopped half way). The cluster's update in this apply gives them one back, and apply checks quorum again before it changes membership.",
+            unasked.join(", ")
+        ),
+    )))
+}
+
 /// Removing replica `me`: exactly the refusal apply would make from this snapshot.
 pub fn check_leave(world: &Observed, me: &str) -> Verdict {
+    let voters = voting(world);
+    if let Some(v) = cannot_judge(world, &voters) {
+        return v;
+    }
     match leave_steps(world, me) {
         Ok(_) => Verdict::Fine,
         Err(refusal) => Verdict::Refuse(refusal),
@@ -118,6 +146,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            without_external_ip: Default::default(),
         }
     }
 
@@ -191,5 +220,27 @@ mod tests {
         assert!(detail.contains("unhealthy: b"), "{detail}");
         // Removing the dead one only helps.
         assert_eq!(check_leave(&one_down, "b"), Verdict::Fine);
+    }
+
+    #[test]
+    fn members_behind_a_vm_without_external_ip_are_not_judged_at_plan() {
+        // An IP move killed between removing b's access config and adding the new one: b's member is fine but
+        // cannot be asked. Refusing would block the apply whose cluster update gives b its IP back.
+        let mut w = world(&[("a", true), ("b", false)]);
+        w.without_external_ip.insert("b".into());
+        for v in [check_join(&w), check_leave(&w, "a")] {
+            assert!(matches!(v, Verdict::Warn(_)), "{v:?}");
+            let Verdict::Warn((summary, detail)) = v else {
+                unreachable!()
+            };
+            assert!(
+                summary.contains("Could not check etcd's quorum"),
+                "{summary}"
+            );
+            assert!(detail.contains("b could not be asked"), "{detail}");
+        }
+        // Without the missing IP, b is down and the same join is refused.
+        w.without_external_ip.clear();
+        assert!(matches!(check_join(&w), Verdict::Refuse(_)));
     }
 }

@@ -7,6 +7,7 @@ pub mod ids;
 pub mod machine_type;
 pub mod names;
 pub mod network;
+pub mod orphans;
 pub mod quorum;
 pub mod shape;
 pub mod topology;

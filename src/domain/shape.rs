@@ -40,6 +40,11 @@ pub enum Drift {
     StrangerInPool {
         name: String,
     },
+    /// With two or more replicas, a VM has no external IP at all (an IP move stopped between removing its access
+    /// config and adding the new one).
+    NoExternalIp {
+        replica: String,
+    },
 }
 
 impl Drift {
@@ -74,6 +79,9 @@ impl Drift {
             }
             Drift::StrangerInPool { name } => format!(
                 "The load balancer's target pool lists {name}, which is not an existing replica VM."
+            ),
+            Drift::NoExternalIp { replica } => format!(
+                "Replica {replica} has no external IP (an IP move stopped half way), so its etcd member cannot be reached."
             ),
         }
     }
@@ -113,6 +121,12 @@ pub fn cluster_drift(world: &Observed) -> Vec<Drift> {
         }
         return out;
     }
+    // First: until it has an IP again, its etcd member cannot be asked about anything that follows.
+    for name in &world.without_external_ip {
+        out.push(Drift::NoExternalIp {
+            replica: name.clone(),
+        });
+    }
     match &world.pool {
         None => out.push(Drift::MissingPool),
         Some(pool) => {
@@ -143,6 +157,20 @@ pub fn drift_sentences(world: &Observed) -> Vec<String> {
     cluster_drift(world).iter().map(Drift::sentence).collect()
 }
 
+/// The repairs a membership change needs before it can judge quorum: VMs that lost their external IP to an
+/// interrupted IP move get one back (the provider reaches etcd through it). A delete runs before the cluster's own
+/// repair in the same apply (Terraform destroys dependents before it updates what they depend on), so it cannot
+/// wait for that repair.
+pub fn reachability_repairs(world: &Observed) -> Vec<Step> {
+    cluster_drift(world)
+        .into_iter()
+        .filter_map(|d| match d {
+            Drift::NoExternalIp { replica } => Some(Step::AttachEphemeralIp { to: replica }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The steps that bring the cluster back into shape, in order; empty when it is in shape. The static IP moves
 /// only once whatever will serve it exists (the rule after the pool, the VM's access config after the rule is
 /// gone), and the endpoint is checked afterwards when a replica VM in `running` can answer: with every replica
@@ -164,6 +192,9 @@ pub fn cluster_repairs(world: &Observed, running: &BTreeSet<String>) -> Vec<Step
                 moves_ip = true;
             }
             Drift::LeftoverPool => {}
+            Drift::NoExternalIp { replica } => steps.push(Step::AttachEphemeralIp {
+                to: replica.clone(),
+            }),
             Drift::MissingPool => {
                 steps.push(Step::CreateHealthCheck);
                 steps.push(Step::CreatePool {
@@ -235,6 +266,7 @@ mod tests {
                     .map(|(i, n)| member(n, i as u64 + 1))
                     .collect(),
             ),
+            without_external_ip: BTreeSet::new(),
         }
     }
 
@@ -347,6 +379,38 @@ mod tests {
             repairs(&w),
             vec![Step::CreateForwardingRule, Step::AwaitEndpoint]
         );
+    }
+
+    #[test]
+    fn an_ip_move_stopped_half_way_gets_the_vm_an_ip_first_then_the_rule() {
+        // Killed between deleting m1's access config (the static IP) and adding its ephemeral one: m1 has no
+        // external IP and nothing serves the static IP.
+        let mut w = lb(&["m1", "m2"]);
+        w.forwarding_rule = false;
+        w.ip_holder = Some(IpHolder::Nobody);
+        w.without_external_ip.insert("m1".into());
+        assert_eq!(
+            drift_sentences(&w)[0],
+            "Replica m1 has no external IP (an IP move stopped half way), so its etcd member cannot be reached."
+        );
+        assert_eq!(
+            repairs(&w),
+            vec![
+                Step::AttachEphemeralIp { to: "m1".into() },
+                Step::CreateForwardingRule,
+                Step::AwaitEndpoint
+            ]
+        );
+        // A join or leave first restores only what it needs to reach etcd.
+        assert_eq!(
+            reachability_repairs(&w),
+            vec![Step::AttachEphemeralIp { to: "m1".into() }]
+        );
+        assert_eq!(reachability_repairs(&lb(&["m1", "m2"])), vec![]);
+        // The sole replica without any IP is the cluster repair's: it gets the static IP, not an ephemeral one.
+        let mut sole = world(&["m1"], IpHolder::Nobody, None, false, &["m1"]);
+        sole.without_external_ip.insert("m1".into());
+        assert_eq!(reachability_repairs(&sole), vec![]);
     }
 
     #[test]

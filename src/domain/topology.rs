@@ -40,6 +40,9 @@ pub struct Observed {
     pub forwarding_rule: bool,
     /// `None` when etcd could not be reached (no replica yet, or every member down).
     pub members: Option<Vec<MemberView>>,
+    /// Replica VMs with no external IP at all: an IP move (delete the access config, then add one) stopped half
+    /// way. The provider reaches etcd through external IPs, so their members cannot be asked.
+    pub without_external_ip: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +87,10 @@ pub enum Step {
     DeletePool,
     DeleteHealthCheck,
     // Repairing the cluster's shape (`domain::shape`), by name since no replica is "me" there:
+    /// Give a VM that lost its access config an ephemeral external IP again.
+    AttachEphemeralIp {
+        to: String,
+    },
     AddPoolMember {
         name: String,
     },
@@ -309,6 +316,7 @@ mod tests {
             pool: pool.map(|p| p.iter().map(|s| s.to_string()).collect()),
             forwarding_rule: rule,
             members: Some(members.to_vec()),
+            without_external_ip: BTreeSet::new(),
         }
     }
 

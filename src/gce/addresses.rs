@@ -28,6 +28,7 @@ fn info(region: &str, a: &Address) -> AddressInfo {
             AddressKind::External
         },
         self_link: a.self_link.clone().unwrap_or_default(),
+        description: a.description.clone().filter(|d| !d.is_empty()),
     }
 }
 
@@ -134,12 +135,14 @@ impl Compute {
         self.reserve_address(&spec, deadline).await
     }
 
-    /// Reserves (or finds) a regional INTERNAL IP in `subnetwork` (`None` = the region's default).
+    /// Reserves (or finds) a regional INTERNAL IP in `subnetwork` (`None` = the region's default), described as
+    /// `description` when it is made.
     pub async fn reserve_internal_address(
         &self,
         region: &str,
         name: &str,
         subnetwork: Option<&str>,
+        description: &str,
         deadline: Instant,
     ) -> Result<AddressInfo> {
         let spec = AddressSpec {
@@ -149,7 +152,7 @@ impl Compute {
                 subnetwork: subnetwork.map(str::to_string),
             },
             ip: None,
-            description: None,
+            description: Some(description.into()),
         };
         self.reserve_address(&spec, deadline).await
     }
@@ -175,6 +178,49 @@ impl Compute {
             })
             .await?;
         Ok(got.map(|a| info(region, &a)))
+    }
+
+    /// The region's addresses whose description is exactly `description` (filtered by the API, and checked
+    /// again here, since GCE's `=` on strings is a pattern match).
+    pub async fn list_addresses_described(
+        &self,
+        region: &str,
+        description: &str,
+        deadline: Instant,
+    ) -> Result<Vec<AddressInfo>> {
+        let project = self.project()?;
+        let resource = format!("addresses in {}", self.rel(&format!("regions/{region}")));
+        let filter = format!("description = \"{}\"", description.replace('"', "\\\""));
+        let mut out = Vec::new();
+        let mut page = String::new();
+        loop {
+            let list = self
+                .attempt(&resource, "list", deadline, || {
+                    let mut b = self
+                        .clients
+                        .addresses
+                        .list()
+                        .set_project(project)
+                        .set_region(region)
+                        .set_filter(&filter);
+                    if !page.is_empty() {
+                        b = b.set_page_token(&page);
+                    }
+                    b.send()
+                })
+                .await?;
+            out.extend(
+                list.items
+                    .iter()
+                    .map(|a| info(region, a))
+                    .filter(|a| a.description.as_deref() == Some(description)),
+            );
+            match list.next_page_token.filter(|t| !t.is_empty()) {
+                Some(t) => page = t,
+                None => break,
+            }
+        }
+        Ok(out)
     }
 
     /// Releases the address; an absent one is success.

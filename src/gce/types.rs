@@ -33,6 +33,8 @@ pub struct AddressInfo {
     pub users: Vec<String>,
     pub kind: AddressKind,
     pub self_link: String,
+    /// What the address is for, as set when it was reserved (ownership: see `ops::orphans`).
+    pub description: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

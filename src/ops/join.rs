@@ -12,7 +12,11 @@ use tokio::time::Instant;
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::{await_serving, await_static_ip};
 use super::observe::{Snapshot, etcd_target, observe};
-use super::shared::{HEALTH_PORT, internal_address_name, peer_url, replica_labels, zone_of};
+use super::orphans::clear_orphans;
+use super::shared::{
+    HEALTH_PORT, JOINING_LABEL, internal_address_description, internal_address_name, peer_url,
+    replica_labels, zone_of,
+};
 use crate::domain::topology::{Step, join_steps};
 use crate::etcd::EtcdTarget;
 use crate::gce::{
@@ -44,11 +48,14 @@ fn ip(s: &str, what: &str) -> Result<Ipv4Addr> {
 pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Result<Joined> {
     let spec = &ctx.spec;
     let c = &ctx.compute;
+    // A join that was killed before Terraform saved anything left its objects under a name no state holds.
+    clear_orphans(ctx, &req.name, deadline).await?;
     let address = c
         .reserve_internal_address(
             &spec.region,
             &internal_address_name(&req.name),
             spec.subnetwork.as_deref(),
+            &internal_address_description(&spec.name),
             deadline,
         )
         .await?;
@@ -321,8 +328,20 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
         }
         return Err(e);
     }
-    j.instance = c.get_instance(&req.zone, &req.name, deadline).await?;
+    // Done: the VM stops looking like a dead join's leftover. Last, so that a join killed anywhere before this
+    // point is recognised by the next one (`ops::orphans`).
+    j.instance = Some(
+        c.set_labels(&req.zone, &req.name, &vm_labels(ctx, req), deadline)
+            .await?,
+    );
     Ok(j)
+}
+
+/// The labels a replica VM carries once joined: the cluster's, the replica's, and the cluster label.
+fn vm_labels(ctx: &ClusterCtx, req: &JoinRequest) -> BTreeMap<String, String> {
+    let mut labels = ctx.spec.labels.clone();
+    labels.extend(req.labels.clone());
+    replica_labels(&ctx.spec.name, &labels)
 }
 
 /// How long undoing a failed join's learner may take: the join has already failed, so its deadline may be spent.
@@ -420,8 +439,8 @@ async fn create_instance(
 ) -> Result<InstanceInfo> {
     master::check(cfg)?;
     let spec = &ctx.spec;
-    let mut labels = spec.labels.clone();
-    labels.extend(req.labels.clone());
+    let mut labels = vm_labels(ctx, req);
+    labels.insert(JOINING_LABEL.into(), "true".into());
     let mut tags = spec.tags.clone();
     tags.push(ctx.names.master_tag.clone());
     let instance = InstanceSpec {
@@ -436,7 +455,7 @@ async fn create_instance(
         network_ip: Some(internal_ip.to_string()),
         external_ip,
         tags,
-        labels: replica_labels(&spec.name, &labels),
+        labels,
         metadata: master::metadata_items(cfg),
         service_account: None,
     };

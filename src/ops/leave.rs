@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::await_static_ip;
 use super::observe::{etcd_target, observe};
+use super::repair::restore_reachability;
 use super::shared::{internal_address_name, zone_of};
 use crate::domain::topology::{Step, leave_steps};
 use crate::gce::InstanceRef;
@@ -15,7 +16,10 @@ use crate::gce::InstanceRef;
 pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) -> Result<()> {
     let spec = &ctx.spec;
     let c = &ctx.compute;
-    let snap = observe(ctx, &[], deadline).await?;
+    let mut snap = observe(ctx, &[], deadline).await?;
+    if restore_reachability(ctx, &snap, deadline).await? {
+        snap = observe(ctx, &[], deadline).await?;
+    }
     let steps = leave_steps(&snap.observed, name).map_err(|(s, d)| OpError::Refused(s, d))?;
     tracing::debug!(replica = %name, steps = ?steps, "leave steps");
     let me_target = snap.instances.get(name).and_then(|i| etcd_target(ctx, i));

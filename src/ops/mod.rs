@@ -8,6 +8,7 @@ pub mod join;
 pub mod leave;
 pub mod lock;
 pub mod observe;
+pub mod orphans;
 pub mod refresh;
 pub mod repair;
 pub mod shared;

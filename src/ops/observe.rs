@@ -140,6 +140,11 @@ pub async fn observe(
             pool: pool.map(|p| p.instances.into_iter().map(|r| r.name).collect()),
             forwarding_rule: rule.is_some(),
             members: member_views,
+            without_external_ip: instances
+                .values()
+                .filter(|i| i.external_ip.is_none())
+                .map(|i| i.name.clone())
+                .collect(),
         },
         instances,
         members,

@@ -13,11 +13,39 @@ use tokio::time::Instant;
 
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::await_static_ip;
-use super::observe::{etcd_target, observe};
+use super::observe::{Snapshot, etcd_target, observe};
 use super::shared::{HEALTH_PORT, zone_of};
-use crate::domain::shape::cluster_repairs;
+use crate::domain::shape::{cluster_repairs, reachability_repairs};
 use crate::domain::topology::Step;
 use crate::gce::{ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, TargetPoolSpec};
+
+/// Before a join or a leave: gives replica VMs that lost their external IP to an interrupted IP move an ephemeral
+/// one again, so their etcd members can be asked (`domain::shape::reachability_repairs`). Returns whether anything
+/// changed, in which case `snap` is stale. The caller holds the cluster's lock.
+pub async fn restore_reachability(
+    ctx: &ClusterCtx,
+    snap: &Snapshot,
+    deadline: Instant,
+) -> Result<bool> {
+    let steps = reachability_repairs(&snap.observed);
+    for step in &steps {
+        if let Step::AttachEphemeralIp { to } = step {
+            tracing::info!(
+                "{}: giving {to} an ephemeral external IP again, which an interrupted IP move took away",
+                ctx.spec.name
+            );
+            let zone = snap
+                .instances
+                .get(to)
+                .map(zone_of)
+                .unwrap_or_else(|| ctx.spec.zone.clone());
+            ctx.compute
+                .swap_access_config(&zone, to, None, deadline)
+                .await?;
+        }
+    }
+    Ok(!steps.is_empty())
+}
 
 /// Repairs the cluster's shape; returns the steps taken (empty when it was in shape).
 pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<Step>> {
@@ -82,6 +110,14 @@ pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<Ste
                     deadline,
                 )
                 .await?;
+            }
+            Step::AttachEphemeralIp { to } => {
+                tracing::info!(
+                    "{}: giving {to} an ephemeral external IP again, which an interrupted IP move took away",
+                    spec.name
+                );
+                let zone = replica_ref(to).zone;
+                c.swap_access_config(&zone, to, None, deadline).await?;
             }
             Step::DetachStaticIp { from } => {
                 tracing::info!(

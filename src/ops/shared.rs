@@ -11,6 +11,16 @@ pub fn replica_labels(cluster: &str, extra: &BTreeMap<String, String>) -> BTreeM
     labels
 }
 
+/// Marks a replica VM whose join has not finished. The join clears it last, so a VM that still carries it when
+/// another join holds the cluster's lock was left by a join that died (`domain::orphans`).
+pub const JOINING_LABEL: &str = "ha-master-joining";
+
+/// The description of a replica's internal address: which cluster's replicas it belongs to, so the leftovers of a
+/// join that died before its VM existed can be found (`ops::orphans`).
+pub fn internal_address_description(cluster: &str) -> String {
+    format!("Internal IP of a replica of ha_master_cluster {cluster}")
+}
+
 /// The reserved internal address of a replica: its IP is known before the VM exists, as etcd's initial cluster
 /// must name the new member's peer URL before the member starts.
 pub fn internal_address_name(replica: &str) -> String {

@@ -24,7 +24,7 @@ use crate::ops::observe::observe;
 use crate::ops::refresh::observe_shared;
 use crate::ops::repair::restart_replica;
 use crate::ops::shared::zone_of;
-use crate::ops::shared::{CLUSTER_LABEL, replica_labels};
+use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL, replica_labels};
 use crate::ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -78,10 +78,7 @@ async fn context(
 fn report(diags: &mut Diagnostics, what: &str, name: &str, e: OpError) {
     match e {
         OpError::Refused(summary, detail) => diags.error(summary, detail),
-        other => diags.error(
-            format!("Could not {what} replica {name}"),
-            other.to_string(),
-        ),
+        other => diags.error(format!("Could not {what} replica {name}"), other.explain()),
     }
 }
 
@@ -213,7 +210,7 @@ pub async fn read(
     let snap = match observe_shared(&ctx).await {
         Ok(snap) => snap,
         Err(e) => {
-            diags.error(format!("Could not read replica {name}"), e.to_string());
+            diags.error(format!("Could not read replica {name}"), e.explain());
             return Some(s);
         }
     };
@@ -272,6 +269,7 @@ fn own_labels(
         .iter()
         .filter(|(k, v)| {
             k.as_str() != CLUSTER_LABEL
+                && k.as_str() != JOINING_LABEL
                 && (cluster.get(*k) != Some(*v) || had.is_some_and(|h| h.get(*k) == Some(*v)))
         })
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -381,7 +379,7 @@ mod tests {
         };
         type Labels = BTreeMap<String, String>;
         // (VM labels, prior, expected)
-        let cases: [(Labels, Val<Labels>, Val<Labels>); 5] = [
+        let cases: [(Labels, Val<Labels>, Val<Labels>); 6] = [
             // Nothing extra: null stays null, an empty map stays empty.
             (vm(&[]), Val::Null, Val::Null),
             (vm(&[]), Val::Known(map(&[])), Val::Known(map(&[]))),
@@ -397,6 +395,8 @@ mod tests {
                 Val::Known(map(&[("tier", "a")])),
                 Val::Known(map(&[])),
             ),
+            // The mark of an unfinished join is the provider's, not the user's.
+            (vm(&[(JOINING_LABEL, "true")]), Val::Null, Val::Null),
             // A replica label equal to a cluster label is kept when the replica declared it.
             (
                 vm(&[]),

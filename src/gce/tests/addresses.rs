@@ -48,19 +48,56 @@ async fn internal_address_is_reserved_in_the_subnetwork() {
     let sim = Sim::start().await;
     let c = sim.compute().await;
     let a = c
-        .reserve_internal_address(REGION, "m-1-ip", Some("default"), deadline())
+        .reserve_internal_address(
+            REGION,
+            "m-1-ip",
+            Some("default"),
+            "a replica of test",
+            deadline(),
+        )
         .await
         .unwrap();
     assert!(matches!(a.kind, AddressKind::Internal { .. }), "{a:?}");
     assert!(!a.ip.is_empty());
     let again = c
-        .reserve_internal_address(REGION, "m-1-ip", None, deadline())
+        .reserve_internal_address(REGION, "m-1-ip", None, "a replica of test", deadline())
         .await
         .unwrap();
     assert_eq!(again.ip, a.ip);
     c.delete_address(REGION, "m-1-ip", deadline())
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn addresses_are_listed_by_exact_description() {
+    let sim = Sim::start().await;
+    let c = sim.compute().await;
+    for (name, description) in [
+        ("a-int", "Internal IP of a replica of ha_master_cluster a"),
+        ("b-int", "Internal IP of a replica of ha_master_cluster a"),
+        ("c-int", "Internal IP of a replica of ha_master_cluster ab"),
+    ] {
+        c.reserve_internal_address(REGION, name, None, description, deadline())
+            .await
+            .unwrap();
+    }
+    c.reserve_external_address(REGION, "a-ip", deadline())
+        .await
+        .unwrap();
+    let mut found: Vec<String> = c
+        .list_addresses_described(
+            REGION,
+            "Internal IP of a replica of ha_master_cluster a",
+            deadline(),
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    found.sort();
+    assert_eq!(found, ["a-int", "b-int"]);
 }
 
 #[tokio::test]
@@ -71,7 +108,7 @@ async fn an_existing_address_of_the_other_kind_is_a_conflict_naming_it() {
         .await
         .unwrap();
     let err = c
-        .reserve_internal_address(REGION, "x", None, deadline())
+        .reserve_internal_address(REGION, "x", None, "a replica of test", deadline())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Conflict { .. }), "{err:?}");

@@ -106,7 +106,7 @@ async fn a_vm_uses_its_reserved_internal_ip_and_the_static_external_ip() {
     let sim = Sim::start().await;
     let c = sim.compute().await;
     let internal = c
-        .reserve_internal_address(REGION, "m-1-ip", None, deadline())
+        .reserve_internal_address(REGION, "m-1-ip", None, "a replica of test", deadline())
         .await
         .unwrap();
     let external = c

@@ -1,0 +1,179 @@
+//! What a dead apply left behind under a name no Terraform state holds. A replica create that is killed
+//! (SIGKILL, a crash, a lost CI runner) before Terraform saved anything leaves its objects under the name it
+//! generated: the next apply generates another and would never look at them. Joins mark what they make until
+//! they are done (the VM carries `ha-master-joining` until its join finishes; its internal address is described as
+//! a replica's of this cluster), so a later join, holding the cluster's lock and therefore sure that no other join
+//! is running, can tell a dead join's leftovers from live replicas and remove them before it starts.
+//!
+//! The rules are conservative: only what cannot belong to a replica that any state tracks is an orphan.
+//! - A VM still marked joining, not the joiner's own: a finished join clears the mark before it returns, and a
+//!   failed one is tainted in its state and replaced anyway (removing it first changes nothing but the order).
+//! - An internal address of the cluster whose replica has no VM and whose IP is no voting member's: a replica whose
+//!   VM vanished still has its dead member, and its own delete (the replacement) removes both, so it is left alone.
+//!   A learner at that IP is a join that never finished: it does not keep the address, and the join's own
+//!   `RemoveStaleMember` step removes it.
+
+use std::collections::BTreeSet;
+
+/// A replica VM of the cluster as the join observes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmSeen {
+    pub name: String,
+    /// Carries the joining mark.
+    pub joining: bool,
+}
+
+/// An internal address reserved for a replica of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressSeen {
+    /// The replica it was reserved for (`<replica>-int`).
+    pub replica: String,
+    pub ip: String,
+}
+
+/// An etcd member, by the IP of its peer URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSeen {
+    pub peer_ip: String,
+    pub is_learner: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Orphans {
+    /// Replica VMs to take out of the cluster as a delete would (pool, member, VM, address).
+    pub replicas: Vec<String>,
+    /// Addresses (by replica name) with no VM: delete them.
+    pub addresses: Vec<String>,
+}
+
+impl Orphans {
+    pub fn is_empty(&self) -> bool {
+        self.replicas.is_empty() && self.addresses.is_empty()
+    }
+}
+
+/// The leftovers of dead joins, as seen by the join of `me`.
+pub fn orphans(
+    me: &str,
+    vms: &[VmSeen],
+    addresses: &[AddressSeen],
+    members: &[MemberSeen],
+) -> Orphans {
+    let replicas: Vec<String> = vms
+        .iter()
+        .filter(|v| v.joining && v.name != me)
+        .map(|v| v.name.clone())
+        .collect();
+    let with_vm: BTreeSet<&str> = vms.iter().map(|v| v.name.as_str()).collect();
+    let mut out = Orphans {
+        replicas,
+        ..Default::default()
+    };
+    for a in addresses {
+        if a.replica == me || with_vm.contains(a.replica.as_str()) {
+            continue;
+        }
+        let voting_on_ip = members.iter().any(|m| m.peer_ip == a.ip && !m.is_learner);
+        if !voting_on_ip {
+            out.addresses.push(a.replica.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm(name: &str, joining: bool) -> VmSeen {
+        VmSeen {
+            name: name.into(),
+            joining,
+        }
+    }
+    fn addr(replica: &str, ip: &str) -> AddressSeen {
+        AddressSeen {
+            replica: replica.into(),
+            ip: ip.into(),
+        }
+    }
+    fn member(ip: &str, is_learner: bool) -> MemberSeen {
+        MemberSeen {
+            peer_ip: ip.into(),
+            is_learner,
+        }
+    }
+
+    #[test]
+    fn table() {
+        let cases: Vec<(
+            &str,
+            Vec<VmSeen>,
+            Vec<AddressSeen>,
+            Vec<MemberSeen>,
+            Orphans,
+        )> = vec![
+            (
+                "a healthy cluster has none",
+                vec![vm("a", false), vm("b", false)],
+                vec![addr("a", "10.0.0.2"), addr("b", "10.0.0.3")],
+                vec![member("10.0.0.2", false), member("10.0.0.3", false)],
+                Orphans::default(),
+            ),
+            (
+                "killed after reserving its address: the address goes",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2"), addr("dead", "10.0.0.9")],
+                vec![member("10.0.0.2", false)],
+                Orphans {
+                    addresses: vec!["dead".into()],
+                    ..Default::default()
+                },
+            ),
+            (
+                "killed after adding its learner: learner and address go",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2"), addr("dead", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", true)],
+                Orphans {
+                    addresses: vec!["dead".into()],
+                    ..Default::default()
+                },
+            ),
+            (
+                "killed once its VM existed: the replica leaves as a delete would",
+                vec![vm("a", false), vm("dead", true)],
+                vec![addr("a", "10.0.0.2"), addr("dead", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", false)],
+                Orphans {
+                    replicas: vec!["dead".into()],
+                    ..Default::default()
+                },
+            ),
+            (
+                "the joiner's own leftovers are its to resume, not to remove",
+                vec![vm("a", false), vm("me", true)],
+                vec![addr("a", "10.0.0.2"), addr("me", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", true)],
+                Orphans::default(),
+            ),
+            (
+                "a tracked replica whose VM vanished keeps its address and dead member for its own replacement",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2"), addr("gone", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", false)],
+                Orphans::default(),
+            ),
+            (
+                "a replica made before joins were marked is never an orphan",
+                vec![vm("a", false), vm("old", false)],
+                vec![addr("a", "10.0.0.2")],
+                vec![member("10.0.0.2", false)],
+                Orphans::default(),
+            ),
+        ];
+        for (what, vms, addresses, members, want) in cases {
+            assert_eq!(orphans("me", &vms, &addresses, &members), want, "{what}");
+        }
+    }
+}
