@@ -33,6 +33,9 @@ pub struct AddressInfo {
     pub users: Vec<String>,
     pub kind: AddressKind,
     pub self_link: String,
+    /// The address's labels and their fingerprint: `set_address_labels` is a compare-and-set on them.
+    pub labels: BTreeMap<String, String>,
+    pub label_fingerprint: Fingerprint,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
