@@ -8,6 +8,11 @@
 //! plan of every workspace is empty. At least one provider must have logged that it waited for the cluster's lock
 //! (TF_LOG_PROVIDER=info), so the test shows the applies were serialized, not lucky. Then both replica states are
 //! destroyed at the same time too (leaves race the same way), and the cluster last: nothing is left in the sim.
+//!
+//! Measured without the cross-process layer (the in-process lock only): under OpenTofu one replica apply failed
+//! with "etcd is not ready for a membership change: no etcd member answered" (it joined while the other process
+//! was founding etcd); under Terraform both happened to succeed, and only the "waited for the lock" assertion
+//! caught it. Hence that assertion.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
