@@ -87,6 +87,7 @@ impl LatencyProfile {
             ("instances.deleteAccessConfig", 2_000),
             ("addresses.insert", 1_500),
             ("addresses.delete", 1_500),
+            ("addresses.setLabels", 500),
             ("forwardingRules.insert", 3_000),
             ("forwardingRules.delete", 3_000),
             ("targetPools.insert", 2_000),

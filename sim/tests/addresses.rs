@@ -261,3 +261,36 @@ async fn a_reserved_internal_address_can_be_an_instances_network_ip() {
         .await
         .expect(400, "resourceInUseByAnotherResource");
 }
+
+#[tokio::test]
+async fn address_set_labels_needs_the_current_fingerprint_and_rotates_it() {
+    let sim = start().await;
+    let a = address(&sim, "ip1").await;
+    let path = format!("regions/{R}/addresses/ip1/setLabels");
+    let fp = a["labelFingerprint"].clone();
+    sim.post(
+        &path,
+        json!({"labels": {"a": "b"}, "labelFingerprint": "AAAAAAAAAAA="}),
+    )
+    .await
+    .expect(412, "conditionNotMet");
+    sim.post(
+        &path,
+        json!({"labels": {"Bad": "b"}, "labelFingerprint": fp}),
+    )
+    .await
+    .expect(400, "invalid");
+    sim.ok(
+        "POST",
+        &path,
+        Some(json!({"labels": {"a": "b"}, "labelFingerprint": fp})),
+    )
+    .await;
+    let after = sim.get(&format!("regions/{R}/addresses/ip1")).await.body;
+    assert_eq!(after["labels"], json!({"a": "b"}));
+    assert_ne!(after["labelFingerprint"], fp);
+    // The fingerprint read before the write is stale now: a compare-and-set that lost.
+    sim.post(&path, json!({"labels": {}, "labelFingerprint": fp}))
+        .await
+        .expect(412, "conditionNotMet");
+}

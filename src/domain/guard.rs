@@ -157,10 +157,12 @@ mod tests {
         }
     }
 
+    /// (members with their health, verdict kind, words the detail must contain)
+    type JoinCase<'a> = (&'a [(&'a str, bool)], &'a str, &'a str);
+
     #[test]
     fn joins() {
-        // (members, verdict kind, words the detail must contain)
-        let cases: &[(&[(&str, bool)], &str, &str)] = &[
+        let cases: &[JoinCase] = &[
             (&[], "fine", ""),
             (&[("a", true)], "fine", ""),
             (&[("a", true), ("b", true), ("c", true)], "fine", ""),

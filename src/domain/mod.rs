@@ -4,6 +4,7 @@
 
 pub mod guard;
 pub mod ids;
+pub mod lock;
 pub mod machine_type;
 pub mod names;
 pub mod network;

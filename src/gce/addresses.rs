@@ -3,8 +3,9 @@
 
 use super::Compute;
 use super::error::{Error, Result, last_segment};
-use super::types::{AddressInfo, AddressKind, AddressSpec};
-use google_cloud_compute_v1::model::Address;
+use super::types::{AddressInfo, AddressKind, AddressSpec, Fingerprint};
+use google_cloud_compute_v1::model::{Address, RegionSetLabelsRequest};
+use std::collections::BTreeMap;
 use tokio::time::Instant;
 
 fn info(region: &str, a: &Address) -> AddressInfo {
@@ -29,6 +30,12 @@ fn info(region: &str, a: &Address) -> AddressInfo {
         },
         self_link: a.self_link.clone().unwrap_or_default(),
         description: a.description.clone().filter(|d| !d.is_empty()),
+        labels: a
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        label_fingerprint: Fingerprint(a.label_fingerprint.clone().unwrap_or_default().to_vec()),
     }
 }
 
@@ -221,6 +228,41 @@ impl Compute {
             }
         }
         Ok(out)
+    }
+
+    /// Replaces the address's labels if they still carry `fingerprint`: a compare-and-set. `Ok(false)` when the
+    /// fingerprint is stale (someone changed the labels since they were read); the caller reads again and decides.
+    pub async fn set_address_labels(
+        &self,
+        region: &str,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        fingerprint: &Fingerprint,
+        deadline: Instant,
+    ) -> Result<bool> {
+        let project = self.project()?;
+        let resource = self.address_rel(region, name);
+        let mut body = RegionSetLabelsRequest::new();
+        body.labels = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        body.label_fingerprint = Some(fingerprint.0.clone().into());
+        let done = self
+            .mutate(&resource, "setLabels", deadline, |rid| {
+                self.clients
+                    .addresses
+                    .set_labels()
+                    .set_project(project)
+                    .set_region(region)
+                    .set_resource(name)
+                    .set_body(body.clone())
+                    .set_request_id(rid)
+                    .send()
+            })
+            .await;
+        match done {
+            Ok(_) => Ok(true),
+            Err(e) if super::instance_ops::is_stale_fingerprint(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Releases the address; an absent one is success.

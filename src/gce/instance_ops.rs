@@ -194,7 +194,7 @@ impl Compute {
 }
 
 /// 412 conditionNotMet, synchronously or as the operation's CONDITION_NOT_MET.
-fn is_stale_fingerprint(e: &Error) -> bool {
+pub(crate) fn is_stale_fingerprint(e: &Error) -> bool {
     match e {
         Error::Api { status: 412, .. } => true,
         Error::Operation { code, .. } => code == "CONDITION_NOT_MET",

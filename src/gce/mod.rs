@@ -20,7 +20,7 @@ mod types;
 mod zones;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use call::Backoff;
 pub use error::{Error, Result};

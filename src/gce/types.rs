@@ -35,6 +35,9 @@ pub struct AddressInfo {
     pub self_link: String,
     /// What the address is for, as set when it was reserved (ownership: see `ops::orphans`).
     pub description: Option<String>,
+    /// The address's labels and their fingerprint: `set_address_labels` is a compare-and-set on them.
+    pub labels: BTreeMap<String, String>,
+    pub label_fingerprint: Fingerprint,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

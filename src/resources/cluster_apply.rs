@@ -195,8 +195,17 @@ pub async fn update(
     let Some(ctx) = context(settings, &p, diags).await else {
         return Some(prior);
     };
-    let _lock = lock_cluster(&ctx.spec.id).await;
-    match repair_shape(&ctx, until).await {
+    let lock = match lock_cluster(&ctx, "repair the load balancer", until).await {
+        Ok(lock) => lock,
+        Err(e) => {
+            failed::<()>(diags, "repair the load balancer of", &name, e);
+            p.drift = prior.drift.clone();
+            return Some(p);
+        }
+    };
+    let repaired = repair_shape(&ctx, until).await;
+    lock.release().await;
+    match repaired {
         Ok(steps) => {
             if !steps.is_empty() {
                 tracing::info!("{name}: load balancer and static IP back in shape");

@@ -1,5 +1,6 @@
-//! Applying `ha_master_replica`: joins and leaves through `ops`, under the cluster's lock so sibling replicas
-//! applied in parallel change membership one at a time.
+//! Applying `ha_master_replica`: joins and leaves through `ops`, under the cluster's lock so replicas applied in
+//! parallel (siblings in one apply, or replicas of other states applied by other processes) change membership one
+//! at a time.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
@@ -142,10 +143,22 @@ pub async fn create(
         .cloned()
         .unwrap_or_else(|| ctx.spec.zone.clone());
     let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
-    // Nothing is made before the lock is held: stopped while waiting, there is no state to save.
-    let Some(lock) = unless_stopped(stop, lock_cluster(&ctx.spec.id)).await else {
-        report_interrupted(diags, &format!("Creating replica {name}"));
-        return None;
+    // Nothing is made before the lock is held: stopped while waiting, or given up waiting, there is no state to save.
+    let lock = match unless_stopped(
+        stop,
+        lock_cluster(&ctx, &format!("create replica {name}"), until),
+    )
+    .await
+    {
+        Some(Ok(lock)) => lock,
+        Some(Err(e)) => {
+            report(diags, "create", &name, e);
+            return None;
+        }
+        None => {
+            report_interrupted(diags, &format!("Creating replica {name}"));
+            return None;
+        }
     };
     let req = JoinRequest {
         name: name.clone(),
@@ -155,6 +168,7 @@ pub async fn create(
     match unless_stopped(stop, join(&ctx, &req, until)).await {
         Some(Ok(j)) => {
             unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
+            lock.release().await;
             Some(fill(p, &ctx, &name, &zone, Some(&j)))
         }
         Some(Err(e)) => {
@@ -345,13 +359,21 @@ pub async fn delete(
         return;
     };
     let until = deadline(&s.timeouts, Op::Delete, DELETE_TIMEOUT);
-    let Some(lock) = unless_stopped(stop, lock_cluster(&ctx.spec.id)).await else {
-        return report_interrupted(diags, &format!("Deleting replica {name}"));
+    let lock = match unless_stopped(
+        stop,
+        lock_cluster(&ctx, &format!("delete replica {name}"), until),
+    )
+    .await
+    {
+        Some(Ok(lock)) => lock,
+        Some(Err(e)) => return report(diags, "delete", &name, e),
+        None => return report_interrupted(diags, &format!("Deleting replica {name}")),
     };
     // Interrupted, the replica stays in state and the next apply's leave observes how far this one got.
     match unless_stopped(stop, leave(&ctx, &name, &zone, until)).await {
         Some(Ok(())) => {
             unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
+            lock.release().await;
         }
         Some(Err(e)) => report(diags, "delete", &name, e),
         None => report_interrupted(diags, &format!("Deleting replica {name}")),

@@ -36,9 +36,10 @@ async fn observe_and_judge(
         return;
     };
     if let Ok(ctx) = &ctx
-        && crate::ops::lock::busy(&ctx.spec.id)
+        && (crate::ops::lock::busy(&ctx.spec.id) || crate::ops::lock::held_anywhere(ctx).await)
     {
-        // Terraform plans again during apply; a sibling's change is under way and apply judges for itself.
+        // Terraform plans again during apply; a sibling's change (or another state's apply, split states) is under
+        // way and apply judges for itself under the lock.
         return;
     }
     let snap = match ctx {

@@ -1,4 +1,4 @@
-//! addresses (regional): insert, get, list, delete.
+//! addresses (regional): insert, get, list, delete, setLabels (with the label fingerprint: 412 when stale).
 //!
 //! `status` and `users` are derived when shown: IN_USE with the holders' selfLinks while an access config or a
 //! forwarding rule holds the IP, RESERVED otherwise (RESERVING until the insert operation is DONE). Inserting an
@@ -33,6 +33,12 @@ pub const ROUTES: &[Route] = &[
         pattern: "regions/{region}/addresses/{address}",
         api: "addresses.get",
         handler: Handler::Read(get),
+    },
+    Route {
+        method: "POST",
+        pattern: "regions/{region}/addresses/{address}/setLabels",
+        api: "addresses.setLabels",
+        handler: Handler::Mutate(set_labels),
     },
     Route {
         method: "DELETE",
@@ -175,6 +181,38 @@ fn list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
         .map(|a| render(cloud, a))
         .collect::<ApiResult<Vec<_>>>()?;
     common::list(sim, req, "compute#addressList", &rel, items)
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SetLabels {
+    labels: std::collections::BTreeMap<String, String>,
+    label_fingerprint: String,
+}
+
+/// Optimistic concurrency as on GCE: the request carries the fingerprint it read; a stale one is refused with 412
+/// and every accepted change rotates it (even to the same labels), so a compare-and-set on labels is atomic.
+fn set_labels(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
+    let s: SetLabels = body(req)?;
+    let k = key(req, req.p("address"));
+    let a = cloud
+        .addresses
+        .get_mut(&k)
+        .ok_or_else(|| ApiError::not_found(&k))?;
+    if a.label_fingerprint.as_deref().unwrap_or_default() != s.label_fingerprint {
+        return Err(ApiError::fingerprint("label"));
+    }
+    super::instance_meta::check_labels(&s.labels)?;
+    a.labels = s.labels;
+    a.label_fingerprint = Some(ids::new_fingerprint());
+    Ok(OpSpec {
+        scope: Scope::Region(req.p("region").to_string()),
+        op_type: "setLabels",
+        target: k,
+        target_id: a.id.clone(),
+        on_running: Transition::Nothing,
+        on_done: Transition::Nothing,
+    })
 }
 
 fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {

@@ -139,6 +139,8 @@ pub struct Address {
     pub users: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_fingerprint: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -157,3 +157,52 @@ async fn an_unknown_region_is_an_api_error_naming_the_address() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn address_labels_are_a_compare_and_set() {
+    let sim = Sim::start().await;
+    let c = sim.compute().await;
+    c.reserve_external_address(REGION, "cas-ip", deadline())
+        .await
+        .unwrap();
+    let read = c
+        .get_address(REGION, "cas-ip", deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(read.labels.is_empty());
+    let first: std::collections::BTreeMap<String, String> =
+        [("ha-lock-token".to_string(), "a".to_string())].into();
+    let second: std::collections::BTreeMap<String, String> =
+        [("ha-lock-token".to_string(), "b".to_string())].into();
+    assert!(
+        c.set_address_labels(
+            REGION,
+            "cas-ip",
+            &first,
+            &read.label_fingerprint,
+            deadline()
+        )
+        .await
+        .unwrap()
+    );
+    // A writer that read before the first write loses: the fingerprint it carries is stale.
+    assert!(
+        !c.set_address_labels(
+            REGION,
+            "cas-ip",
+            &second,
+            &read.label_fingerprint,
+            deadline()
+        )
+        .await
+        .unwrap()
+    );
+    let now = c
+        .get_address(REGION, "cas-ip", deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(now.labels, first);
+    assert_ne!(now.label_fingerprint, read.label_fingerprint);
+}
