@@ -60,6 +60,22 @@ pub trait Resource: Send + Sync + 'static {
     ) -> ApplyResult<Self::Model>;
     async fn delete(&self, prior: Self::Model, diags: &mut Diagnostics);
 
+    /// The resource identity's attributes (Terraform 1.12+) as (name, description): strings that name the remote
+    /// object, all required to import by identity. `None` (the default): the type has no identity.
+    fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        None
+    }
+
+    /// The identity of an object, values in the order of [`Resource::identity_schema`]; `None` while not known.
+    fn identity(&self, _model: &Self::Model) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The import id an identity stands for (`import { identity = { … } }`), values in schema order.
+    fn import_id(&self, identity: &[String]) -> String {
+        identity.join("/")
+    }
+
     /// Builds a state from an import id. The default says import is not supported.
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Self::Model> {
         diags.error(

@@ -16,7 +16,7 @@ use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
 use crate::domain::{ids, machine_type, names, network, zones};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterModel {
     pub id: Val<String>,
     pub name: Val<String>,
@@ -245,6 +245,13 @@ impl Resource for ClusterResource {
         {
             p.id = Val::Known(ids::cluster_id(project, region, name));
         }
+        // An imported cluster whose replicas span zones has no primary zone in state: the configured one is
+        // recorded, not a change of zone (which would replace the cluster).
+        if change.prior.is_some_and(|m| m.zone.is_null()) {
+            change
+                .requires_replace
+                .retain(|path| *path != AttributePath::attr("zone"));
+        }
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
@@ -283,5 +290,19 @@ impl Resource for ClusterResource {
 
     async fn delete(&self, prior: ClusterModel, diags: &mut Diagnostics) {
         super::cluster_apply::delete(&self.settings(), prior, diags).await
+    }
+
+    fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        Some(&[("project", "The project."), ("region", "The region of the static IP."), ("name", "The cluster's name.")])
+    }
+
+    /// The parts of the id, `<project>/<region>/<name>`, which is known once the object is planned or imported.
+    fn identity(&self, m: &ClusterModel) -> Option<Vec<String>> {
+        let (a, b, c) = ids::parse3(m.id.known()?, "").ok()?;
+        Some(vec![a.to_string(), b.to_string(), c.to_string()])
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<ClusterModel> {
+        super::import::cluster(&self.settings(), id, diags).await
     }
 }

@@ -34,6 +34,11 @@ pub trait ProviderServer: Send + Sync + 'static {
         req: ImportResourceStateRequest,
     ) -> ImportResourceStateResponse;
 
+    /// Identity schemas (Terraform 1.12+). The default: no resource type has one.
+    async fn get_resource_identity_schemas(&self) -> GetResourceIdentitySchemasResponse {
+        GetResourceIdentitySchemasResponse::default()
+    }
+
     /// Provider-defined functions. The default has none.
     async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {
         CallFunctionResponse {

@@ -272,3 +272,27 @@ pub struct CallFunctionResponse {
     pub result: DynamicValue,
     pub error: Option<FunctionError>,
 }
+
+/// One attribute of a resource identity (Terraform 1.12+): a value that names the remote object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IdentityAttribute {
+    pub name: String,
+    pub ty: Type,
+    pub required_for_import: bool,
+    pub optional_for_import: bool,
+    pub description: String,
+}
+
+/// A resource type's identity schema. Its version moves only when the identity's shape changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IdentitySchema {
+    pub version: i64,
+    pub attributes: Vec<IdentityAttribute>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GetResourceIdentitySchemasResponse {
+    /// Resource type name → identity schema, for the resource types that have one.
+    pub identity_schemas: Vec<(String, IdentitySchema)>,
+    pub diagnostics: Diagnostics,
+}

@@ -337,3 +337,33 @@ pub(crate) fn call_function_response(r: CallFunctionResponse) -> pb::call_functi
         error: r.error.map(function_error),
     }
 }
+
+pub(crate) fn get_resource_identity_schemas_response(
+    r: GetResourceIdentitySchemasResponse,
+) -> pb::get_resource_identity_schemas::Response {
+    pb::get_resource_identity_schemas::Response {
+        identity_schemas: r
+            .identity_schemas
+            .into_iter()
+            .map(|(n, s)| (n, identity_schema(s)))
+            .collect(),
+        diagnostics: diagnostics(r.diagnostics),
+    }
+}
+
+pub(crate) fn identity_schema(s: IdentitySchema) -> pb::ResourceIdentitySchema {
+    pb::ResourceIdentitySchema {
+        version: s.version,
+        identity_attributes: s
+            .attributes
+            .into_iter()
+            .map(|a| pb::resource_identity_schema::IdentityAttribute {
+                name: a.name,
+                r#type: a.ty.to_json_bytes(),
+                required_for_import: a.required_for_import,
+                optional_for_import: a.optional_for_import,
+                description: a.description,
+            })
+            .collect(),
+    }
+}

@@ -76,15 +76,16 @@ impl<P: ProviderServer> Provider for ProviderService<P> {
         )))
     }
 
-    /// No resource has an identity schema yet. Answering empty rather than UNIMPLEMENTED spares Terraform 1.12+ a
-    /// logged error on every process start.
+    /// Answered even by a provider without identities (empty), which spares Terraform 1.12+ a logged error on
+    /// every process start.
     async fn get_resource_identity_schemas(
         &self,
         _: Request<pb::get_resource_identity_schemas::Request>,
     ) -> Reply<pb::get_resource_identity_schemas::Response> {
         let _log = RpcLog::start("GetResourceIdentitySchemas");
+        let r = self.provider.get_resource_identity_schemas().await;
         Ok(Response::new(
-            pb::get_resource_identity_schemas::Response::default(),
+            to_proto::get_resource_identity_schemas_response(r),
         ))
     }
 
