@@ -113,7 +113,9 @@ impl ClusterResource {
                 None => diags.attr_error(AttributePath::attr("project"), "No project", "Set `project` on this cluster or in the provider block, or export GOOGLE_PROJECT."),
             }
         }
-        if p.zone.is_unknown() && config.zone.is_null() {
+        // Null as well as unknown: an imported cluster whose replicas span zones has no primary zone in state,
+        // and UseStateForUnknown carries that null over.
+        if (p.zone.is_unknown() || p.zone.is_null()) && config.zone.is_null() {
             match settings.zone {
                 Some(z) if p.region.known().is_none_or(|r| zones::region_of(&z) == Some(r.as_str())) => p.zone = Val::Known(z),
                 _ => diags.attr_error(AttributePath::attr("zone"), "No primary zone", "Set `zone` on this cluster (a zone of its region, like `europe-west1-b`) or in the provider block, or export GOOGLE_ZONE."),
