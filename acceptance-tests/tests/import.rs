@@ -129,7 +129,12 @@ import {{
         ));
         ws.init();
         // A replica's `cluster` cannot come from its id, so the first plan stops at it; the file is written.
-        let first = ws.run(&["plan", "-input=false", "-no-color", "-generate-config-out=generated.tf"]);
+        let first = ws.run(&[
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-generate-config-out=generated.tf",
+        ]);
         let generated = ws.read_file("generated.tf");
         assert!(
             generated.contains("resource \"ha_master_cluster\" \"c\"")
@@ -140,7 +145,8 @@ import {{
         let edited: String = generated
             .lines()
             .map(|l| {
-                if l.trim_start().starts_with("cluster ") || l.trim_start().starts_with("cluster=") {
+                if l.trim_start().starts_with("cluster ") || l.trim_start().starts_with("cluster=")
+                {
                     "  cluster = ha_master_cluster.c.spec".to_string()
                 } else {
                     l.to_string()
@@ -154,7 +160,8 @@ import {{
         );
         ws.write_file("generated.tf", &edited);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
-        plan.assert_success().assert_contains("2 to import, 0 to add");
+        plan.assert_success()
+            .assert_contains("2 to import, 0 to add");
         assert!(
             !plan.combined().contains("must be replaced"),
             "[{client}] import must not replace anything:\n{plan}"
@@ -162,7 +169,10 @@ import {{
         ws.apply();
         let again = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
         assert_eq!(again.code, Some(0), "[{client}] plan after apply:\n{again}");
-        let members = sim.ssh(name, &["etcdctl", "get", "walk/", "--prefix", "--keys-only"]);
+        let members = sim.ssh(
+            name,
+            &["etcdctl", "get", "walk/", "--prefix", "--keys-only"],
+        );
         assert_eq!(
             members.lines().filter(|l| !l.trim().is_empty()).count(),
             acceptance_tests::walk::KEYS,
@@ -201,12 +211,16 @@ import {{
     );
     ws.init();
     let plan = ws.run(&["plan", "-input=false", "-no-color"]);
-    plan.assert_success().assert_contains("2 to import, 0 to add");
+    plan.assert_success()
+        .assert_contains("2 to import, 0 to add");
     ws.apply();
     check(client, &ws, &sim, 1);
     // The identity is in state, as Terraform shows it.
     let state = ws.show_json();
-    let resources = state["values"]["root_module"]["resources"].as_array().cloned().unwrap_or_default();
+    let resources = state["values"]["root_module"]["resources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let identity = |ty: &str| {
         resources
             .iter()
@@ -224,4 +238,96 @@ import {{
         serde_json::json!({ "project": "walk", "zone": B, "name": name }),
         "state: {state}"
     );
+}
+
+/// A cluster made "outside Terraform" with the original scripts' names: the first master `walk`, the second
+/// `walk-a1f`, address `walk-ip`, pool and rule `walk`, and VMs without this provider's label (built by one
+/// workspace, labels stripped through the sim, then adopted by a fresh one). Import names the unlabelled VMs and
+/// says how to label them; once labelled, the import plans no replacement and the apply leaves etcd and its data
+/// as they were.
+#[test]
+fn a_kube_up_named_cluster_is_adopted_once_its_masters_carry_the_label() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("import-kubeup-{client}"));
+        let origin =
+            Workspace::new(client, "import-kubeup-origin").with_timeout(Duration::from_secs(300));
+        let walk = walk_config(&sim);
+        let head = &walk[..walk.find("resource \"ha_master_replica\"").unwrap()];
+        origin.write_main_tf(&format!(
+            r#"{head}
+resource "ha_master_replica" "first" {{
+  cluster = ha_master_cluster.c.spec
+  name    = "walk"
+  zone    = "{B}"
+}}
+
+resource "ha_master_replica" "second" {{
+  cluster = ha_master_cluster.c.spec
+  name    = "walk-a1f"
+  zone    = "{C}"
+}}
+"#
+        ));
+        set_zones(&origin, &[]);
+        origin.init();
+        origin.apply();
+        write_keys(&sim, "walk");
+        for vm in ["walk", "walk-a1f"] {
+            sim.fault(&["set-label", vm, "ha-master-cluster"]);
+        }
+
+        let ws = Workspace::new(client, "import-kubeup").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&walk_config(&sim));
+        set_zones(&ws, &[B, C]);
+        ws.write_file(
+            "imports.tf",
+            &format!(
+                r#"
+import {{
+  to = ha_master_cluster.c
+  id = "walk/europe-west1/walk"
+}}
+
+import {{
+  to = ha_master_replica.r["{B}"]
+  id = "walk/{B}/walk"
+}}
+
+import {{
+  to = ha_master_replica.r["{C}"]
+  id = "walk/{C}/walk-a1f"
+}}
+"#
+            ),
+        );
+        ws.init();
+        // Through the CLI command: with import blocks, OpenTofu 1.6.2 reports the blocks' addresses as missing
+        // (the failed import stops the expansion of `for_each`) instead of the provider's error.
+        let refused = ws.run(&[
+            "import",
+            "-input=false",
+            "-no-color",
+            "ha_master_cluster.c",
+            "walk/europe-west1/walk",
+        ]);
+        refused
+            .assert_failure()
+            .assert_contains("do not carry the label ha-master-cluster=walk")
+            .assert_contains("gcloud compute instances add-labels walk-a1f --zone=europe-west1-c --labels=ha-master-cluster=walk");
+
+        // What the user runs (the gcloud commands above), here through the sim.
+        for vm in ["walk", "walk-a1f"] {
+            sim.fault(&["set-label", vm, "ha-master-cluster=walk"]);
+        }
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success()
+            .assert_contains("3 to import, 0 to add")
+            .assert_contains("0 to destroy");
+        assert!(
+            !plan.combined().contains("must be replaced"),
+            "[{client}] adoption must not replace anything:\n{plan}"
+        );
+        ws.apply();
+        check(client, &ws, &sim, 2);
+    });
 }

@@ -241,7 +241,10 @@ impl<R: Resource> AnyResource for Typed<R> {
     }
 
     fn import_id(&self, identity: &Value) -> Result<String, String> {
-        let names = self.r.identity_schema().ok_or("this resource type has no identity")?;
+        let names = self
+            .r
+            .identity_schema()
+            .ok_or("this resource type has no identity")?;
         let values = names
             .iter()
             .map(|(n, _)| match plan::attr(identity, n) {

@@ -53,10 +53,19 @@ impl<P: Provider> FrameworkServer<P> {
 }
 
 /// The identity of `state` encoded for the wire, when the resource type has one and it is known.
-fn encode_identity(r: &ResourceHandle, state: &Value, diags: &mut Diagnostics) -> Option<DynamicValue> {
+fn encode_identity(
+    r: &ResourceHandle,
+    state: &Value,
+    diags: &mut Diagnostics,
+) -> Option<DynamicValue> {
     let schema = r.identity_schema()?;
     let identity = r.identity_of(state)?;
-    Some(encode(&identity_type(&schema), &identity, "identity", diags))
+    Some(encode(
+        &identity_type(&schema),
+        &identity,
+        "identity",
+        diags,
+    ))
 }
 
 #[async_trait]
@@ -66,7 +75,9 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
             identity_schemas: self
                 .resource_order
                 .iter()
-                .filter_map(|name| Some((name.to_string(), self.resources[name].identity_schema()?)))
+                .filter_map(|name| {
+                    Some((name.to_string(), self.resources[name].identity_schema()?))
+                })
                 .collect(),
             diagnostics: Diagnostics::new(),
         }

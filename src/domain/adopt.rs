@@ -12,7 +12,11 @@ pub fn is_replica_name(instance: &str, master: &str) -> bool {
     instance
         .strip_prefix(master)
         .and_then(|rest| rest.strip_prefix('-'))
-        .is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        .is_some_and(|s| {
+            s.len() == 3
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
 }
 
 /// The cluster's primary zone as far as the replicas tell it: the zone they all share, else the zone of the
@@ -67,7 +71,9 @@ mod tests {
     #[test]
     fn the_primary_zone_is_shared_or_the_first_masters() {
         let r = |v: &[(&str, &str)]| -> Vec<(String, String)> {
-            v.iter().map(|(n, z)| (n.to_string(), z.to_string())).collect()
+            v.iter()
+                .map(|(n, z)| (n.to_string(), z.to_string()))
+                .collect()
         };
         let cases = [
             (r(&[]), None),
@@ -76,20 +82,32 @@ mod tests {
             (r(&[("p-abc", "c"), ("p-def", "b")]), None),
         ];
         for (replicas, want) in cases {
-            assert_eq!(primary_zone(&replicas, "p").as_deref(), want, "{replicas:?}");
+            assert_eq!(
+                primary_zone(&replicas, "p").as_deref(),
+                want,
+                "{replicas:?}"
+            );
         }
     }
 
     #[test]
     fn shared_labels_are_the_intersection() {
         let m = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
-            v.iter().map(|(k, x)| (k.to_string(), x.to_string())).collect()
+            v.iter()
+                .map(|(k, x)| (k.to_string(), x.to_string()))
+                .collect()
         };
         assert!(shared_labels(&[]).is_empty());
         assert_eq!(
-            shared_labels(&[m(&[("env", "prod"), ("tier", "a")]), m(&[("env", "prod"), ("tier", "b")])]),
+            shared_labels(&[
+                m(&[("env", "prod"), ("tier", "a")]),
+                m(&[("env", "prod"), ("tier", "b")])
+            ]),
             m(&[("env", "prod")])
         );
-        assert_eq!(shared_labels(&[m(&[("env", "prod")])]), m(&[("env", "prod")]));
+        assert_eq!(
+            shared_labels(&[m(&[("env", "prod")])]),
+            m(&[("env", "prod")])
+        );
     }
 }

@@ -50,7 +50,10 @@ impl MasterFiles {
         let needle = format!("--{name}=");
         let content = self.get(&format!("{}/{manifest}", paths::MANIFESTS))?;
         content.lines().find_map(|l| {
-            let l = l.trim().trim_start_matches("- ").trim_matches(|c| c == '\'' || c == '"');
+            let l = l
+                .trim()
+                .trim_start_matches("- ")
+                .trim_matches(|c| c == '\'' || c == '"');
             l.strip_prefix(&needle).map(str::to_string)
         })
     }
@@ -65,7 +68,8 @@ impl MasterFiles {
 
     /// The kubelet's `clusterDomain` (the cluster's DNS domain).
     pub fn cluster_domain(&self) -> Option<String> {
-        let cfg: KubeletConfiguration = serde_norway::from_str(self.get(paths::KUBELET_CONFIG)?).ok()?;
+        let cfg: KubeletConfiguration =
+            serde_norway::from_str(self.get(paths::KUBELET_CONFIG)?).ok()?;
         Some(cfg.cluster_domain)
     }
 }

@@ -26,11 +26,16 @@ fn files_settings_and_keys_read_back() {
         assert_eq!(files.multizone(), multizone);
         assert_eq!(files.cluster_domain().as_deref(), Some(domain));
         assert_eq!(
-            files.flag("kube-apiserver.yaml", "service-cluster-ip-range").as_deref(),
+            files
+                .flag("kube-apiserver.yaml", "service-cluster-ip-range")
+                .as_deref(),
             Some(range)
         );
         assert_eq!(files.get(paths::CA), Some(cfg.cas.cluster_ca.as_str()));
-        assert_eq!(files.get(paths::ETCD_CA), Some(cfg.cas.etcd_peer_ca.as_str()));
+        assert_eq!(
+            files.get(paths::ETCD_CA),
+            Some(cfg.cas.etcd_peer_ca.as_str())
+        );
         assert_eq!(
             files.get(paths::ETCD_CLIENT_CA),
             Some(cfg.cas.etcd_client_ca.as_str())
@@ -49,8 +54,16 @@ fn files_settings_and_keys_read_back() {
 
 #[test]
 fn what_is_not_a_master_configuration_says_why() {
-    assert!(read_user_data("#!/bin/bash\necho hi").unwrap_err().contains("#cloud-config"));
-    assert!(read_user_data("#cloud-config\n: [").unwrap_err().contains("does not parse"));
+    assert!(
+        read_user_data("#!/bin/bash\necho hi")
+            .unwrap_err()
+            .contains("#cloud-config")
+    );
+    assert!(
+        read_user_data("#cloud-config\n: [")
+            .unwrap_err()
+            .contains("does not parse")
+    );
     let files = read_user_data("#cloud-config\nwrite_files: []\n").unwrap();
     assert!(files.require(paths::CA).unwrap_err().contains(paths::CA));
     assert!(!files.multizone() && files.cluster_domain().is_none());

@@ -107,7 +107,10 @@ pub fn unlabelled(cluster: &str, vms: &[InstanceInfo]) -> String {
         .collect();
     format!(
         "the VMs {} look like the masters of {cluster} (kube-up's names) but do not carry the label {CLUSTER_LABEL}={cluster}, which is how this provider finds a cluster's replicas. Label them, then import again: {}",
-        vms.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+        vms.iter()
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         commands.join("; ")
     )
 }
@@ -202,8 +205,15 @@ pub async fn adopt_cluster(
         labels: shared_labels(&labels),
         service_cluster_ip_range: files
             .flag("kube-apiserver.yaml", "service-cluster-ip-range")
-            .ok_or_else(|| other(format!("VM {}: the API server has no service range", vm.name)))?,
-        dns_domain: files.cluster_domain().unwrap_or_else(|| "cluster.local".into()),
+            .ok_or_else(|| {
+                other(format!(
+                    "VM {}: the API server has no service range",
+                    vm.name
+                ))
+            })?,
+        dns_domain: files
+            .cluster_domain()
+            .unwrap_or_else(|| "cluster.local".into()),
         ca_certificate: file(paths::CA)?,
         etcd_peer_ca_certificate: file(paths::ETCD_CA)?,
         etcd_client_ca_certificate: file(paths::ETCD_CLIENT_CA)?,
@@ -220,7 +230,10 @@ fn etcd_from(settings: &Settings, files: &MasterFiles) -> Result<Etcd> {
         paths::ETCD_APISERVER_CLIENT_KEY,
     )?;
     let tls = EtcdTls {
-        ca_pem: files.require(paths::ETCD_CLIENT_CA).map_err(other)?.to_string(),
+        ca_pem: files
+            .require(paths::ETCD_CLIENT_CA)
+            .map_err(other)?
+            .to_string(),
         client_cert_pem: client.cert_pem,
         client_key_pem: client.key_pem,
     };
@@ -260,14 +273,22 @@ pub async fn adopt_replica(
         .get(CLUSTER_LABEL)
         .cloned()
         .or_else(|| vm.metadata_value("cluster-name").map(str::to_string))
-        .ok_or_else(|| other(format!("VM {name} names no cluster (no {CLUSTER_LABEL} label or cluster-name metadata)")))?;
+        .ok_or_else(|| {
+            other(format!(
+                "VM {name} names no cluster (no {CLUSTER_LABEL} label or cluster-name metadata)"
+            ))
+        })?;
     if !vm.labels.contains_key(CLUSTER_LABEL) {
         return Err(other(unlabelled(&cluster, std::slice::from_ref(&vm))));
     }
     let region = crate::domain::zones::region_of(zone)
         .ok_or_else(|| other(format!("{zone:?} is not a zone")))?;
     let static_ip = c
-        .get_address(region, &DerivedNames::for_cluster(&cluster).address, deadline)
+        .get_address(
+            region,
+            &DerivedNames::for_cluster(&cluster).address,
+            deadline,
+        )
         .await?
         .map(|a| a.ip);
     // Its etcd member, asked through its own etcd with its own API server's client certificate. Without an
@@ -280,7 +301,8 @@ pub async fn adopt_replica(
     if vm.status != "RUNNING" {
         return Err(unreachable(format!("the VM is {}", vm.status)));
     }
-    let t = target(settings, &vm).ok_or_else(|| unreachable("the VM has no IP to reach it by".into()))?;
+    let t = target(settings, &vm)
+        .ok_or_else(|| unreachable("the VM has no IP to reach it by".into()))?;
     let members = etcd_from(settings, &files)?
         .member_list(std::slice::from_ref(&t))
         .await

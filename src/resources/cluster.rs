@@ -295,7 +295,11 @@ impl Resource for ClusterResource {
     }
 
     fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
-        Some(&[("project", "The project."), ("region", "The region of the static IP."), ("name", "The cluster's name.")])
+        Some(&[
+            ("project", "The project."),
+            ("region", "The region of the static IP."),
+            ("name", "The cluster's name."),
+        ])
     }
 
     /// The parts of the id, `<project>/<region>/<name>`, which is known once the object is planned or imported.

@@ -34,7 +34,11 @@ async fn compute(settings: &Settings, project: &str, diags: &mut Diagnostics) ->
     }
 }
 
-fn parse<'a>(id: &'a str, shape: &str, diags: &mut Diagnostics) -> Option<(&'a str, &'a str, &'a str)> {
+fn parse<'a>(
+    id: &'a str,
+    shape: &str,
+    diags: &mut Diagnostics,
+) -> Option<(&'a str, &'a str, &'a str)> {
     match ids::parse3(id, shape) {
         Ok(parts) => Some(parts),
         Err(e) => {
@@ -46,7 +50,11 @@ fn parse<'a>(id: &'a str, shape: &str, diags: &mut Diagnostics) -> Option<(&'a s
 
 /// `<project>/<region>/<name>`. The CA private keys cannot be recovered (masters never hold them): the imported
 /// `spec` carries empty keys, so replicas can be refreshed, repaired and removed but not added.
-pub async fn cluster(settings: &Settings, id: &str, diags: &mut Diagnostics) -> Option<ClusterModel> {
+pub async fn cluster(
+    settings: &Settings,
+    id: &str,
+    diags: &mut Diagnostics,
+) -> Option<ClusterModel> {
     let (project, region, name) = parse(id, "<project>/<region>/<name>", diags)?;
     if let Err((summary, detail)) = zones::check_region(region) {
         diags.error(summary, detail);
@@ -116,10 +124,17 @@ pub async fn cluster(settings: &Settings, id: &str, diags: &mut Diagnostics) -> 
 
 /// `<project>/<zone>/<name>`. `cluster` stays null (an id cannot carry the spec): the plan takes it from the
 /// configuration without replacing the replica, and the apply records it.
-pub async fn replica(settings: &Settings, id: &str, diags: &mut Diagnostics) -> Option<ReplicaModel> {
+pub async fn replica(
+    settings: &Settings,
+    id: &str,
+    diags: &mut Diagnostics,
+) -> Option<ReplicaModel> {
     let (project, zone, name) = parse(id, "<project>/<zone>/<name>", diags)?;
     let Some(region) = zones::region_of(zone) else {
-        diags.error("Invalid import id", format!("{zone:?} in {id:?} is not a GCE zone (the id is <project>/<zone>/<name>)."));
+        diags.error(
+            "Invalid import id",
+            format!("{zone:?} in {id:?} is not a GCE zone (the id is <project>/<zone>/<name>)."),
+        );
         return None;
     };
     let c = compute(settings, project, diags).await?;

@@ -246,7 +246,11 @@ impl Resource for ReplicaResource {
     }
 
     fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
-        Some(&[("project", "The project."), ("zone", "The VM's zone."), ("name", "The VM's name.")])
+        Some(&[
+            ("project", "The project."),
+            ("zone", "The VM's zone."),
+            ("name", "The VM's name."),
+        ])
     }
 
     /// The parts of the id, `<project>/<zone>/<name>`, which is known once the object is planned or imported.
