@@ -331,3 +331,58 @@ import {{
         check(client, &ws, &sim, 2);
     });
 }
+
+/// `terraform query` (Terraform 1.14+) discovers a cluster's masters through the `ha_master_replica` list
+/// resource, with their identities, and `-generate-config-out` writes import blocks for them. Terraform only:
+/// OpenTofu 1.6.2 has no `query` command and no list resources.
+#[test]
+fn terraform_query_lists_the_masters_of_a_cluster() {
+    let client = Client::Terraform;
+    let sim = Sim::start("import-query");
+    let replicas = built_elsewhere(client, &sim, &[B, C]);
+
+    let ws = Workspace::new(client, "import-query").with_timeout(Duration::from_secs(300));
+    ws.write_main_tf(&format!(
+        r#"
+terraform {{
+  required_providers {{
+    ha = {{ source = "hamaster/ha" }}
+  }}
+}}
+
+provider "ha" {{
+  project                 = "walk"
+  zone                    = "{B}"
+  compute_custom_endpoint = "{url}"
+  access_token            = "sim-token"
+}}
+"#,
+        url = sim.url()
+    ));
+    ws.write_file(
+        "masters.tfquery.hcl",
+        r#"
+list "ha_master_replica" "masters" {
+  provider = ha
+  config {
+    cluster = "walk"
+  }
+}
+"#,
+    );
+    ws.init();
+    let query = ws.run(&["query", "-no-color"]);
+    query.assert_success();
+    for (zone, name) in &replicas {
+        query.assert_contains(&format!("walk/{zone}/{name}"));
+    }
+    let generated = ws.run(&["query", "-no-color", "-generate-config-out=found.tf"]);
+    generated.assert_success();
+    let found = ws.read_file("found.tf");
+    for (zone, name) in &replicas {
+        assert!(
+            found.contains(name) && found.contains(zone.as_str()),
+            "found.tf lacks {zone}/{name}:\n{found}"
+        );
+    }
+}

@@ -32,6 +32,10 @@ pub trait AnyResource: Send + Sync {
     fn identity_of(&self, state: &Value) -> Option<Value>;
     /// The import id for an identity value, or a sentence saying what is missing.
     fn import_id(&self, identity: &Value) -> Result<String, String>;
+    /// The list resource's config schema, if the type can be listed.
+    fn list_config_schema(&self) -> Option<&Schema>;
+    /// The objects a list config selects: (state, display name) each.
+    async fn list(&self, config: &Value) -> (Vec<(Value, String)>, Diagnostics);
 }
 
 /// The object type of an identity: every attribute a string.
@@ -49,12 +53,18 @@ pub type ResourceHandle = std::sync::Arc<dyn AnyResource>;
 
 pub fn resource<R: Resource>(r: R) -> ResourceHandle {
     let schema = r.schema();
-    std::sync::Arc::new(Typed { r, schema })
+    let list_schema = r.list_config_schema();
+    std::sync::Arc::new(Typed {
+        r,
+        schema,
+        list_schema,
+    })
 }
 
 struct Typed<R: Resource> {
     r: R,
     schema: Schema,
+    list_schema: Option<Schema>,
 }
 
 impl<R: Resource> Typed<R> {
@@ -253,6 +263,23 @@ impl<R: Resource> AnyResource for Typed<R> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(self.r.import_id(&values))
+    }
+
+    fn list_config_schema(&self) -> Option<&Schema> {
+        self.list_schema.as_ref()
+    }
+
+    async fn list(&self, config: &Value) -> (Vec<(Value, String)>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let found = self.r.list(config, &mut diags).await;
+        let listed = found
+            .iter()
+            .filter_map(|m| {
+                let v = self.value(m, "listed state", &mut diags)?;
+                Some((v, self.r.display_name(m)))
+            })
+            .collect();
+        (listed, diags)
     }
 
     async fn import(&self, id: &str) -> (Option<Value>, Diagnostics) {

@@ -93,6 +93,14 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 .map(|name| (name.to_string(), self.resources[name].schema().to_wire()))
                 .collect(),
             data_source_schemas: Vec::new(),
+            list_resource_schemas: self
+                .resource_order
+                .iter()
+                .filter_map(|name| {
+                    let s = self.resources[name].list_config_schema()?;
+                    Some((name.to_string(), s.to_wire()))
+                })
+                .collect(),
             functions: self
                 .functions
                 .iter()
@@ -361,6 +369,85 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
             imported_resources,
             diagnostics: diags,
         }
+    }
+
+    async fn validate_list_resource_config(
+        &self,
+        req: ValidateListResourceConfigRequest,
+    ) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return diags;
+        };
+        if let Some(schema) = r.list_config_schema()
+            && let Some(config) = decode(
+                &schema.value_type(),
+                &req.config,
+                "list configuration",
+                &mut diags,
+            )
+        {
+            diags.extend(validate_config(schema, &config));
+        }
+        diags
+    }
+
+    async fn list_resource(&self, req: ListResourceRequest) -> Vec<ListResourceEvent> {
+        let mut diags = Diagnostics::new();
+        let failed = |diagnostics| {
+            vec![ListResourceEvent {
+                diagnostics,
+                ..Default::default()
+            }]
+        };
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return failed(diags);
+        };
+        let Some(schema) = r.list_config_schema() else {
+            diags.error(
+                format!("{} cannot be listed", req.type_name),
+                "This resource type has no list resource.",
+            );
+            return failed(diags);
+        };
+        let Some(config) = decode(
+            &schema.value_type(),
+            &req.config,
+            "list configuration",
+            &mut diags,
+        ) else {
+            return failed(diags);
+        };
+        let (found, d) = r.list(&config).await;
+        diags.extend(d);
+        if diags.has_error() {
+            return failed(diags);
+        }
+        let limit = usize::try_from(req.limit)
+            .ok()
+            .filter(|l| *l > 0)
+            .unwrap_or(usize::MAX);
+        let ty = r.schema().value_type();
+        let mut events: Vec<ListResourceEvent> = found
+            .into_iter()
+            .take(limit)
+            .map(|(state, display_name)| {
+                let mut d = Diagnostics::new();
+                ListResourceEvent {
+                    identity: encode_identity(r, &state, &mut d),
+                    display_name,
+                    resource_object: req
+                        .include_resource_object
+                        .then(|| encode(&ty, &state, "listed state", &mut d)),
+                    diagnostics: d,
+                }
+            })
+            .collect();
+        // Warnings of the listing travel with the first event.
+        if let Some(first) = events.first_mut() {
+            first.diagnostics.extend(diags);
+        }
+        events
     }
 
     async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {

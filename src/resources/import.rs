@@ -179,3 +179,99 @@ pub async fn replica(
         timeouts: Val::Null,
     })
 }
+
+/// The `config` of `list "ha_master_replica"` (`terraform query`).
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ReplicaListConfig {
+    pub cluster: Val<String>,
+    pub region: Val<String>,
+    pub project: Val<String>,
+}
+
+pub fn replica_list_schema() -> tfplugin_framework::Schema {
+    use tfplugin_framework::{Attribute, Schema};
+    Schema::new("Finds the master VMs of a cluster (those labelled `ha-master-cluster=<cluster>`) in a region, for `terraform query`. Each result has the replica's identity, so `terraform query -generate-config-out` can write import blocks for them.")
+        .attribute(Attribute::string("cluster").required().description("The cluster's name."))
+        .attribute(Attribute::string("region").optional().description("The cluster's region. Defaults to the provider's `region`, else the region of its `zone`."))
+        .attribute(Attribute::string("project").optional().description("The project. Defaults to the provider's `project`."))
+}
+
+/// The replicas of a cluster as GCE shows them: what import would read, but the etcd member id and the
+/// certificates (listing stays a cheap read of the Compute API).
+pub async fn list_replicas(
+    settings: &Settings,
+    config: &tfplugin::value::Value,
+    diags: &mut Diagnostics,
+) -> Vec<ReplicaModel> {
+    let cfg: ReplicaListConfig = match tfplugin_framework::model::from_value(config) {
+        Ok(c) => c,
+        Err(e) => {
+            diags.error(
+                "Could not read the list configuration",
+                format!("{e}. This is a bug in the provider; please report it."),
+            );
+            return Vec::new();
+        }
+    };
+    let Some(cluster) = cfg.cluster.known().cloned() else {
+        return Vec::new();
+    };
+    let project = cfg.project.known().cloned().or(settings.project.clone());
+    let region = cfg
+        .region
+        .known()
+        .cloned()
+        .or(settings.region.clone())
+        .or_else(|| {
+            settings
+                .zone
+                .as_deref()
+                .and_then(zones::region_of)
+                .map(str::to_string)
+        });
+    let (Some(project), Some(region)) = (project, region) else {
+        diags.error(
+            "No project or region to list in",
+            "Set `project` and `region` in the list block's config or in the provider block.",
+        );
+        return Vec::new();
+    };
+    let Some(c) = compute(settings, &project, diags).await else {
+        return Vec::new();
+    };
+    let vms = match crate::ops::adopt::find_replicas(
+        &c,
+        &region,
+        &cluster,
+        Instant::now() + IMPORT_TIMEOUT,
+    )
+    .await
+    {
+        Ok(vms) => vms,
+        Err(e) => {
+            diags.error(
+                format!("Could not list the replicas of cluster {cluster}"),
+                e.to_string(),
+            );
+            return Vec::new();
+        }
+    };
+    vms.iter()
+        .map(|vm| {
+            let zone = zone_of(vm);
+            let s = |v: &str| Val::Known(v.to_string());
+            ReplicaModel {
+                id: Val::Known(ids::replica_id(&project, &zone, &vm.name)),
+                cluster_id: Val::Known(ids::cluster_id(&project, &region, &cluster)),
+                zone: s(&zone),
+                name: s(&vm.name),
+                instance_id: Val::Known(vm.id.to_string()),
+                self_link: s(&vm.self_link),
+                internal_ip: s(vm.internal_ip.as_deref().unwrap_or_default()),
+                external_ip: s(vm.external_ip.as_deref().unwrap_or_default()),
+                status: s(&vm.status),
+                ..Default::default()
+            }
+        })
+        .collect()
+}

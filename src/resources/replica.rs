@@ -259,6 +259,18 @@ impl Resource for ReplicaResource {
         Some(vec![a.to_string(), b.to_string(), c.to_string()])
     }
 
+    fn list_config_schema(&self) -> Option<Schema> {
+        Some(super::import::replica_list_schema())
+    }
+
+    async fn list(
+        &self,
+        config: &tfplugin::value::Value,
+        diags: &mut Diagnostics,
+    ) -> Vec<ReplicaModel> {
+        super::import::list_replicas(&self.settings(), config, diags).await
+    }
+
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<ReplicaModel> {
         super::import::replica(&self.settings(), id, diags).await
     }

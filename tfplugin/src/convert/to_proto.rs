@@ -180,6 +180,11 @@ pub(crate) fn get_provider_schema_response(
             .collect(),
         diagnostics: diagnostics(r.diagnostics),
         provider_meta: r.provider_meta.map(schema),
+        list_resource_schemas: r
+            .list_resource_schemas
+            .into_iter()
+            .map(|(n, s)| (n, schema(s)))
+            .collect(),
         server_capabilities: Some(server_capabilities(r.server_capabilities)),
         functions: r
             .functions
@@ -210,6 +215,11 @@ pub(crate) fn get_metadata_response(r: GetProviderSchemaResponse) -> pb::get_met
             .functions
             .into_iter()
             .map(|(name, _)| FunctionMetadata { name })
+            .collect(),
+        list_resources: r
+            .list_resource_schemas
+            .into_iter()
+            .map(|(type_name, _)| pb::get_metadata::ListResourceMetadata { type_name })
             .collect(),
         ..Default::default()
     }
@@ -365,5 +375,22 @@ pub(crate) fn identity_schema(s: IdentitySchema) -> pb::ResourceIdentitySchema {
                 description: a.description,
             })
             .collect(),
+    }
+}
+
+pub(crate) fn list_resource_event(e: ListResourceEvent) -> pb::list_resource::Event {
+    pb::list_resource::Event {
+        identity: resource_identity_data(e.identity),
+        display_name: e.display_name,
+        resource_object: e.resource_object.and_then(dynamic_value),
+        diagnostic: diagnostics(e.diagnostics),
+    }
+}
+
+pub(crate) fn validate_list_resource_config_response(
+    d: Diagnostics,
+) -> pb::validate_list_resource_config::Response {
+    pb::validate_list_resource_config::Response {
+        diagnostics: diagnostics(d),
     }
 }
