@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 use tfplugin::diag::{AttributePath, Diagnostics};
-use tfplugin::value::Value;
+use tfplugin::types::{IdentityAttribute, IdentitySchema};
+use tfplugin::value::{Type, Value};
 
 use crate::model::{from_value, to_value};
 use crate::plan::{self, unknown_paths};
@@ -25,6 +26,26 @@ pub trait AnyResource: Send + Sync {
     ) -> (Option<Value>, Diagnostics);
     async fn read(&self, state: Value) -> (Option<Value>, Diagnostics);
     async fn import(&self, id: &str) -> (Option<Value>, Diagnostics);
+    /// The identity schema, if the type has one; its value type is an object of strings.
+    fn identity_schema(&self) -> Option<IdentitySchema>;
+    /// The identity of an object (state or plan), when the type has one and it is known.
+    fn identity_of(&self, state: &Value) -> Option<Value>;
+    /// The import id for an identity value, or a sentence saying what is missing.
+    fn import_id(&self, identity: &Value) -> Result<String, String>;
+    /// The list resource's config schema, if the type can be listed.
+    fn list_config_schema(&self) -> Option<&Schema>;
+    /// The objects a list config selects: (state, display name) each.
+    async fn list(&self, config: &Value) -> (Vec<(Value, String)>, Diagnostics);
+}
+
+/// The object type of an identity: every attribute a string.
+pub fn identity_type(schema: &IdentitySchema) -> Type {
+    Type::object(
+        schema
+            .attributes
+            .iter()
+            .map(|a| (a.name.as_str(), Type::String)),
+    )
 }
 
 /// A resource handle the provider lists; build one with [`resource`].
@@ -32,12 +53,18 @@ pub type ResourceHandle = std::sync::Arc<dyn AnyResource>;
 
 pub fn resource<R: Resource>(r: R) -> ResourceHandle {
     let schema = r.schema();
-    std::sync::Arc::new(Typed { r, schema })
+    let list_schema = r.list_config_schema();
+    std::sync::Arc::new(Typed {
+        r,
+        schema,
+        list_schema,
+    })
 }
 
 struct Typed<R: Resource> {
     r: R,
     schema: Schema,
+    list_schema: Option<Schema>,
 }
 
 impl<R: Resource> Typed<R> {
@@ -191,6 +218,68 @@ impl<R: Resource> AnyResource for Typed<R> {
             }
             None => (None, diags),
         }
+    }
+
+    fn identity_schema(&self) -> Option<IdentitySchema> {
+        let attrs = self.r.identity_schema()?;
+        Some(IdentitySchema {
+            version: 0,
+            attributes: attrs
+                .iter()
+                .map(|(name, description)| IdentityAttribute {
+                    name: name.to_string(),
+                    ty: Type::String,
+                    required_for_import: true,
+                    optional_for_import: false,
+                    description: description.to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    fn identity_of(&self, state: &Value) -> Option<Value> {
+        let names = self.r.identity_schema()?;
+        let m = from_value::<R::Model>(state).ok()?;
+        let values = self.r.identity(&m)?;
+        Some(Value::Object(
+            names
+                .iter()
+                .zip(values)
+                .map(|((n, _), v)| (n.to_string(), Value::String(v)))
+                .collect(),
+        ))
+    }
+
+    fn import_id(&self, identity: &Value) -> Result<String, String> {
+        let names = self
+            .r
+            .identity_schema()
+            .ok_or("this resource type has no identity")?;
+        let values = names
+            .iter()
+            .map(|(n, _)| match plan::attr(identity, n) {
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                _ => Err(format!("the identity has no {n}")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.r.import_id(&values))
+    }
+
+    fn list_config_schema(&self) -> Option<&Schema> {
+        self.list_schema.as_ref()
+    }
+
+    async fn list(&self, config: &Value) -> (Vec<(Value, String)>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let found = self.r.list(config, &mut diags).await;
+        let listed = found
+            .iter()
+            .filter_map(|m| {
+                let v = self.value(m, "listed state", &mut diags)?;
+                Some((v, self.r.display_name(m)))
+            })
+            .collect();
+        (listed, diags)
     }
 
     async fn import(&self, id: &str) -> (Option<Value>, Diagnostics) {

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use serde::{Serialize, de::DeserializeOwned};
 use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::value::Value;
 
 use crate::schema::Schema;
 
@@ -59,6 +60,41 @@ pub trait Resource: Send + Sync + 'static {
         diags: &mut Diagnostics,
     ) -> ApplyResult<Self::Model>;
     async fn delete(&self, prior: Self::Model, diags: &mut Diagnostics);
+
+    /// The resource identity's attributes (Terraform 1.12+) as (name, description): strings that name the remote
+    /// object, all required to import by identity. `None` (the default): the type has no identity.
+    fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        None
+    }
+
+    /// The identity of an object, values in the order of [`Resource::identity_schema`]; `None` while not known.
+    fn identity(&self, _model: &Self::Model) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The import id an identity stands for (`import { identity = { … } }`), values in schema order.
+    fn import_id(&self, identity: &[String]) -> String {
+        identity.join("/")
+    }
+
+    /// The `config` block of this type's list resource (`terraform query`, Terraform 1.14+). `None` (the default):
+    /// the type cannot be listed.
+    fn list_config_schema(&self) -> Option<Schema> {
+        None
+    }
+
+    /// The existing objects a list block's `config` selects (decoded against [`Resource::list_config_schema`]),
+    /// as states; the framework reports each with its identity.
+    async fn list(&self, _config: &Value, _diags: &mut Diagnostics) -> Vec<Self::Model> {
+        Vec::new()
+    }
+
+    /// How `terraform query` names a found object. The default: its identity values joined by `/`.
+    fn display_name(&self, model: &Self::Model) -> String {
+        self.identity(model)
+            .map(|v| v.join("/"))
+            .unwrap_or_default()
+    }
 
     /// Builds a state from an import id. The default says import is not supported.
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<Self::Model> {

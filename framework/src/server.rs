@@ -11,7 +11,7 @@ use tfplugin::value::Value;
 use tracing::debug;
 
 use crate::codec::{decode, encode};
-use crate::erased::ResourceHandle;
+use crate::erased::{ResourceHandle, identity_type};
 use crate::function::FunctionHandle;
 use crate::model::from_value;
 use crate::plan::validate_config;
@@ -52,8 +52,37 @@ impl<P: Provider> FrameworkServer<P> {
     }
 }
 
+/// The identity of `state` encoded for the wire, when the resource type has one and it is known.
+fn encode_identity(
+    r: &ResourceHandle,
+    state: &Value,
+    diags: &mut Diagnostics,
+) -> Option<DynamicValue> {
+    let schema = r.identity_schema()?;
+    let identity = r.identity_of(state)?;
+    Some(encode(
+        &identity_type(&schema),
+        &identity,
+        "identity",
+        diags,
+    ))
+}
+
 #[async_trait]
 impl<P: Provider> ProviderServer for FrameworkServer<P> {
+    async fn get_resource_identity_schemas(&self) -> GetResourceIdentitySchemasResponse {
+        GetResourceIdentitySchemasResponse {
+            identity_schemas: self
+                .resource_order
+                .iter()
+                .filter_map(|name| {
+                    Some((name.to_string(), self.resources[name].identity_schema()?))
+                })
+                .collect(),
+            diagnostics: Diagnostics::new(),
+        }
+    }
+
     async fn get_provider_schema(&self) -> GetProviderSchemaResponse {
         GetProviderSchemaResponse {
             provider: self.provider_schema.to_wire(),
@@ -64,6 +93,14 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 .map(|name| (name.to_string(), self.resources[name].schema().to_wire()))
                 .collect(),
             data_source_schemas: Vec::new(),
+            list_resource_schemas: self
+                .resource_order
+                .iter()
+                .filter_map(|name| {
+                    let s = self.resources[name].list_config_schema()?;
+                    Some((name.to_string(), s.to_wire()))
+                })
+                .collect(),
             functions: self
                 .functions
                 .iter()
@@ -187,12 +224,14 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
         };
         let (new, d) = r.read(state).await;
         diags.extend(d);
-        let new_state = encode(&ty, &new.unwrap_or(Value::Null), "state", &mut diags);
+        let new = new.unwrap_or(Value::Null);
+        let new_identity = encode_identity(r, &new, &mut diags);
+        let new_state = encode(&ty, &new, "state", &mut diags);
         ReadResourceResponse {
             new_state,
             diagnostics: diags,
             private: req.private,
-            new_identity: None,
+            new_identity,
         }
     }
 
@@ -232,12 +271,15 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
         let planned = r.plan(&config, prior.as_ref(), &proposed).await;
         diags.extend(planned.diagnostics);
         let planned_state = encode(&ty, &planned.planned, "plan", &mut diags);
+        // An object keeps its identity; a new one has it once its id is known (often only after apply).
+        let planned_identity =
+            encode_identity(r, &planned.planned, &mut diags).or(req.prior_identity);
         PlanResourceChangeResponse {
             planned_state,
             requires_replace: planned.requires_replace,
             planned_private: req.prior_private,
             diagnostics: diags,
-            planned_identity: None,
+            planned_identity,
         }
     }
 
@@ -269,12 +311,14 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
         let planned = (!planned.is_null()).then_some(planned);
         let (new, d) = r.apply(&config, prior, planned).await;
         diags.extend(d);
-        let new_state = encode(&ty, &new.unwrap_or(Value::Null), "new state", &mut diags);
+        let new = new.unwrap_or(Value::Null);
+        let new_identity = encode_identity(r, &new, &mut diags);
+        let new_state = encode(&ty, &new, "new state", &mut diags);
         ApplyResourceChangeResponse {
             new_state,
             private: req.planned_private,
             diagnostics: diags,
-            new_identity: None,
+            new_identity,
         }
     }
 
@@ -289,14 +333,35 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 ..Default::default()
             };
         };
-        let (state, d) = r.import(&req.id).await;
+        // `import { identity = { … } }` (Terraform 1.12+) sends an identity and no id.
+        let id = match (&req.identity, req.id.is_empty(), r.identity_schema()) {
+            (Some(identity), true, Some(schema)) => {
+                let value = decode(&identity_type(&schema), identity, "identity", &mut diags);
+                match value.map(|v| r.import_id(&v)) {
+                    Some(Ok(id)) => id,
+                    Some(Err(e)) => {
+                        diags.error("Invalid import identity", format!("{e}."));
+                        String::new()
+                    }
+                    None => String::new(),
+                }
+            }
+            _ => req.id.clone(),
+        };
+        if diags.has_error() {
+            return ImportResourceStateResponse {
+                diagnostics: diags,
+                ..Default::default()
+            };
+        }
+        let (state, d) = r.import(&id).await;
         diags.extend(d);
         let imported_resources = match state {
             Some(v) => vec![ImportedResource {
                 type_name: req.type_name.clone(),
+                identity: encode_identity(r, &v, &mut diags),
                 state: encode(&r.schema().value_type(), &v, "imported state", &mut diags),
                 private: Vec::new(),
-                identity: None,
             }],
             None => Vec::new(),
         };
@@ -304,6 +369,85 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
             imported_resources,
             diagnostics: diags,
         }
+    }
+
+    async fn validate_list_resource_config(
+        &self,
+        req: ValidateListResourceConfigRequest,
+    ) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return diags;
+        };
+        if let Some(schema) = r.list_config_schema()
+            && let Some(config) = decode(
+                &schema.value_type(),
+                &req.config,
+                "list configuration",
+                &mut diags,
+            )
+        {
+            diags.extend(validate_config(schema, &config));
+        }
+        diags
+    }
+
+    async fn list_resource(&self, req: ListResourceRequest) -> Vec<ListResourceEvent> {
+        let mut diags = Diagnostics::new();
+        let failed = |diagnostics| {
+            vec![ListResourceEvent {
+                diagnostics,
+                ..Default::default()
+            }]
+        };
+        let Some(r) = self.find(&req.type_name, &mut diags) else {
+            return failed(diags);
+        };
+        let Some(schema) = r.list_config_schema() else {
+            diags.error(
+                format!("{} cannot be listed", req.type_name),
+                "This resource type has no list resource.",
+            );
+            return failed(diags);
+        };
+        let Some(config) = decode(
+            &schema.value_type(),
+            &req.config,
+            "list configuration",
+            &mut diags,
+        ) else {
+            return failed(diags);
+        };
+        let (found, d) = r.list(&config).await;
+        diags.extend(d);
+        if diags.has_error() {
+            return failed(diags);
+        }
+        let limit = usize::try_from(req.limit)
+            .ok()
+            .filter(|l| *l > 0)
+            .unwrap_or(usize::MAX);
+        let ty = r.schema().value_type();
+        let mut events: Vec<ListResourceEvent> = found
+            .into_iter()
+            .take(limit)
+            .map(|(state, display_name)| {
+                let mut d = Diagnostics::new();
+                ListResourceEvent {
+                    identity: encode_identity(r, &state, &mut d),
+                    display_name,
+                    resource_object: req
+                        .include_resource_object
+                        .then(|| encode(&ty, &state, "listed state", &mut d)),
+                    diagnostics: d,
+                }
+            })
+            .collect();
+        // Warnings of the listing travel with the first event.
+        if let Some(first) = events.first_mut() {
+            first.diagnostics.extend(diags);
+        }
+        events
     }
 
     async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {

@@ -2,6 +2,7 @@
 //! are well formed, quorum arithmetic. Everything here is a plain function with table tests; resources call it
 //! for validation and planning, and the backends never decide anything themselves.
 
+pub mod adopt;
 pub mod guard;
 pub mod ids;
 pub mod lock;

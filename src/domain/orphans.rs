@@ -104,15 +104,18 @@ mod tests {
         }
     }
 
+    /// (what the case shows, VMs, addresses, members, expected orphans of the join of "me")
+    type Case = (
+        &'static str,
+        Vec<VmSeen>,
+        Vec<AddressSeen>,
+        Vec<MemberSeen>,
+        Orphans,
+    );
+
     #[test]
     fn table() {
-        let cases: Vec<(
-            &str,
-            Vec<VmSeen>,
-            Vec<AddressSeen>,
-            Vec<MemberSeen>,
-            Orphans,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "a healthy cluster has none",
                 vec![vm("a", false), vm("b", false)],

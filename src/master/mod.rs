@@ -13,6 +13,9 @@ mod boot_tests;
 mod host;
 pub mod k8s;
 mod manifests;
+pub mod read;
+#[cfg(test)]
+mod read_tests;
 #[cfg(test)]
 mod tests;
 

@@ -148,7 +148,13 @@ impl ClusterCtx {
         let compute = Compute::new(settings)
             .await?
             .for_project(spec.project.clone());
-        let client = pki::provider_etcd_client(&spec.cas)?;
+        // An imported cluster has no CA keys in state (they are never on a master): its etcd client certificate
+        // comes from a replica's configuration instead of being minted.
+        let client = if spec.cas.etcd_client_ca.key_pem.is_empty() {
+            super::adopt::etcd_client_from_replicas(&compute, &spec.region, &spec.name).await?
+        } else {
+            pki::provider_etcd_client(&spec.cas)?
+        };
         let tls = EtcdTls {
             ca_pem: spec.cas.etcd_client_ca.cert_pem.clone(),
             client_cert_pem: client.cert_pem,

@@ -1,6 +1,7 @@
 //! The imperative shell: observe a cluster once through the backends, ask `crate::domain` what to do, and carry
 //! the steps out through gce, etcd and pki. Resources call this layer; it knows nothing of Terraform.
 
+pub mod adopt;
 pub mod cluster;
 pub mod context;
 pub mod endpoint;

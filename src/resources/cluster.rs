@@ -16,7 +16,7 @@ use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
 use crate::domain::{ids, machine_type, names, network, zones};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterModel {
     pub id: Val<String>,
     pub name: Val<String>,
@@ -113,7 +113,9 @@ impl ClusterResource {
                 None => diags.attr_error(AttributePath::attr("project"), "No project", "Set `project` on this cluster or in the provider block, or export GOOGLE_PROJECT."),
             }
         }
-        if p.zone.is_unknown() && config.zone.is_null() {
+        // Null as well as unknown: an imported cluster whose replicas span zones has no primary zone in state,
+        // and UseStateForUnknown carries that null over.
+        if (p.zone.is_unknown() || p.zone.is_null()) && config.zone.is_null() {
             match settings.zone {
                 Some(z) if p.region.known().is_none_or(|r| zones::region_of(&z) == Some(r.as_str())) => p.zone = Val::Known(z),
                 _ => diags.attr_error(AttributePath::attr("zone"), "No primary zone", "Set `zone` on this cluster (a zone of its region, like `europe-west1-b`) or in the provider block, or export GOOGLE_ZONE."),
@@ -245,6 +247,13 @@ impl Resource for ClusterResource {
         {
             p.id = Val::Known(ids::cluster_id(project, region, name));
         }
+        // An imported cluster whose replicas span zones has no primary zone in state: the configured one is
+        // recorded, not a change of zone (which would replace the cluster).
+        if change.prior.is_some_and(|m| m.zone.is_null()) {
+            change
+                .requires_replace
+                .retain(|path| *path != AttributePath::attr("zone"));
+        }
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
@@ -283,5 +292,23 @@ impl Resource for ClusterResource {
 
     async fn delete(&self, prior: ClusterModel, diags: &mut Diagnostics) {
         super::cluster_apply::delete(&self.settings(), prior, diags).await
+    }
+
+    fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        Some(&[
+            ("project", "The project."),
+            ("region", "The region of the static IP."),
+            ("name", "The cluster's name."),
+        ])
+    }
+
+    /// The parts of the id, `<project>/<region>/<name>`, which is known once the object is planned or imported.
+    fn identity(&self, m: &ClusterModel) -> Option<Vec<String>> {
+        let (a, b, c) = ids::parse3(m.id.known()?, "").ok()?;
+        Some(vec![a.to_string(), b.to_string(), c.to_string()])
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<ClusterModel> {
+        super::import::cluster(&self.settings(), id, diags).await
     }
 }

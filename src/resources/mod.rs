@@ -3,6 +3,7 @@
 mod cancel;
 pub mod cluster;
 mod cluster_apply;
+mod import;
 pub mod replica;
 mod replica_apply;
 mod replica_guard;

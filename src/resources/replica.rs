@@ -15,7 +15,7 @@ use super::Timeouts;
 use super::spec::ClusterSpec;
 use crate::domain::{ids, names, zones};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ReplicaModel {
     pub id: Val<String>,
     pub cluster: Val<ClusterSpec>,
@@ -124,6 +124,22 @@ fn plan_repairs(
     }
 }
 
+/// A new replica needs certificates signed by the cluster's CAs. An imported cluster has no CA keys (masters
+/// never hold them, so import cannot recover them): say so at plan instead of failing half-way through a join.
+fn check_can_sign(r: &ReplicaModel, diags: &mut Diagnostics) {
+    let Some(cluster) = r.cluster.known() else {
+        return;
+    };
+    if cluster.ca_private_key.known().is_some_and(|k| k.is_empty()) {
+        let name = cluster.name.known().cloned().unwrap_or_default();
+        diags.attr_error(
+            AttributePath::attr("cluster"),
+            format!("Cluster {name} was imported without its CA private keys"),
+            "A new replica needs certificates signed by the cluster's CAs, whose private keys lived only in the state the cluster was created with (masters never hold them), so import could not recover them. The imported replicas keep running and can be refreshed, repaired and removed. To add one, restore the state that holds the keys, or create a new cluster and move the workload.",
+        );
+    }
+}
+
 /// Placement checks on whatever is known; unknown parts are checked again at apply.
 fn check_placement(r: &ReplicaModel, diags: &mut Diagnostics) {
     let Some(cluster) = r.cluster.known() else {
@@ -199,6 +215,7 @@ impl Resource for ReplicaResource {
         }
         check_placement(p, diags);
         if change.prior.is_none() {
+            check_can_sign(p, diags);
             super::replica_guard::check_create(&self.settings(), p, diags).await;
         }
     }
@@ -226,6 +243,36 @@ impl Resource for ReplicaResource {
 
     async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
         super::replica_apply::delete(&self.settings(), &self.stop, prior, diags).await
+    }
+
+    fn identity_schema(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        Some(&[
+            ("project", "The project."),
+            ("zone", "The VM's zone."),
+            ("name", "The VM's name."),
+        ])
+    }
+
+    /// The parts of the id, `<project>/<zone>/<name>`, which is known once the object is planned or imported.
+    fn identity(&self, m: &ReplicaModel) -> Option<Vec<String>> {
+        let (a, b, c) = ids::parse3(m.id.known()?, "").ok()?;
+        Some(vec![a.to_string(), b.to_string(), c.to_string()])
+    }
+
+    fn list_config_schema(&self) -> Option<Schema> {
+        Some(super::import::replica_list_schema())
+    }
+
+    async fn list(
+        &self,
+        config: &tfplugin::value::Value,
+        diags: &mut Diagnostics,
+    ) -> Vec<ReplicaModel> {
+        super::import::list_replicas(&self.settings(), config, diags).await
+    }
+
+    async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<ReplicaModel> {
+        super::import::replica(&self.settings(), id, diags).await
     }
 }
 

@@ -219,6 +219,10 @@ pub async fn read(
     if name.is_empty() {
         return Some(s);
     }
+    // Just imported: the cluster comes from configuration at the next plan, and import has read the VM already.
+    if s.cluster.is_null() {
+        return Some(s);
+    }
     let ctx = context(settings, &s, diags).await?;
     let until = Instant::now() + Duration::from_secs(60);
     let snap = match observe_shared(&ctx).await {

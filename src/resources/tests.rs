@@ -205,3 +205,67 @@ async fn replica_zone_must_follow_the_cluster() {
         }
     }
 }
+
+#[tokio::test]
+async fn identities_and_the_list_resource_are_declared_and_an_identity_becomes_the_import_id() {
+    use tfplugin::types::ImportResourceStateRequest;
+    let server = FrameworkServer::new(HaProvider::default());
+    let schemas = server
+        .get_resource_identity_schemas()
+        .await
+        .identity_schemas;
+    let names = |ty: &str| -> Vec<String> {
+        let (_, s) = schemas
+            .iter()
+            .find(|(n, _)| n == ty)
+            .expect("an identity schema");
+        s.attributes.iter().map(|a| a.name.clone()).collect()
+    };
+    assert_eq!(names("ha_master_cluster"), ["project", "region", "name"]);
+    assert_eq!(names("ha_master_replica"), ["project", "zone", "name"]);
+    let listed: Vec<String> = server
+        .get_provider_schema()
+        .await
+        .list_resource_schemas
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(listed, ["ha_master_replica"]);
+
+    // `import { identity = … }` sends no id: the identity is turned into `<project>/<zone>/<name>`, which import
+    // then parses (here it stops at the zone, before any API call).
+    let ty = Type::object([
+        ("project", Type::String),
+        ("zone", Type::String),
+        ("name", Type::String),
+    ]);
+    let import = |identity: Value| ImportResourceStateRequest {
+        type_name: "ha_master_replica".into(),
+        id: String::new(),
+        identity: Some(mp(&ty, &identity)),
+        ..Default::default()
+    };
+    let identity = |zone: &str, name: &str| {
+        Value::Object(
+            [("project", s("p")), ("zone", s(zone)), ("name", s(name))]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
+    };
+    let resp = server
+        .import_resource_state(import(identity("nowhere", "x")))
+        .await;
+    let d = resp.diagnostics.iter().next().expect("an error");
+    assert!(
+        d.detail
+            .contains("\"nowhere\" in \"p/nowhere/x\" is not a GCE zone"),
+        "{d:?}"
+    );
+    let resp = server
+        .import_resource_state(import(identity("europe-west1-b", "")))
+        .await;
+    let d = resp.diagnostics.iter().next().expect("an error");
+    assert_eq!(d.summary, "Invalid import identity", "{d:?}");
+    assert!(d.detail.contains("the identity has no name"), "{d:?}");
+}

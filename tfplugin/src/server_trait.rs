@@ -34,6 +34,24 @@ pub trait ProviderServer: Send + Sync + 'static {
         req: ImportResourceStateRequest,
     ) -> ImportResourceStateResponse;
 
+    /// Identity schemas (Terraform 1.12+). The default: no resource type has one.
+    async fn get_resource_identity_schemas(&self) -> GetResourceIdentitySchemasResponse {
+        GetResourceIdentitySchemasResponse::default()
+    }
+
+    /// `terraform query`: the objects a list block selects. The protocol streams them; they are collected here
+    /// first (a listing is small), and the server sends them one event each. The default lists nothing.
+    async fn list_resource(&self, _req: ListResourceRequest) -> Vec<ListResourceEvent> {
+        Vec::new()
+    }
+
+    async fn validate_list_resource_config(
+        &self,
+        _req: ValidateListResourceConfigRequest,
+    ) -> Diagnostics {
+        Diagnostics::new()
+    }
+
     /// Provider-defined functions. The default has none.
     async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {
         CallFunctionResponse {

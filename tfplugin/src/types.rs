@@ -142,6 +142,8 @@ pub struct GetProviderSchemaResponse {
     /// Resource type name → schema, in the order to list them.
     pub resource_schemas: Vec<(String, Schema)>,
     pub data_source_schemas: Vec<(String, Schema)>,
+    /// List resource type name → the schema of its `config` block (`terraform query`, Terraform 1.14+).
+    pub list_resource_schemas: Vec<(String, Schema)>,
     pub functions: Vec<(String, Function)>,
     pub server_capabilities: ServerCapabilities,
     pub diagnostics: Diagnostics,
@@ -271,4 +273,54 @@ pub struct FunctionError {
 pub struct CallFunctionResponse {
     pub result: DynamicValue,
     pub error: Option<FunctionError>,
+}
+
+/// One attribute of a resource identity (Terraform 1.12+): a value that names the remote object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IdentityAttribute {
+    pub name: String,
+    pub ty: Type,
+    pub required_for_import: bool,
+    pub optional_for_import: bool,
+    pub description: String,
+}
+
+/// A resource type's identity schema. Its version moves only when the identity's shape changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IdentitySchema {
+    pub version: i64,
+    pub attributes: Vec<IdentityAttribute>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GetResourceIdentitySchemasResponse {
+    /// Resource type name → identity schema, for the resource types that have one.
+    pub identity_schemas: Vec<(String, IdentitySchema)>,
+    pub diagnostics: Diagnostics,
+}
+
+/// `terraform query` (Terraform 1.14+): list the remote objects of a type that a `list` block's `config` selects.
+#[derive(Debug, Clone, Default)]
+pub struct ListResourceRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
+    /// Whether each result should carry the full resource object (for `-generate-config-out`).
+    pub include_resource_object: bool,
+    /// At most this many results (0: no limit given).
+    pub limit: i64,
+}
+
+/// One found object, or (with only diagnostics) a failure of the listing.
+#[derive(Debug, Clone, Default)]
+pub struct ListResourceEvent {
+    pub identity: Option<DynamicValue>,
+    pub display_name: String,
+    pub resource_object: Option<DynamicValue>,
+    pub diagnostics: Diagnostics,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ValidateListResourceConfigRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
 }

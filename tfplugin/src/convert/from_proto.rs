@@ -146,3 +146,21 @@ pub(crate) fn call_function_request(r: pb::call_function::Request) -> CallFuncti
             .collect(),
     }
 }
+
+pub(crate) fn list_resource_request(r: pb::list_resource::Request) -> ListResourceRequest {
+    ListResourceRequest {
+        type_name: r.type_name,
+        config: dynamic_value(r.config),
+        include_resource_object: r.include_resource_object,
+        limit: r.limit,
+    }
+}
+
+pub(crate) fn validate_list_resource_config_request(
+    r: pb::validate_list_resource_config::Request,
+) -> ValidateListResourceConfigRequest {
+    ValidateListResourceConfigRequest {
+        type_name: r.type_name,
+        config: dynamic_value(r.config),
+    }
+}

@@ -180,6 +180,11 @@ pub(crate) fn get_provider_schema_response(
             .collect(),
         diagnostics: diagnostics(r.diagnostics),
         provider_meta: r.provider_meta.map(schema),
+        list_resource_schemas: r
+            .list_resource_schemas
+            .into_iter()
+            .map(|(n, s)| (n, schema(s)))
+            .collect(),
         server_capabilities: Some(server_capabilities(r.server_capabilities)),
         functions: r
             .functions
@@ -210,6 +215,11 @@ pub(crate) fn get_metadata_response(r: GetProviderSchemaResponse) -> pb::get_met
             .functions
             .into_iter()
             .map(|(name, _)| FunctionMetadata { name })
+            .collect(),
+        list_resources: r
+            .list_resource_schemas
+            .into_iter()
+            .map(|(type_name, _)| pb::get_metadata::ListResourceMetadata { type_name })
             .collect(),
         ..Default::default()
     }
@@ -335,5 +345,52 @@ pub(crate) fn call_function_response(r: CallFunctionResponse) -> pb::call_functi
     pb::call_function::Response {
         result: dynamic_value(r.result),
         error: r.error.map(function_error),
+    }
+}
+
+pub(crate) fn get_resource_identity_schemas_response(
+    r: GetResourceIdentitySchemasResponse,
+) -> pb::get_resource_identity_schemas::Response {
+    pb::get_resource_identity_schemas::Response {
+        identity_schemas: r
+            .identity_schemas
+            .into_iter()
+            .map(|(n, s)| (n, identity_schema(s)))
+            .collect(),
+        diagnostics: diagnostics(r.diagnostics),
+    }
+}
+
+pub(crate) fn identity_schema(s: IdentitySchema) -> pb::ResourceIdentitySchema {
+    pb::ResourceIdentitySchema {
+        version: s.version,
+        identity_attributes: s
+            .attributes
+            .into_iter()
+            .map(|a| pb::resource_identity_schema::IdentityAttribute {
+                name: a.name,
+                r#type: a.ty.to_json_bytes(),
+                required_for_import: a.required_for_import,
+                optional_for_import: a.optional_for_import,
+                description: a.description,
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn list_resource_event(e: ListResourceEvent) -> pb::list_resource::Event {
+    pb::list_resource::Event {
+        identity: resource_identity_data(e.identity),
+        display_name: e.display_name,
+        resource_object: e.resource_object.and_then(dynamic_value),
+        diagnostic: diagnostics(e.diagnostics),
+    }
+}
+
+pub(crate) fn validate_list_resource_config_response(
+    d: Diagnostics,
+) -> pb::validate_list_resource_config::Response {
+    pb::validate_list_resource_config::Response {
+        diagnostics: diagnostics(d),
     }
 }

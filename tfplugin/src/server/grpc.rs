@@ -14,6 +14,7 @@ use crate::ProviderServer;
 use crate::convert::{from_proto, to_proto};
 use crate::proto::tfplugin6 as pb;
 use pb::provider_server::Provider;
+use tonic::codegen::BoxStream;
 
 /// The generated service's implementation, holding the provider.
 pub(crate) struct ProviderService<P> {
@@ -76,15 +77,43 @@ impl<P: ProviderServer> Provider for ProviderService<P> {
         )))
     }
 
-    /// No resource has an identity schema yet. Answering empty rather than UNIMPLEMENTED spares Terraform 1.12+ a
-    /// logged error on every process start.
+    /// Answered even by a provider without identities (empty), which spares Terraform 1.12+ a logged error on
+    /// every process start.
     async fn get_resource_identity_schemas(
         &self,
         _: Request<pb::get_resource_identity_schemas::Request>,
     ) -> Reply<pb::get_resource_identity_schemas::Response> {
         let _log = RpcLog::start("GetResourceIdentitySchemas");
+        let r = self.provider.get_resource_identity_schemas().await;
         Ok(Response::new(
-            pb::get_resource_identity_schemas::Response::default(),
+            to_proto::get_resource_identity_schemas_response(r),
+        ))
+    }
+
+    async fn list_resource(
+        &self,
+        req: Request<pb::list_resource::Request>,
+    ) -> Reply<BoxStream<pb::list_resource::Event>> {
+        let _log = RpcLog::start("ListResource");
+        let req = from_proto::list_resource_request(req.into_inner());
+        let events = self.provider.list_resource(req).await;
+        let stream = tokio_stream::iter(
+            events
+                .into_iter()
+                .map(|e| Ok(to_proto::list_resource_event(e))),
+        );
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn validate_list_resource_config(
+        &self,
+        req: Request<pb::validate_list_resource_config::Request>,
+    ) -> Reply<pb::validate_list_resource_config::Response> {
+        let _log = RpcLog::start("ValidateListResourceConfig");
+        let req = from_proto::validate_list_resource_config_request(req.into_inner());
+        let diags = self.provider.validate_list_resource_config(req).await;
+        Ok(Response::new(
+            to_proto::validate_list_resource_config_response(diags),
         ))
     }
 

@@ -1,0 +1,75 @@
+//! Reading a master's startup configuration back, for import: the files its `user-data` writes, and the few
+//! settings they reveal. The inverse of [`super::render_user_data`] for what import needs; pure, like the rest of
+//! this module. CA private keys are never among the files (see the module docs): they cannot be read back.
+
+use std::collections::BTreeMap;
+
+use super::k8s::{CloudConfig, KubeletConfiguration};
+use super::paths;
+
+/// The files of one master's `#cloud-config`, by guest path.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MasterFiles(BTreeMap<String, String>);
+
+// Holds private keys: print only the paths.
+impl std::fmt::Debug for MasterFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// Parses `user-data` as the provider renders it. An error says why it is not a master's configuration.
+pub fn read_user_data(user_data: &str) -> Result<MasterFiles, String> {
+    let body = user_data
+        .strip_prefix("#cloud-config\n")
+        .ok_or("the user-data is not a #cloud-config document")?;
+    let cloud: CloudConfig = serde_norway::from_str(body)
+        .map_err(|e| format!("the user-data does not parse as cloud-config: {e}"))?;
+    Ok(MasterFiles(
+        cloud
+            .write_files
+            .into_iter()
+            .map(|f| (f.path, f.content))
+            .collect(),
+    ))
+}
+
+impl MasterFiles {
+    pub fn get(&self, path: &str) -> Option<&str> {
+        self.0.get(path).map(String::as_str)
+    }
+
+    /// A file the contract requires, or a sentence naming it.
+    pub fn require(&self, path: &str) -> Result<&str, String> {
+        self.get(path)
+            .ok_or_else(|| format!("the master configuration has no {path}"))
+    }
+
+    /// The value of `--<name>=` in a static pod manifest (argv elements are `--flag=value`, one per line).
+    pub fn flag(&self, manifest: &str, name: &str) -> Option<String> {
+        let needle = format!("--{name}=");
+        let content = self.get(&format!("{}/{manifest}", paths::MANIFESTS))?;
+        content.lines().find_map(|l| {
+            let l = l
+                .trim()
+                .trim_start_matches("- ")
+                .trim_matches(|c| c == '\'' || c == '"');
+            l.strip_prefix(&needle).map(str::to_string)
+        })
+    }
+
+    /// Whether `/etc/gce.conf` says `multizone = true`.
+    pub fn multizone(&self) -> bool {
+        self.get(paths::GCE_CONF).is_some_and(|c| {
+            c.lines()
+                .any(|l| l.split('=').map(str::trim).collect::<Vec<_>>() == ["multizone", "true"])
+        })
+    }
+
+    /// The kubelet's `clusterDomain` (the cluster's DNS domain).
+    pub fn cluster_domain(&self) -> Option<String> {
+        let cfg: KubeletConfiguration =
+            serde_norway::from_str(self.get(paths::KUBELET_CONFIG)?).ok()?;
+        Some(cfg.cluster_domain)
+    }
+}

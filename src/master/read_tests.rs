@@ -1,0 +1,70 @@
+//! Reading a rendered configuration back gives what was rendered: the files import recovers and the settings it
+//! learns from them.
+
+use super::read::read_user_data;
+use super::tests::{cas, config_for};
+use super::*;
+
+fn rendered(multizone: bool, domain: &str, range: &str) -> MasterConfig {
+    let ip: Ipv4Addr = "10.0.0.5".parse().unwrap();
+    let mut cfg = config_for(cas(), "prod", ip, &[("prod", ip)], InitialState::New);
+    cfg.multizone = multizone;
+    cfg.dns_domain = domain.into();
+    cfg.service_cluster_ip_range = range.parse().unwrap();
+    cfg
+}
+
+#[test]
+fn files_settings_and_keys_read_back() {
+    let cases = [
+        (false, "cluster.local", "10.0.0.0/16"),
+        (true, "corp.example", "10.96.0.0/12"),
+    ];
+    for (multizone, domain, range) in cases {
+        let cfg = rendered(multizone, domain, range);
+        let files = read_user_data(&render_user_data(&cfg)).unwrap();
+        assert_eq!(files.multizone(), multizone);
+        assert_eq!(files.cluster_domain().as_deref(), Some(domain));
+        assert_eq!(
+            files
+                .flag("kube-apiserver.yaml", "service-cluster-ip-range")
+                .as_deref(),
+            Some(range)
+        );
+        assert_eq!(files.get(paths::CA), Some(cfg.cas.cluster_ca.as_str()));
+        assert_eq!(
+            files.get(paths::ETCD_CA),
+            Some(cfg.cas.etcd_peer_ca.as_str())
+        );
+        assert_eq!(
+            files.get(paths::ETCD_CLIENT_CA),
+            Some(cfg.cas.etcd_client_ca.as_str())
+        );
+        assert_eq!(
+            files.get(paths::APISERVER_KEY),
+            Some(cfg.certs.api_server.key_pem.as_str())
+        );
+        assert_eq!(
+            files.get(paths::SERVICE_ACCOUNT_KEY),
+            Some(cfg.service_account_key_pem.as_str())
+        );
+        assert_eq!(files.flag("etcd.yaml", "name").as_deref(), Some("prod"));
+    }
+}
+
+#[test]
+fn what_is_not_a_master_configuration_says_why() {
+    assert!(
+        read_user_data("#!/bin/bash\necho hi")
+            .unwrap_err()
+            .contains("#cloud-config")
+    );
+    assert!(
+        read_user_data("#cloud-config\n: [")
+            .unwrap_err()
+            .contains("does not parse")
+    );
+    let files = read_user_data("#cloud-config\nwrite_files: []\n").unwrap();
+    assert!(files.require(paths::CA).unwrap_err().contains(paths::CA));
+    assert!(!files.multizone() && files.cluster_domain().is_none());
+}
