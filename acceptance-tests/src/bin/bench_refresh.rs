@@ -46,8 +46,14 @@ resource "ha_master_replica" "r" {{
 
 /// API calls by method so far (the log counts every Compute API request; admin calls are not in it).
 fn calls(sim: &Sim) -> BTreeMap<String, u64> {
-    let summary = sim.admin("requests");
-    summary["by_method"]
+    // The log's JSON is camelCase (`byMethod`): a wrong key would read as zero calls and pass any target.
+    let summary = sim.requests(false);
+    let counts = &summary["byMethod"];
+    assert!(
+        counts.is_object(),
+        "the request log has no byMethod: {summary}"
+    );
+    counts
         .as_object()
         .map(|m| {
             m.iter()
