@@ -23,7 +23,14 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
         Some(json!({"name": "ip", "description": "static"})),
     )
     .await;
-    let ip = sim.get(&format!("regions/{r}/addresses/ip")).await.body["address"].clone();
+    let reserved = sim.get(&format!("regions/{r}/addresses/ip")).await.body;
+    let ip = reserved["address"].clone();
+    sim.ok(
+        "POST",
+        &format!("regions/{r}/addresses/ip/setLabels"),
+        Some(json!({"labels": {"a": "b"}, "labelFingerprint": reserved["labelFingerprint"]})),
+    )
+    .await;
     sim.get(&format!("regions/{r}/addresses")).await;
     let mut body = instance_body("m1", z);
     body["networkInterfaces"][0]["accessConfigs"] =
