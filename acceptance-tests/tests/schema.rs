@@ -27,3 +27,49 @@ fn providers_schema_lists_both_resources_with_descriptions() {
         }
     });
 }
+
+/// The provider declares its schema optional after the first ask (`get_provider_schema_optional`): a plan starts
+/// three provider processes, and both clients ask only the first for the schema, reusing it for the others.
+#[test]
+fn a_plan_asks_for_the_schema_once_though_it_starts_several_processes() {
+    for_each_client(|client| {
+        let mut ws = Workspace::new(client, "schema-once");
+        ws.write_main_tf(&format!(
+            "{REQUIRED_PROVIDERS}{}",
+            r#"
+provider "ha" {
+  project = "p"
+  zone    = "us-central1-b"
+}
+
+resource "ha_master_cluster" "c" {
+  name                      = "c"
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+}
+"#
+        ));
+        ws.init();
+        ws.set_env("TF_LOG_PROVIDER", "debug");
+        let plan = ws.plan();
+        let started = |rpc: &str| {
+            plan.stderr
+                .lines()
+                .filter(|l| l.contains("rpc started") && l.contains(&format!("rpc={rpc}")))
+                .count()
+        };
+        let processes = plan
+            .stderr
+            .lines()
+            .filter(|l| l.contains("plugin listening"))
+            .count();
+        assert!(
+            processes >= 2,
+            "[{client}] a plan starts several provider processes, saw {processes}:\n{plan}"
+        );
+        assert_eq!(
+            started("GetProviderSchema"),
+            1,
+            "[{client}] GetProviderSchema calls:\n{plan}"
+        );
+    });
+}

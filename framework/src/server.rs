@@ -108,6 +108,9 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 .collect(),
             server_capabilities: ServerCapabilities {
                 plan_destroy: true,
+                // The schema is the same in every process of a command, so a client that cached it from the
+                // first process may skip asking the next ones (each plan starts three).
+                get_provider_schema_optional: true,
                 ..Default::default()
             },
             diagnostics: Diagnostics::new(),
