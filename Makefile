@@ -27,7 +27,9 @@ test: setup lint build
 demo: setup build
 	@bash scripts/demo
 
+# The plan-time floor is measured with the smallest plugin the repository has (tfplugin/examples/echo_provider.rs).
 bench: setup build
+	$(CARGO) build --release -p tfplugin --example echo_provider
 	$(CARGO) run --release -p acceptance-tests --bin bench
 
 clean-work:

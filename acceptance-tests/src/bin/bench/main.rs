@@ -41,6 +41,31 @@ resource "terraform_data" "r" {
 }
 "#;
 
+/// The same shape on the minimal plugin (`tfplugin/examples/echo_provider.rs`, installed from its own mirror as
+/// `hamaster/ha`, so `provider = ha` picks it): the floor any out-of-process provider pays.
+const FLOOR_CONFIG: &str = r#"
+resource "echo_thing" "bench" {
+  provider = ha
+  name     = "bench"
+}
+
+resource "echo_thing" "r" {
+  provider = ha
+  count    = {count}
+  name     = echo_thing.bench.id
+}
+"#;
+
+/// Where `make bench` builds the minimal plugin (`HA_ECHO_PROVIDER_BIN` overrides).
+fn floor_binary() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("HA_ECHO_PROVIDER_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            acceptance_tests::repo_root().join("target/release/examples/echo_provider")
+        });
+    path.is_file().then_some(path)
+}
+
 const HANDSHAKE_TARGET_MS: f64 = 5.0;
 const BINARY_SIZE_TARGET_MB: f64 = 25.0;
 const PEAK_RSS_TARGET_MIB: f64 = 30.0;
@@ -71,6 +96,16 @@ fn main() {
         REPLICA_CONFIG.replace("{count}", &options.replicas.to_string())
     );
     let baseline_config = BASELINE_CONFIG.replace("{count}", &options.replicas.to_string());
+    let floor_config = format!(
+        "{REQUIRED_PROVIDERS}{}",
+        FLOOR_CONFIG.replace("{count}", &options.replicas.to_string())
+    );
+    let floor = floor_binary();
+    if floor.is_none() {
+        eprintln!(
+            "bench: no minimal plugin to measure the floor with: `cargo build --release -p tfplugin --example echo_provider` (make bench does)"
+        );
+    }
     let n = options.replicas;
 
     let mut rows = Vec::new();
@@ -113,13 +148,24 @@ fn main() {
             "bench: plan time under {client} ({} runs each)",
             options.plan_runs
         );
-        let timing =
-            plan_time::compare(client, &replica_config, &baseline_config, options.plan_runs);
+        let shapes = plan_time::Shapes {
+            subject: &replica_config,
+            floor: floor.as_deref().map(|bin| (bin, floor_config.as_str())),
+            baseline: &baseline_config,
+        };
+        let timing = plan_time::compare(client, &shapes, options.plan_runs);
         let (value, detail) = match timing {
-            Ok(t) => (
-                Ok(t.ratio()),
-                format!("{:.2} s / {:.2} s", t.subject_secs, t.baseline_secs),
-            ),
+            Ok(t) => {
+                let mut detail = format!("{:.2} s / {:.2} s", t.subject_secs, t.baseline_secs);
+                if let Some(f) = t.floor_secs {
+                    detail.push_str(&format!(
+                        "; minimal plugin {f:.2} s = {:.2}x the built-in, ours = {:.2}x the minimal plugin",
+                        f / t.baseline_secs,
+                        t.subject_secs / f
+                    ));
+                }
+                (Ok(t.ratio()), detail)
+            }
             Err(e) => (Err(e), String::new()),
         };
         rows.push(
