@@ -40,8 +40,9 @@ import {
   id = "ha-sim/us-central1-b/prod-master"
 }
 
-# Terraform >= 1.12 can import by identity instead of id.
+# Terraform >= 1.12 can import by identity instead of id (OpenTofu 1.6 cannot parse this form):
+#   identity = { project = "ha-sim", zone = "us-central1-b", name = "prod-master-a1f" }
 import {
-  to       = ha_master_replica.second
-  identity = { project = "ha-sim", zone = "us-central1-b", name = "prod-master-a1f" }
+  to = ha_master_replica.second
+  id = "ha-sim/us-central1-b/prod-master-a1f"
 }
