@@ -13,8 +13,15 @@ use serde_json::Value;
 
 use crate::{Client, Sim, Workspace};
 
-/// The configuration: `ha_master_cluster.c` named `walk`, `ha_master_replica.r[<zone>]` per zone.
+/// The configuration: `ha_master_cluster.c` named `walk`, `ha_master_replica.r[<zone>]` per zone, in
+/// europe-west1 (three zones).
 pub fn walk_config(sim: &Sim) -> String {
+    walk_config_in(sim, "europe-west1-b")
+}
+
+/// The same cluster with its primary zone (and so its region) chosen: us-central1 has four zones, room for a
+/// fourth replica.
+pub fn walk_config_in(sim: &Sim, primary_zone: &str) -> String {
     format!(
         r#"
 terraform {{
@@ -29,7 +36,7 @@ variable "zones" {{
 
 provider "ha" {{
   project                 = "walk"
-  zone                    = "europe-west1-b"
+  zone                    = "{primary_zone}"
   compute_custom_endpoint = "{url}"
   access_token            = "sim-token"
 }}
