@@ -176,6 +176,18 @@ async fn etcd_pids(api: &Api) -> Vec<u64> {
         .collect()
 }
 
+/// `ha-sim ssh <vm> -- etcdctl endpoint health`: its exit code.
+async fn etcd_health_via_ssh(state_dir: &std::path::Path, vm: &'static str) -> Result<i32, String> {
+    let target = crate::cli::Target {
+        state_dir: Some(state_dir.to_path_buf()),
+        url: None,
+    };
+    let cmd = ["etcdctl", "--command-timeout=5s", "endpoint", "health"].map(String::from);
+    tokio::task::spawn_blocking(move || crate::cli::show::ssh(&target, vm, &cmd))
+        .await
+        .expect("join")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn masters_boot_balance_crash_and_stop_cleanly() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -230,6 +242,10 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
         },
     )
     .await;
+    // Mutual TLS between the members, checked from inside each VM as `gcloud compute ssh` would.
+    for vm in ["m0", "m1", "m2"] {
+        assert_eq!(etcd_health_via_ssh(dir.path(), vm).await, Ok(0), "{vm}");
+    }
     let port = crate::net::PortMap::default().host_port(443);
     let mut replicas = std::collections::BTreeSet::new();
     for _ in 0..6 {
@@ -266,16 +282,15 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     )
     .await;
 
-    // `ha-sim ssh m1 -- etcdctl ...` runs in m1's environment and reaches its etcd.
-    let target = crate::cli::Target {
-        state_dir: Some(dir.path().to_path_buf()),
-        url: None,
-    };
-    let cmd = ["etcdctl", "--command-timeout=5s", "endpoint", "health"].map(String::from);
-    let code = tokio::task::spawn_blocking(move || crate::cli::show::ssh(&target, "m1", &cmd))
-        .await
-        .expect("join");
-    assert_eq!(code, Ok(0));
+    // `ha-sim ssh mN -- etcdctl endpoint health` runs in each survivor's environment, with its certificates,
+    // and its etcd answers healthy: the two remaining members still form a quorum.
+    for survivor in ["m1", "m2"] {
+        assert_eq!(
+            etcd_health_via_ssh(dir.path(), survivor).await,
+            Ok(0),
+            "{survivor}"
+        );
+    }
 
     running.stop().await;
     for pid in pids {
