@@ -221,6 +221,17 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
         pools, want_pools,
         "[{client}] target pools and their members"
     );
+    let health_checks: Vec<String> = state["httpHealthChecks"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, h)| h["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        health_checks.len(),
+        usize::from(expected >= 2),
+        "[{client}] health checks: {health_checks:?}"
+    );
     let instances: BTreeSet<String> = sim.names("instances").into_iter().collect();
     assert_eq!(instances, replicas, "[{client}] instances in the sim");
     let mut addresses: BTreeSet<String> = replicas.iter().map(|r| format!("{r}-int")).collect();
@@ -230,4 +241,26 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
         addresses,
         "[{client}] addresses in the sim"
     );
+}
+
+/// After a destroy: the sim holds nothing of any kind the provider makes (VMs, addresses, firewall rules, health
+/// checks, target pools, forwarding rules).
+pub fn assert_sim_empty(client: Client, sim: &Sim) {
+    let state = sim.admin("state");
+    for kind in [
+        "instances",
+        "addresses",
+        "firewalls",
+        "httpHealthChecks",
+        "targetPools",
+        "forwardingRules",
+    ] {
+        let left: Vec<&String> = state[kind]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(left.is_empty(), "[{client}] destroy left {kind}: {left:?}");
+    }
 }

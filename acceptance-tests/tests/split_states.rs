@@ -272,11 +272,6 @@ fn two_replica_states_applied_at_once_from_an_empty_cluster() {
         );
         assert_all_succeeded(client, "a concurrent destroy", &destroyed);
         cluster.destroy();
-        assert!(
-            sim.names("instances").is_empty() && sim.names("addresses").is_empty(),
-            "[{client}] destroy leaked objects: {:?} {:?}",
-            sim.names("instances"),
-            sim.names("addresses")
-        );
+        acceptance_tests::walk::assert_sim_empty(client, &sim);
     });
 }
