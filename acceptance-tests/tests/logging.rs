@@ -10,17 +10,12 @@ use serde_json::Value;
 /// An access token that cannot appear in a log by accident.
 const TOKEN: &str = "ya29.log-scan-4f1c9e7a2b";
 
-/// Every string value in state whose attribute name says it is a private key, at any depth (the cluster's spec
-/// nests its CA keys).
-fn private_keys(v: &Value, name: &str, out: &mut Vec<String>) {
+/// Every PEM private key in state, at any depth (the cluster's spec nests its CA keys).
+fn private_keys(v: &Value, out: &mut Vec<String>) {
     match v {
-        Value::String(s) if name.ends_with("private_key") || name.ends_with("_key") => {
-            if s.contains("PRIVATE KEY") {
-                out.push(s.clone());
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|i| private_keys(i, name, out)),
-        Value::Object(fields) => fields.iter().for_each(|(k, v)| private_keys(v, k, out)),
+        Value::String(s) if s.contains("PRIVATE KEY") => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| private_keys(i, out)),
+        Value::Object(fields) => fields.values().for_each(|v| private_keys(v, out)),
         _ => {}
     }
 }
@@ -67,7 +62,7 @@ fn provider_logs_at_trace_hold_no_token_and_no_private_key() {
             "[{client}] the access token is in the provider's log"
         );
         let mut keys = Vec::new();
-        private_keys(&ws.show_json(), "", &mut keys);
+        private_keys(&ws.show_json(), &mut keys);
         assert!(
             keys.len() >= 5,
             "[{client}] state should hold the CA keys and the replica's keys, found {}",
