@@ -27,7 +27,9 @@ pub fn sim_binary() -> PathBuf {
 }
 
 /// A network block held for this process's lifetime: a lock file created exclusively, reclaimed when its owner
-/// process is gone. Blocks 1..=100 (0 is left for `make demo`).
+/// process is gone. Blocks 1..=100 (0 is left for `make demo`). The lock files live in the machine's temporary
+/// folder, not the checkout: loopback addresses are machine-wide, so two checkouts running their suites at once
+/// (a worktree and a CI clone) must not hand out the same block.
 struct Block {
     n: u8,
     file: PathBuf,
@@ -35,7 +37,7 @@ struct Block {
 
 impl Block {
     fn take() -> Block {
-        let dir = work_dir().join("sim-blocks");
+        let dir = std::env::temp_dir().join("ha-sim-network-blocks");
         std::fs::create_dir_all(&dir).expect("creating the sim block folder");
         for n in 1..=100u8 {
             let file = dir.join(format!("{n}.lock"));
