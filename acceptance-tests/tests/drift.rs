@@ -3,7 +3,8 @@
 //! exits 2 and its text names the problem, the apply succeeds, and the walk-through's `check` holds (plan empty,
 //! etcd members == replicas all voting and healthy, keys intact, static IP serving /healthz over TLS, load
 //! balancer iff two or more replicas with a pool of exactly the replica VMs, nothing in the sim unknown to state).
-//! Drifts that compose share one cluster, to keep the wall time low.
+//! Drifts that compose share one cluster, to keep the wall time low. Metadata edited by hand is written back
+//! before a crashed VM starts again, since it boots from it.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -242,5 +243,67 @@ fn a_sole_replica_that_lost_the_static_ip_gets_it_back() {
         );
         ws.apply();
         check(client, &ws, &sim, 1);
+    });
+}
+
+/// The items of `vm`'s metadata, as the sim holds them.
+fn metadata_of(sim: &Sim, vm: &str) -> std::collections::BTreeMap<String, String> {
+    let state = sim.admin("state");
+    let instance = state["instances"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|i| i["name"] == vm)
+        .unwrap_or_else(|| panic!("no VM {vm}"));
+    instance["metadata"]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            let s = |k: &str| i[k].as_str().unwrap_or_default().to_string();
+            (s("key"), s("value"))
+        })
+        .collect()
+}
+
+#[test]
+fn hand_edited_metadata_is_written_back_before_a_crashed_vm_boots_from_it() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-md-{client}"));
+        let ws = cluster(client, &sim, "drift-md", &[B]);
+        let victim = replicas_by_zone(&ws)[B].clone();
+        let wrote = metadata_of(&sim, &victim);
+        assert!(
+            wrote.contains_key("user-data"),
+            "[{client}] the master has a startup configuration"
+        );
+
+        // Someone replaces the startup configuration and adds a key in the console; then the VM crashes. Booted from
+        // the edited metadata, it would run no etcd at all.
+        sim.fault(&[
+            "set-metadata",
+            &victim,
+            "user-data=#cloud-config\nwrite_files: []\n",
+        ]);
+        sim.fault(&["set-metadata", &victim, "ssh-keys=me:ssh-ed25519 AAAA"]);
+        sim.fault(&["crash-vm", &victim]);
+        plan_sees(
+            client,
+            &ws,
+            &[
+                &format!("The metadata of replica {victim} was edited out of band"),
+                "metadata item user-data was changed on the VM",
+                "metadata item ssh-keys was added to the VM",
+                r#"~ status = "TERMINATED" -> "RUNNING""#,
+            ],
+        );
+        // The apply writes the metadata back first, then starts the VM, which boots from it and rejoins.
+        ws.apply();
+        check(client, &ws, &sim, 1);
+        assert_eq!(
+            metadata_of(&sim, &victim),
+            wrote,
+            "[{client}] the metadata of {victim} is the provider's again"
+        );
     });
 }

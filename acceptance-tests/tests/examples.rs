@@ -114,6 +114,7 @@ const REPLICA_UNKNOWN: &[&str] = &[
     "internal_ip",
     "name",
     "self_link",
+    "startup_metadata",
     "status",
 ];
 

@@ -7,6 +7,7 @@ pub mod guard;
 pub mod ids;
 pub mod lock;
 pub mod machine_type;
+pub mod metadata;
 pub mod names;
 pub mod network;
 pub mod orphans;

@@ -6,6 +6,9 @@
 //! or leave in the same apply, resumes and composes cleanly. The caller holds the cluster's lock.
 //!
 //! `restart_replica` starts a replica VM that stopped or crashed and returns once its etcd member is healthy again.
+//!
+//! `restore_metadata` writes back the metadata the provider set on a replica VM when it was edited by hand
+//! (`domain::metadata`); it runs before a restart, since a VM boots from its metadata.
 
 use std::time::Duration;
 
@@ -15,6 +18,7 @@ use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::await_static_ip;
 use super::observe::{Snapshot, etcd_target, observe};
 use super::shared::{HEALTH_PORT, zone_of};
+use crate::domain::metadata::metadata_drift;
 use crate::domain::shape::{cluster_repairs, reachability_repairs};
 use crate::domain::topology::Step;
 use crate::gce::{ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, TargetPoolSpec};
@@ -183,6 +187,30 @@ const POLL: Duration = Duration::from_millis(200);
 /// Starts replica `name` if its VM is not running, waits until GCE shows it RUNNING and its etcd member answers
 /// healthy (and, when it holds the static IP, until the IP serves again). Returns the VM as it then is; a VM that
 /// was running already is returned at once.
+/// Writes `wrote` back as the VM's whole metadata if it differs (in any item) from what the VM carries.
+pub async fn restore_metadata(
+    ctx: &ClusterCtx,
+    zone: &str,
+    name: &str,
+    wrote: &std::collections::BTreeMap<String, String>,
+    deadline: Instant,
+) -> Result<()> {
+    let c = &ctx.compute;
+    let Some(vm) = c.get_instance(zone, name, deadline).await? else {
+        return Err(OpError::Other(format!(
+            "the VM of replica {name} in {zone} does not exist"
+        )));
+    };
+    let drift = metadata_drift(wrote, &vm.metadata);
+    if drift.is_empty() {
+        return Ok(());
+    }
+    tracing::info!("{name}: {}; writing its metadata back", drift.join("; "));
+    let items: Vec<(String, String)> = wrote.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    c.set_metadata(zone, name, &items, deadline).await?;
+    Ok(())
+}
+
 pub async fn restart_replica(
     ctx: &ClusterCtx,
     zone: &str,

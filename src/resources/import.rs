@@ -176,6 +176,9 @@ pub async fn replica(
         etcd_peer_private_key: s(&a.etcd_peer.key_pem),
         etcd_server_certificate: s(&a.etcd_server.cert_pem),
         etcd_server_private_key: s(&a.etcd_server.key_pem),
+        // What the VM carries now is what the provider owns from here on.
+        startup_metadata: Val::Known(vm.metadata.iter().cloned().collect()),
+        drift: Val::Known(Vec::new()),
         timeouts: Val::Null,
     })
 }

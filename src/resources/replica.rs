@@ -36,6 +36,8 @@ pub struct ReplicaModel {
     pub etcd_peer_private_key: Val<String>,
     pub etcd_server_certificate: Val<String>,
     pub etcd_server_private_key: Val<String>,
+    pub startup_metadata: Val<BTreeMap<String, String>>,
+    pub drift: Val<Vec<String>>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -73,6 +75,8 @@ pub fn schema() -> Schema {
         .attribute(stable(Attribute::string("etcd_peer_private_key")).sensitive().description("Its private key."))
         .attribute(stable(Attribute::string("etcd_server_certificate")).description("PEM of the etcd client-port serving certificate."))
         .attribute(stable(Attribute::string("etcd_server_private_key")).sensitive().description("Its private key."))
+        .attribute(stable(Attribute::typed("startup_metadata", Type::map(Type::String))).sensitive().description("The VM's metadata as the provider wrote it: `user-data` (the startup configuration, which holds the replica's private keys; see docs/master-config.md) and `cluster-name`. The provider owns the whole set."))
+        .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found changed by hand in the VM's metadata, one sentence per item (removed, changed or added). Planned empty: an apply writes `startup_metadata` back; the VM reads it at its next boot."))
         .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
 }
 
@@ -101,6 +105,15 @@ fn plan_repairs(
         requires_replace.push(AttributePath::attr("etcd_member_id"));
         return;
     }
+    if let Some(drift) = prior.drift.known().filter(|d| !d.is_empty()) {
+        diags.warning(
+            format!("The metadata of replica {name} was edited out of band"),
+            format!(
+                "{}. `terraform apply` writes back the metadata the provider set (`startup_metadata`); the VM reads its startup configuration from it at its next boot.",
+                capitalize(&drift.join("; "))
+            ),
+        );
+    }
     if let Some(status) = prior.status.known().filter(|s| !s.is_empty())
         && status != "RUNNING"
     {
@@ -122,6 +135,14 @@ fn plan_repairs(
     } else if prior.status.known().is_some_and(|s| !s.is_empty()) {
         p.status = Val::Known("RUNNING".into());
     }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// A new replica needs certificates signed by the cluster's CAs. An imported cluster has no CA keys (masters
@@ -177,6 +198,8 @@ impl Resource for ReplicaResource {
 
     async fn modify_plan(&self, change: PlanChange<'_, ReplicaModel>, diags: &mut Diagnostics) {
         let p = change.planned;
+        // The declared state has no drift: a create starts without it, and an update writes the metadata back.
+        p.drift = Val::Known(Vec::new());
         if let Some(cluster) = p.cluster.known().cloned() {
             p.cluster_id = cluster.id.clone();
             if p.zone.is_unknown() && change.config.zone.is_null() {

@@ -16,6 +16,7 @@ use super::replica::ReplicaModel;
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::ids;
+use crate::domain::metadata::metadata_drift;
 use crate::domain::topology::shape_warnings;
 use crate::ops::context::Spec;
 use crate::ops::join::{JoinRequest, Joined, join};
@@ -23,7 +24,7 @@ use crate::ops::leave::leave;
 use crate::ops::lock::{ClusterLock, lock_cluster};
 use crate::ops::observe::observe;
 use crate::ops::refresh::observe_shared;
-use crate::ops::repair::restart_replica;
+use crate::ops::repair::{restart_replica, restore_metadata};
 use crate::ops::shared::zone_of;
 use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL, replica_labels};
 use crate::ops::{ClusterCtx, OpError};
@@ -122,6 +123,13 @@ fn fill(
     p.etcd_peer_private_key = Val::Known(peer.key_pem);
     p.etcd_server_certificate = Val::Known(server.cert_pem);
     p.etcd_server_private_key = Val::Known(server.key_pem);
+    // What the VM was made with is what refresh compares its metadata with from now on.
+    p.startup_metadata = Val::Known(
+        instance
+            .map(|i| i.metadata.iter().cloned().collect())
+            .unwrap_or_default(),
+    );
+    p.drift = Val::Known(Vec::new());
     p
 }
 
@@ -257,6 +265,7 @@ pub async fn read(
         s.external_ip = Val::Known(String::new());
         s.holds_static_ip = Val::Known(false);
         s.status = Val::Known(String::new());
+        s.drift = Val::Known(Vec::new());
         return Some(s);
     };
     let external = i.external_ip.clone().unwrap_or_default();
@@ -264,6 +273,14 @@ pub async fn read(
     s.external_ip = Val::Known(external);
     s.status = Val::Known(i.status.clone());
     s.labels = own_labels(&i.labels, &ctx.spec.labels, &s.labels);
+    match s.startup_metadata.known().filter(|m| !m.is_empty()) {
+        Some(wrote) => s.drift = Val::Known(metadata_drift(wrote, &i.metadata)),
+        // A state from before the provider recorded it (or a failed create): what the VM carries is the baseline.
+        None => {
+            s.startup_metadata = Val::Known(i.metadata.iter().cloned().collect());
+            s.drift = Val::Known(Vec::new());
+        }
+    }
     // Only a list etcd gave counts: unreachable etcd says nothing about membership.
     if snap.observed.members.is_some()
         && let Some(id) = s.etcd_member_id.known().filter(|id| !id.is_empty())
@@ -312,6 +329,13 @@ pub async fn update(
     };
     let ctx = context(settings, &p, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, Duration::from_secs(600));
+    // Metadata edited by hand is written back first: a VM that is about to start boots from it.
+    if let Some(wrote) = p.startup_metadata.known().filter(|m| !m.is_empty())
+        && let Err(e) = restore_metadata(&ctx, &zone, &name, wrote, until).await
+    {
+        report(diags, "restore the metadata of", &name, e);
+        return Some(prior);
+    }
     let vm = match restart_replica(&ctx, &zone, &name, until).await {
         Ok(vm) => vm,
         Err(e) => {
@@ -343,6 +367,8 @@ pub async fn update(
         }
     };
     let mut p = p;
+    // The apply did what the plan said: the metadata is the provider's again (a later edit shows at refresh).
+    p.drift = Val::Known(Vec::new());
     let external = vm.external_ip.clone().unwrap_or_default();
     p.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
     p.external_ip = Val::Known(external);

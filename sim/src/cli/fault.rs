@@ -70,6 +70,8 @@ pub enum FaultCommand {
     DeleteForwardingRule { rule: String },
     /// Set a label on an instance by hand (`KEY=VALUE`), or remove it (`KEY`).
     SetLabel { instance: String, label: String },
+    /// Set a metadata item on an instance by hand (`KEY=VALUE`), or remove it (`KEY`).
+    SetMetadata { instance: String, item: String },
     /// Take a zone down: its VMs stop and mutations in it fail with 503.
     ZoneDown { zone: String },
     /// Bring a zone back; VMs the outage stopped restart.
@@ -172,6 +174,21 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
             return event(
                 c,
                 Event::SetLabel {
+                    instance,
+                    key,
+                    value,
+                },
+            )
+            .await;
+        }
+        SetMetadata { instance, item } => {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (item, None),
+            };
+            return event(
+                c,
+                Event::SetMetadata {
                     instance,
                     key,
                     value,

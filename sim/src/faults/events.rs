@@ -1,6 +1,7 @@
 //! Out-of-band events: things that happen to the cloud behind the provider's back. Each is data, applied to
 //! the `Cloud` in one step; the fabric then kills or restarts processes to match.
 
+use crate::state::resources::MetadataItem;
 use crate::state::{Cloud, catalog, ids, links};
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,14 @@ pub enum Event {
     DeleteForwardingRule { rule: String },
     /// A label of the instance is set (`value`) or removed (no value) by hand; the label fingerprint rotates.
     SetLabel {
+        instance: String,
+        key: String,
+        #[serde(default)]
+        value: Option<String>,
+    },
+    /// A metadata item of the instance is set (`value`) or removed (no value) by hand; the metadata fingerprint
+    /// rotates. The running VM is not rebooted, as on GCE: it reads its metadata at its next boot.
+    SetMetadata {
         instance: String,
         key: String,
         #[serde(default)]
@@ -140,6 +149,37 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
             i.label_fingerprint = ids::new_fingerprint();
             Ok(format!("{k}: label {said}"))
         }
+        Event::SetMetadata {
+            instance,
+            key,
+            value,
+        } => {
+            let k = find_instance(cloud, instance)?;
+            let i = cloud.instances.get_mut(&k).ok_or("instance vanished")?;
+            let items = &mut i.metadata.items;
+            let said = match value {
+                Some(v) => {
+                    match items.iter_mut().find(|item| &item.key == key) {
+                        Some(item) => item.value = Some(v.clone()),
+                        None => items.push(MetadataItem {
+                            key: key.clone(),
+                            value: Some(v.clone()),
+                        }),
+                    }
+                    format!("{key} set")
+                }
+                None => {
+                    let before = items.len();
+                    items.retain(|item| &item.key != key);
+                    if items.len() == before {
+                        return Err(format!("{k} has no metadata item {key}"));
+                    }
+                    format!("{key} removed")
+                }
+            };
+            i.metadata.fingerprint = ids::new_fingerprint();
+            Ok(format!("{k}: metadata {said}"))
+        }
         Event::ZoneDown { zone } => {
             catalog::region_of(zone).ok_or_else(|| format!("unknown zone {zone}"))?;
             cloud.zones_down.insert(zone.clone());
@@ -219,6 +259,34 @@ mod tests {
             "projects/p/zones/us-central1-a/instances/m1"
         );
         assert!(find_instance(&c, "m2").is_err());
+    }
+
+    #[test]
+    fn metadata_is_edited_by_hand_and_the_fingerprint_rotates() {
+        let key = "projects/p/zones/us-central1-a/instances/a";
+        let mut c = cloud_with(&[key]);
+        let set = |k: &str, value: Option<&str>| Event::SetMetadata {
+            instance: "a".into(),
+            key: k.into(),
+            value: value.map(str::to_string),
+        };
+        apply(&mut c, &set("user-data", Some("#cloud-config\n"))).unwrap();
+        apply(&mut c, &set("user-data", Some("edited"))).unwrap();
+        assert_eq!(c.instances[key].metadata.to_map()["user-data"], "edited");
+        assert_eq!(
+            c.instances[key].metadata.items.len(),
+            1,
+            "set twice, one item"
+        );
+        let before = c.instances[key].metadata.fingerprint.clone();
+        apply(&mut c, &set("user-data", None)).unwrap();
+        assert!(c.instances[key].metadata.items.is_empty());
+        assert_ne!(c.instances[key].metadata.fingerprint, before);
+        assert!(
+            apply(&mut c, &set("user-data", None))
+                .unwrap_err()
+                .contains("no metadata item user-data")
+        );
     }
 
     #[test]
