@@ -183,6 +183,23 @@ fn a_cluster_with_replicas_refuses_deletion_and_labels_change_in_place() {
         );
         check(client, &ws, &sim, &["rules-a"]);
 
+        // A setting masters read at boot changes in place: the plan says the running replica keeps the old value.
+        ws.write_main_tf(&config(&sim).replace(
+            "  name                      = \"rules\"\n",
+            "  name                      = \"rules\"\n  dns_domain                = \"corp.example\"\n",
+        ));
+        let plan = ws.plan();
+        plan.assert_contains(
+            "Replica rules-a keeps running with the cluster's previous dns_domain",
+        );
+        plan.assert_contains("-replace=");
+        assert!(
+            !plan.combined().contains("must be replaced"),
+            "[{client}] a DNS domain change must not replace the replica by itself:\n{plan}"
+        );
+        ws.apply();
+        check(client, &ws, &sim, &["rules-a"]);
+
         // The cluster alone is deleted (the replica is forgotten by Terraform, not destroyed): refused, naming
         // the replica, and nothing goes.
         ws.run(&["state", "rm", "ha_master_replica.r[\"rules-a\"]"])

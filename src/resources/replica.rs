@@ -137,6 +137,22 @@ fn plan_repairs(
     }
 }
 
+/// Cluster settings a running master reads only at boot changed: the plan records them, but say plainly that
+/// this replica keeps running with the old ones until it is replaced.
+fn warn_startup_changes(prior: &ReplicaModel, changed: &[&str], diags: &mut Diagnostics) {
+    if changed.is_empty() {
+        return;
+    }
+    let name = prior.name.known().cloned().unwrap_or_default();
+    let list = changed.join(", ");
+    diags.warning(
+        format!("Replica {name} keeps running with the cluster's previous {list}"),
+        format!(
+            "A master reads {list} when it boots, from the startup configuration (and network tags) written when its replica was created; the API server certificate also names the service range's first IP and the DNS domain. This provider does not roll masters in place yet, so the apply records the new value and replica {name} keeps the old one until it is replaced. To apply it now, replace the replicas one at a time: `terraform apply -replace='<address>'` for each, waiting for one to finish before the next."
+        ),
+    );
+}
+
 fn capitalize(s: &str) -> String {
     let mut chars = s.chars();
     chars
@@ -210,8 +226,9 @@ impl Resource for ReplicaResource {
             {
                 if cluster.reshapes_vm(old) {
                     change.requires_replace.push(AttributePath::attr("cluster"));
+                } else {
+                    warn_startup_changes(prior, &cluster.startup_changes(old), diags);
                 }
-                let _ = prior;
             }
         }
         if let Some(prior) = change.prior

@@ -75,6 +75,36 @@ impl ClusterSpec {
         ])
     }
 
+    /// The settings changed from `old` to `self` that a running master only reads at boot, from the startup
+    /// configuration written when its replica was created (`tags` are set on the VM at creation too). The provider
+    /// does not roll masters in place yet, so such a change reaches a replica only when it is replaced. Values not
+    /// known on both sides are not compared.
+    pub fn startup_changes(&self, old: &ClusterSpec) -> Vec<&'static str> {
+        fn differs<T: PartialEq>(new: &Val<T>, old: &Val<T>) -> bool {
+            matches!((new.known(), old.known()), (Some(a), Some(b)) if a != b)
+        }
+        [
+            ("multizone", differs(&self.multizone, &old.multizone)),
+            (
+                "etcd_quorum_read",
+                differs(&self.etcd_quorum_read, &old.etcd_quorum_read),
+            ),
+            ("tags", differs(&self.tags, &old.tags)),
+            ("api_port", differs(&self.api_port, &old.api_port)),
+            (
+                "service_cluster_ip_range",
+                differs(
+                    &self.service_cluster_ip_range,
+                    &old.service_cluster_ip_range,
+                ),
+            ),
+            ("dns_domain", differs(&self.dns_domain, &old.dns_domain)),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect()
+    }
+
     /// Whether a change from `old` to `self` changes what a replica's VM is made of (GCE cannot change these on a
     /// running instance, so the replica is replaced).
     pub fn reshapes_vm(&self, old: &ClusterSpec) -> bool {
@@ -85,5 +115,59 @@ impl ClusterSpec {
             || self.data_disk_size_gb != old.data_disk_size_gb
             || self.network != old.network
             || self.subnetwork != old.subnetwork
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tfplugin::value::Value;
+
+    /// A spec with every setting null (unknown to the comparison) but those a case sets.
+    fn spec() -> ClusterSpec {
+        let Type::Object { attrs, .. } = ClusterSpec::value_type() else {
+            panic!("the spec is an object")
+        };
+        let v = Value::Object(attrs.keys().map(|k| (k.clone(), Value::Null)).collect());
+        let mut s: ClusterSpec = tfplugin_framework::model::from_value(&v).unwrap();
+        s.multizone = Val::Known(false);
+        s.dns_domain = Val::Known("cluster.local".into());
+        s.machine_type = Val::Known("e2-standard-2".into());
+        s.labels = Val::Known(BTreeMap::new());
+        s
+    }
+
+    /// (a change to the spec, the settings it must name)
+    type Case = (fn(&mut ClusterSpec), Vec<&'static str>);
+
+    #[test]
+    fn settings_read_at_boot_are_named_and_the_rest_are_not() {
+        let old = spec();
+        let cases: Vec<Case> = vec![
+            (|_| {}, vec![]),
+            (|s| s.multizone = Val::Known(true), vec!["multizone"]),
+            (
+                |s| {
+                    s.multizone = Val::Known(true);
+                    s.dns_domain = Val::Known("corp.example".into());
+                },
+                vec!["multizone", "dns_domain"],
+            ),
+            // In place on the VM (labels) or a replacement (machine type): not a startup change.
+            (
+                |s| {
+                    s.labels = Val::Known([("team".into(), "red".into())].into());
+                    s.machine_type = Val::Known("e2-standard-4".into());
+                },
+                vec![],
+            ),
+            // Unknown at plan: apply decides; nothing to say yet.
+            (|s| s.multizone = Val::Unknown, vec![]),
+        ];
+        for (change, want) in cases {
+            let mut new = old.clone();
+            change(&mut new);
+            assert_eq!(new.startup_changes(&old), want);
+        }
     }
 }
