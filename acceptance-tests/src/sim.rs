@@ -240,6 +240,19 @@ impl Sim {
         log
     }
 
+    /// The VM `name` as the sim stores it (`GET /_sim/state`), in GCE's JSON shape (labels, metadata, ...).
+    pub fn instance(&self, name: &str) -> Value {
+        let state = self.admin("state");
+        state["instances"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, i)| i)
+            .find(|i| i["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no VM {name} in the sim"))
+    }
+
     /// Names of the objects of one kind in `status` (`instances`, `addresses`, `forwardingRules`).
     pub fn names(&self, kind: &str) -> Vec<String> {
         let mut v: Vec<String> = self.status()[kind]

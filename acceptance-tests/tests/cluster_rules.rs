@@ -232,12 +232,5 @@ fn a_cluster_with_replicas_refuses_deletion_and_labels_change_in_place() {
 
 /// The labels the sim's VM `name` carries.
 fn vm_labels(sim: &Sim, name: &str) -> BTreeMap<String, String> {
-    let state = sim.admin("state");
-    let vm = state["instances"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|i| i["name"] == name)
-        .unwrap_or_else(|| panic!("no VM {name} in the sim"));
-    serde_json::from_value(vm["labels"].clone()).unwrap_or_default()
+    serde_json::from_value(sim.instance(name)["labels"].clone()).unwrap_or_default()
 }

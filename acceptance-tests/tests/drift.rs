@@ -212,13 +212,7 @@ fn a_load_balancer_that_lost_a_member_or_its_rule_and_hand_edited_labels_are_res
         );
         ws.apply();
         check(client, &ws, &sim, 2);
-        let state = sim.admin("state");
-        let vm = state["instances"]
-            .as_object()
-            .unwrap()
-            .values()
-            .find(|i| i["name"] == victim.as_str())
-            .unwrap_or_else(|| panic!("[{client}] no VM {victim}"));
+        let vm = sim.instance(&victim);
         assert_eq!(
             vm["labels"],
             serde_json::json!({ "ha-master-cluster": "walk" }),
@@ -248,14 +242,7 @@ fn a_sole_replica_that_lost_the_static_ip_gets_it_back() {
 
 /// The items of `vm`'s metadata, as the sim holds them.
 fn metadata_of(sim: &Sim, vm: &str) -> std::collections::BTreeMap<String, String> {
-    let state = sim.admin("state");
-    let instance = state["instances"]
-        .as_object()
-        .unwrap()
-        .values()
-        .find(|i| i["name"] == vm)
-        .unwrap_or_else(|| panic!("no VM {vm}"));
-    instance["metadata"]["items"]
+    sim.instance(vm)["metadata"]["items"]
         .as_array()
         .into_iter()
         .flatten()

@@ -78,6 +78,14 @@ pub enum FaultCommand {
     ZoneUp { zone: String },
 }
 
+/// `KEY=VALUE` sets, a bare `KEY` removes (labels and metadata items edited by hand).
+fn key_and_value(arg: String) -> (String, Option<String>) {
+    match arg.split_once('=') {
+        Some((k, v)) => (k.to_string(), Some(v.to_string())),
+        None => (arg, None),
+    }
+}
+
 fn failpoint(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
     Failpoint {
         id: 0,
@@ -167,10 +175,7 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
             return event(c, Event::DeleteForwardingRule { rule }).await;
         }
         SetLabel { instance, label } => {
-            let (key, value) = match label.split_once('=') {
-                Some((k, v)) => (k.to_string(), Some(v.to_string())),
-                None => (label, None),
-            };
+            let (key, value) = key_and_value(label);
             return event(
                 c,
                 Event::SetLabel {
@@ -182,10 +187,7 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
             .await;
         }
         SetMetadata { instance, item } => {
-            let (key, value) = match item.split_once('=') {
-                Some((k, v)) => (k.to_string(), Some(v.to_string())),
-                None => (item, None),
-            };
+            let (key, value) = key_and_value(item);
             return event(
                 c,
                 Event::SetMetadata {
