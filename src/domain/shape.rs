@@ -22,6 +22,8 @@ pub enum Drift {
     /// With at most one replica, a load-balancer object is left over.
     LeftoverForwardingRule,
     LeftoverPool,
+    /// With at most one replica and no pool, the pool's health check is left over.
+    LeftoverHealthCheck,
     /// The sole replica does not hold the static IP.
     SoleReplicaWithoutIp {
         replica: String,
@@ -56,6 +58,9 @@ impl Drift {
             }
             Drift::LeftoverPool => {
                 "The load balancer's target pool exists although the cluster has at most one replica.".into()
+            }
+            Drift::LeftoverHealthCheck => {
+                "The load balancer's health check exists although the cluster has at most one replica.".into()
             }
             Drift::SoleReplicaWithoutIp { replica, holder } => format!(
                 "The sole replica {replica} does not hold the static IP ({}).",
@@ -118,6 +123,8 @@ pub fn cluster_drift(world: &Observed) -> Vec<Drift> {
         }
         if world.pool.is_some() {
             out.push(Drift::LeftoverPool);
+        } else if world.health_check {
+            out.push(Drift::LeftoverHealthCheck);
         }
         return out;
     }
@@ -191,7 +198,7 @@ pub fn cluster_repairs(world: &Observed, running: &BTreeSet<String>) -> Vec<Step
                 });
                 moves_ip = true;
             }
-            Drift::LeftoverPool => {}
+            Drift::LeftoverPool | Drift::LeftoverHealthCheck => {}
             Drift::NoExternalIp { replica } => steps.push(Step::AttachEphemeralIp {
                 to: replica.clone(),
             }),
@@ -225,9 +232,11 @@ pub fn cluster_repairs(world: &Observed, running: &BTreeSet<String>) -> Vec<Step
     // Leftovers go once the IP is back on the sole replica and serving.
     if drift.contains(&Drift::LeftoverPool) {
         steps.push(Step::DeletePool);
-        if world.health_check {
-            steps.push(Step::DeleteHealthCheck);
-        }
+    }
+    if world.health_check
+        && (drift.contains(&Drift::LeftoverPool) || drift.contains(&Drift::LeftoverHealthCheck))
+    {
+        steps.push(Step::DeleteHealthCheck);
     }
     steps
 }
@@ -341,6 +350,19 @@ mod tests {
                 Step::DeleteHealthCheck,
             ]
         );
+    }
+
+    #[test]
+    fn a_health_check_left_without_its_pool_goes() {
+        // A shrink to one killed between deleting the pool and deleting its health check.
+        let mut w = world(&["a"], IpHolder::Instance("a".into()), None, false, &["a"]);
+        w.health_check = true;
+        assert_eq!(cluster_drift(&w), [Drift::LeftoverHealthCheck]);
+        assert_eq!(repairs(&w), [Step::DeleteHealthCheck]);
+        // With no replica at all, the same.
+        let mut empty = world(&[], IpHolder::Nobody, None, false, &[]);
+        empty.health_check = true;
+        assert_eq!(repairs(&empty), [Step::DeleteHealthCheck]);
     }
 
     #[test]

@@ -101,6 +101,23 @@ impl Compute {
         Ok(have.self_link.unwrap_or_default())
     }
 
+    /// Whether the legacy HTTP health check `name` exists.
+    pub async fn http_health_check_exists(&self, name: &str, deadline: Instant) -> Result<bool> {
+        let project = self.project()?;
+        let resource = self.hc_rel(name);
+        let got = self
+            .read_opt(&resource, deadline, || {
+                self.clients
+                    .http_health_checks
+                    .get()
+                    .set_project(project)
+                    .set_http_health_check(name)
+                    .send()
+            })
+            .await?;
+        Ok(got.is_some())
+    }
+
     pub async fn delete_http_health_check(&self, name: &str, deadline: Instant) -> Result<()> {
         let project = self.project()?;
         let resource = self.hc_rel(name);

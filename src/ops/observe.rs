@@ -82,6 +82,16 @@ pub async fn observe(
     let rule = c
         .get_forwarding_rule(&spec.region, &ctx.names.forwarding_rule, deadline)
         .await?;
+    // A pool names its health check; without a pool the check may still be left over (a shrink interrupted
+    // between deleting the pool and the check), so only then is it read on its own: no extra call while an LB
+    // exists.
+    let health_check = match &pool {
+        Some(p) => !p.health_checks.is_empty(),
+        None => {
+            c.http_health_check_exists(&ctx.names.health_check, deadline)
+                .await?
+        }
+    };
 
     let ip_holder = if rule
         .as_ref()
@@ -136,7 +146,7 @@ pub async fn observe(
         observed: Observed {
             instances: instances.keys().cloned().collect(),
             ip_holder: Some(ip_holder),
-            health_check: pool.as_ref().is_some_and(|p| !p.health_checks.is_empty()),
+            health_check,
             pool: pool.map(|p| p.instances.into_iter().map(|r| r.name).collect()),
             forwarding_rule: rule.is_some(),
             members: member_views,
