@@ -18,6 +18,8 @@ const LEARNER_NOT_READY: &str = "can only promote a learner member which is in s
 const NOT_A_LEARNER: &str = "can only promote a learner member";
 const MEMBER_NOT_FOUND: &str = "member not found";
 
+/// Long enough for etcd's clock to reach the next second (see `add_learner`).
+const ID_SECOND: Duration = Duration::from_millis(1100);
 /// etcd refuses membership changes with "unhealthy cluster" until its leader has been connected to every
 /// voter for 5 s (its HealthInterval), so the change right after another one must wait that out. Refused
 /// for longer, a member is really down, and the caller should hear it.
@@ -77,16 +79,28 @@ impl Etcd {
             return Ok((m.clone(), existing));
         }
         let url = peer_url.to_string();
-        let added = once_settled(|| {
-            self.call_any(endpoints, |mut c| {
-                let url = url.clone();
-                async move {
-                    c.member_add([url], Some(MemberAddOptions::new().with_is_learner()))
-                        .await
-                }
+        let add = || {
+            once_settled(|| {
+                self.call_any(endpoints, |mut c| {
+                    let url = url.clone();
+                    async move {
+                        c.member_add([url], Some(MemberAddOptions::new().with_is_learner()))
+                            .await
+                    }
+                })
             })
-        })
-        .await;
+        };
+        let added = match add().await {
+            // etcd derives a new member's id from its peer URLs, the cluster name and the current second, so
+            // re-adding the peer URL of a member removed in the same second (a failed join's learner, then the
+            // retry that reserved the same internal IP) yields the removed id, which etcd refuses as "member not
+            // found". The next second gives a fresh id.
+            Err(e) if e.mentions(MEMBER_NOT_FOUND) => {
+                sleep(ID_SECOND).await;
+                add().await
+            }
+            other => other,
+        };
         match added {
             Ok(resp) => {
                 let list = members(resp.member_list());

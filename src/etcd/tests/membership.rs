@@ -168,6 +168,31 @@ async fn a_learner_that_never_starts_times_out_and_can_be_removed() {
     assert!(matches!(err, EtcdError::MemberNotFound { .. }), "{err}");
 }
 
+/// A failed join removes its learner, and the retry reserves the same internal IP: the same peer URL is added
+/// again at once. etcd would give it the removed member's id within the same second and refuse it ("member not
+/// found"); `add_learner` waits for the next second and gets a fresh member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_url_removed_a_moment_ago_can_be_added_again() {
+    let mut c = Cluster::new();
+    let a = c.target(1, "prod-a");
+    c.start(1, "prod-a", None);
+    c.wait_ready(&a).await;
+    let endpoints = std::slice::from_ref(&a);
+    let peer = c.peer_url(2);
+    for round in 0..3 {
+        let (first, _) = c.etcd.add_learner(endpoints, &peer).await.unwrap();
+        c.etcd.remove_member(endpoints, first.id).await.unwrap();
+        let (again, list) = c
+            .etcd
+            .add_learner(endpoints, &peer)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_ne!(again.id, first.id, "a fresh member, not the removed one");
+        assert!(list.iter().any(|m| m.id == again.id), "{list:?}");
+        c.etcd.remove_member(endpoints, again.id).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_member_is_never_removed() {
     let mut c = Cluster::new();
