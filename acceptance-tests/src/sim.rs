@@ -27,7 +27,9 @@ pub fn sim_binary() -> PathBuf {
 }
 
 /// A network block held for this process's lifetime: a lock file created exclusively, reclaimed when its owner
-/// process is gone. Blocks 1..=100 (0 is left for `make demo`). The lock files live in the machine's temporary
+/// process is gone. Blocks 31..=100, i.e. 127.92.0.0 to 127.231.255.255: block 0 is `make demo`'s, and the unit tests
+/// that bind loopback addresses of their own (ha-sim's net tests 127.50-57, the etcd backend's 127.55, the master
+/// boot tests' 127.91) must never meet a scenario's VMs. The lock files live in the machine's temporary
 /// folder, not the checkout: loopback addresses are machine-wide, so two checkouts running their suites at once
 /// (a worktree and a CI clone) must not hand out the same block.
 struct Block {
@@ -39,7 +41,7 @@ impl Block {
     fn take() -> Block {
         let dir = std::env::temp_dir().join("ha-sim-network-blocks");
         std::fs::create_dir_all(&dir).expect("creating the sim block folder");
-        for n in 1..=100u8 {
+        for n in 31..=100u8 {
             let file = dir.join(format!("{n}.lock"));
             if let Ok(owner) = std::fs::read_to_string(&file)
                 && owner

@@ -8,7 +8,6 @@ mod tls;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use rcgen::{
@@ -86,19 +85,47 @@ pub(super) struct Cluster {
     net: [u8; 3],
     dir: PathBuf,
     procs: Vec<(String, Child)>,
+    /// Holds `net` for this test; removed on drop.
+    net_lock: PathBuf,
 }
 
-/// Each test gets its own 127.55.X.0/24 so tests run in parallel; X also varies by process, so a second
-/// test run (another engineer's) is unlikely to meet leftovers of this one.
-fn next_net() -> [u8; 3] {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    [127, 55, ((std::process::id() % 25) * 10 + n % 10) as u8]
+/// Each test gets its own 127.55.X.0/24 so tests run in parallel. nextest runs every test in a process of its
+/// own, so the choice is made across processes: a lock file per X, created exclusively in the machine's temp
+/// folder and reclaimed once its owner process is gone (a counter per process, or the pid modulo a small number,
+/// gave two concurrent tests the same addresses now and then).
+fn take_net() -> (u8, PathBuf) {
+    let dir = std::env::temp_dir().join("etcd-backend-test-nets");
+    std::fs::create_dir_all(&dir).unwrap();
+    for x in 0..=255u8 {
+        let file = dir.join(format!("{x}.lock"));
+        if let Ok(owner) = std::fs::read_to_string(&file)
+            && owner
+                .trim()
+                .parse::<u32>()
+                .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        {
+            let _ = std::fs::remove_file(&file);
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&file)
+        {
+            use std::io::Write as _;
+            let _ = write!(f, "{}", std::process::id());
+            return (x, file);
+        }
+    }
+    panic!(
+        "no free 127.55.X.0/24 for an etcd test under {}",
+        dir.display()
+    );
 }
 
 impl Cluster {
     pub fn new() -> Cluster {
-        let net = next_net();
+        let (x, net_lock) = take_net();
+        let net = [127, 55, x];
         let dir = std::env::temp_dir().join(format!(
             "etcd-backend-test-{}-{}",
             std::process::id(),
@@ -117,6 +144,7 @@ impl Cluster {
             pki,
             etcd,
             net,
+            net_lock,
             dir,
             procs: Vec::new(),
         }
@@ -260,6 +288,7 @@ impl Drop for Cluster {
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+        let _ = std::fs::remove_file(&self.net_lock);
     }
 }
 
