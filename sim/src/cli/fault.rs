@@ -76,6 +76,10 @@ pub enum FaultCommand {
     ZoneDown { zone: String },
     /// Bring a zone back; VMs the outage stopped restart.
     ZoneUp { zone: String },
+    /// Refuse connections from outside the VPC to a guest port (e.g. 2379) on every VM's external IP.
+    BlockPort { port: u16 },
+    /// Make a blocked port reachable from outside again.
+    UnblockPort { port: u16 },
 }
 
 /// `KEY=VALUE` sets, a bare `KEY` removes (labels and metadata items edited by hand).
@@ -200,6 +204,8 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
         }
         ZoneDown { zone } => return event(c, Event::ZoneDown { zone }).await,
         ZoneUp { zone } => return event(c, Event::ZoneUp { zone }).await,
+        BlockPort { port } => return event(c, Event::BlockPort { port }).await,
+        UnblockPort { port } => return event(c, Event::UnblockPort { port }).await,
     };
     let body = serde_json::to_value(&fp).map_err(|e| format!("encoding failpoint: {e}"))?;
     let added = c.post("faults", Some(body)).await?;

@@ -45,6 +45,8 @@ struct Actual {
     opts: VmOptions,
     vms: Vms,
     nats: BTreeMap<(Ipv4Addr, Ipv4Addr), Forward>,
+    /// The guest ports the running NATs carry: the configured ones less the blocked ones.
+    nat_ports: Vec<u16>,
     lbs: Lbs,
     problems: Problems,
 }
@@ -65,6 +67,7 @@ impl LiveFabric {
             },
             vms: vms.clone(),
             nats: BTreeMap::new(),
+            nat_ports: cfg.nat_ports.clone(),
             lbs: lbs.clone(),
             problems: problems.clone(),
         };
@@ -151,6 +154,18 @@ impl Actual {
     fn reconcile(&mut self, d: &Desired) {
         let dead_vms: Vec<VmHandle> = take_where(&self.vms, |k, _| !d.vms.contains_key(k));
         drop(dead_vms);
+        let nat_ports: Vec<u16> = self
+            .cfg
+            .nat_ports
+            .iter()
+            .copied()
+            .filter(|p| !d.blocked_external_ports.contains(p))
+            .collect();
+        if nat_ports != self.nat_ports {
+            // A NAT listens per port: carrying another set of ports means starting it again.
+            self.nats.clear();
+            self.nat_ports = nat_ports;
+        }
         self.nats.retain(|k, _| d.nats.contains(k));
         let dead_lbs = take_where(&self.lbs, |k, (spec, _)| {
             d.lbs.get(k).is_none_or(|s| !same_rule(s, spec))
@@ -189,7 +204,7 @@ impl Actual {
             if self.nats.contains_key(&(ext, int)) {
                 continue;
             }
-            match net::forward(ext, int, &self.cfg.nat_ports, self.opts.port_map) {
+            match net::forward(ext, int, &self.nat_ports, self.opts.port_map) {
                 Ok(f) => {
                     self.problem(&key, None);
                     self.nats.insert((ext, int), f);

@@ -48,6 +48,8 @@ pub struct Desired {
     pub lbs: BTreeMap<String, LbSpec>,
     /// Directories of instances that no longer exist (deleted): their disks go too.
     pub live_dirs: BTreeSet<PathBuf>,
+    /// Guest ports the NATs do not carry: connections from outside to them are refused.
+    pub blocked_external_ports: BTreeSet<u16>,
 }
 
 /// What `ha-sim status` and `targetPools.getHealth` learn from the fabric.
@@ -104,7 +106,10 @@ fn ip(s: Option<&str>) -> Option<Ipv4Addr> {
 
 /// The pure mapping from cloud state to running things.
 pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
-    let mut d = Desired::default();
+    let mut d = Desired {
+        blocked_external_ports: cloud.blocked_external_ports.clone(),
+        ..Desired::default()
+    };
     let mut internal_of = BTreeMap::new();
     for (key, i) in &cloud.instances {
         let zone = links::name_of(&i.zone).to_string();

@@ -38,6 +38,11 @@ pub enum Event {
     ZoneDown { zone: String },
     /// The zone is UP again; VMs the outage stopped restart.
     ZoneUp { zone: String },
+    /// Connections from outside the VPC to this guest port on any VM's external IP are refused, as for a host
+    /// that no firewall rule admits (e.g. a CI runner outside `etcd_client_source_ranges`).
+    BlockPort { port: u16 },
+    /// The port is reachable from outside again.
+    UnblockPort { port: u16 },
 }
 
 /// Finds an instance key from `name`, `zone/name`, or a full or relative link.
@@ -220,6 +225,16 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
                 "zone {zone} UP; {} instance(s) restarted",
                 back.len()
             ))
+        }
+        Event::BlockPort { port } => {
+            cloud.blocked_external_ports.insert(*port);
+            Ok(format!("port {port} refused on every external IP"))
+        }
+        Event::UnblockPort { port } => {
+            if !cloud.blocked_external_ports.remove(port) {
+                return Err(format!("port {port} is not blocked"));
+            }
+            Ok(format!("port {port} reachable again"))
         }
     }
 }

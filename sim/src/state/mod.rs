@@ -43,6 +43,10 @@ pub struct Cloud {
     /// Instances a zone outage stopped; they come back when the zone does (automatic restart).
     #[serde(default)]
     pub crashed_by_outage: BTreeSet<String>,
+    /// Guest ports that no connection from outside the VPC reaches on any VM's external IP (`fault block-port`):
+    /// what a Terraform host outside a firewall rule's source ranges sees. Traffic between VMs is not affected.
+    #[serde(default)]
+    pub blocked_external_ports: BTreeSet<u16>,
 }
 
 /// Internal (networkIP) addresses come from `net::IpPool::internal()` (127.10.0.0/16); external ones (natIP,
