@@ -40,7 +40,12 @@ pub fn check_join(world: &Observed) -> Verdict {
     let voters = voting(world);
     let n = voters.len() as u64;
     if n == 0 {
-        // Founding, or etcd unreachable: with VMs running and no answer from any, quorum is likely lost.
+        // Unknown is not empty: a running replica's etcd that does not answer from here is refused as apply
+        // refuses it (`topology::unknown_membership`).
+        if let Some(refusal) = super::topology::unknown_membership(world, "add a replica") {
+            return Verdict::Refuse(refusal);
+        }
+        // Founding, or every VM stopped: with VMs and no answer from any, quorum is likely lost.
         return match world.members {
             None if !world.instances.is_empty() => Verdict::Warn((
                 "etcd did not answer through any replica".into(),
@@ -147,6 +152,7 @@ mod tests {
                     .collect(),
             ),
             without_external_ip: Default::default(),
+            etcd_unreachable: None,
         }
     }
 
@@ -205,6 +211,33 @@ mod tests {
         assert!(summary(&v).contains("did not answer"));
         // No VM at all: the first replica founds etcd.
         assert_eq!(check_join(&Observed::default()), Verdict::Fine);
+    }
+
+    #[test]
+    fn unknown_membership_refuses_every_change_but_the_last_replicas_leave() {
+        // Running VMs whose etcd does not answer from here (a CI runner outside etcd_client_source_ranges):
+        // guessing "no members" would skip the quorum check and the member's removal.
+        let mut w = world(&[("a", true), ("b", true), ("c", true)]);
+        w.members = None;
+        w.etcd_unreachable = Some("tried a at 1.2.3.4:2379; connection refused".into());
+        for (v, verb) in [
+            (check_join(&w), "add a replica"),
+            (check_leave(&w, "a"), "remove replica a"),
+        ] {
+            let Verdict::Refuse((summary, detail)) = &v else {
+                panic!("{verb}: {v:?}")
+            };
+            assert!(summary.contains(&format!("Cannot {verb}")), "{summary}");
+            assert!(summary.contains("could not be read"), "{summary}");
+            assert!(detail.contains("connection refused"), "{detail}");
+            assert!(detail.contains("etcd_client_source_ranges"), "{detail}");
+            assert!(detail.contains("a, b, c"), "{detail}");
+        }
+        // The last replica has no member to remove: its leave takes etcd with it.
+        let mut last = world(&[("a", true)]);
+        last.members = None;
+        last.etcd_unreachable = Some("connection refused".into());
+        assert_eq!(check_leave(&last, "a"), Verdict::Fine);
     }
 
     #[test]

@@ -276,6 +276,7 @@ mod tests {
                     .collect(),
             ),
             without_external_ip: BTreeSet::new(),
+            etcd_unreachable: None,
         }
     }
 

@@ -40,6 +40,10 @@ pub struct Observed {
     pub forwarding_rule: bool,
     /// `None` when etcd could not be reached (no replica yet, or every member down).
     pub members: Option<Vec<MemberView>>,
+    /// Why `members` is `None` although replica VMs run: no running replica's etcd answered from where the
+    /// provider runs (a firewall, a network path, or etcd down on every one). Membership is then *unknown*, not
+    /// empty, and no membership change may be decided from it.
+    pub etcd_unreachable: Option<String>,
     /// Replica VMs with no external IP at all: an IP move (delete the access config, then add one) stopped half
     /// way. The provider reaches etcd through external IPs, so their members cannot be asked.
     pub without_external_ip: BTreeSet<String>,
@@ -102,6 +106,20 @@ pub enum Step {
 /// A refusal: the summary and what to do.
 pub type Refusal = (String, String);
 
+/// The refusal of any membership change while etcd's member list is unknown: guessing "no members" would skip
+/// the quorum check and the member's removal (a leave), or found a second cluster (a join).
+pub fn unknown_membership(world: &Observed, change: &str) -> Option<Refusal> {
+    let why = world.etcd_unreachable.as_ref()?;
+    let running: Vec<&str> = world.instances.iter().map(String::as_str).collect();
+    Some((
+        format!("Cannot {change}: etcd's member list could not be read from where Terraform runs"),
+        format!(
+            "No etcd member of the cluster's replicas ({}) answered on its client port (2379): {why}. Without the member list the provider cannot check quorum or add or remove a member, so it changed nothing. The provider reaches each replica's etcd from this host, through the replica's external IP (or its internal IP with the provider's `etcd_via_internal_ip = true`, for Terraform inside the VPC). Make sure this host's address is in the cluster's `etcd_client_source_ranges` and that no other firewall or route blocks port 2379, then apply again. If etcd itself is down on every replica, `terraform plan` shows the replicas' state; restart them first.",
+            running.join(", ")
+        ),
+    ))
+}
+
 fn unhealthy(members: &[MemberView]) -> Vec<&str> {
     members
         .iter()
@@ -132,6 +150,11 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
         .iter()
         .filter(|n| n.as_str() != me)
         .collect();
+    if !others.is_empty()
+        && let Some(refusal) = unknown_membership(world, &format!("add replica {me}"))
+    {
+        return Err(refusal);
+    }
     let founding = others.is_empty() && voting.iter().all(|m| m.name == me);
     if founding {
         if !world.instances.contains(me) {
@@ -200,6 +223,12 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
 
 /// The steps to take replica `me` out of the cluster, leaving the survivors in shape.
 pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
+    // The last replica takes etcd with it and has no member to remove; any other leave must see the members.
+    if world.instances.iter().any(|n| n != me)
+        && let Some(refusal) = unknown_membership(world, &format!("remove replica {me}"))
+    {
+        return Err(refusal);
+    }
     let mut steps = Vec::new();
     let members = world.members.clone().unwrap_or_default();
     let me_member = members.iter().find(|m| m.name == me);
@@ -317,7 +346,43 @@ mod tests {
             forwarding_rule: rule,
             members: Some(members.to_vec()),
             without_external_ip: BTreeSet::new(),
+            etcd_unreachable: None,
         }
+    }
+
+    #[test]
+    fn unknown_membership_is_not_empty() {
+        let a = member("a", 1);
+        let b = member("b", 2);
+        let mut w = world(
+            &["a", "b"],
+            Some(IpHolder::ForwardingRule),
+            Some(&["a", "b"]),
+            true,
+            &[a, b],
+        );
+        w.members = None;
+        w.etcd_unreachable = Some("connection refused".into());
+        // A leave must not skip the member's removal; a join must not found a second cluster.
+        let leave = leave_steps(&w, "a").unwrap_err();
+        assert!(leave.0.contains("Cannot remove replica a"), "{leave:?}");
+        let join = join_steps(&w, "c").unwrap_err();
+        assert!(join.0.contains("Cannot add replica c"), "{join:?}");
+        // Every VM stopped is not "unreachable": nothing answers because nothing runs (the plan shows them).
+        w.etcd_unreachable = None;
+        assert!(leave_steps(&w, "a").is_ok());
+        // The only replica, resumed: its own VM exists, so there is nothing to decide from membership.
+        let mut sole = world(
+            &["a"],
+            Some(IpHolder::Instance("a".into())),
+            None,
+            false,
+            &[],
+        );
+        sole.members = None;
+        sole.etcd_unreachable = Some("connection refused".into());
+        assert_eq!(join_steps(&sole, "a"), Ok(vec![]));
+        assert!(leave_steps(&sole, "a").is_ok());
     }
 
     #[test]

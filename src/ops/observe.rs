@@ -112,6 +112,7 @@ pub async fn observe(
         .filter(|i| i.status == "RUNNING")
         .filter_map(|i| etcd_target(ctx, i))
         .collect();
+    let mut etcd_unreachable = None;
     let (members, member_views) = if targets.is_empty() {
         (Vec::new(), None)
     } else {
@@ -133,6 +134,12 @@ pub async fn observe(
             }
             Err(e) => {
                 tracing::warn!(error = %e, "etcd is unreachable through every replica");
+                let tried: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+                etcd_unreachable = Some(format!(
+                    "tried {}; {}",
+                    tried.join(", "),
+                    super::OpError::Etcd(e).explain()
+                ));
                 (Vec::new(), None)
             }
         }
@@ -150,6 +157,7 @@ pub async fn observe(
             pool: pool.map(|p| p.instances.into_iter().map(|r| r.name).collect()),
             forwarding_rule: rule.is_some(),
             members: member_views,
+            etcd_unreachable,
             without_external_ip: instances
                 .values()
                 .filter(|i| i.external_ip.is_none())
