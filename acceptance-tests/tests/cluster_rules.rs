@@ -41,6 +41,7 @@ variable "labels" {{
 resource "ha_master_cluster" "c" {{
   name                      = "rules"
   etcd_client_source_ranges = ["127.0.0.0/8"]
+  deletion_protection       = false # scenarios end with a destroy
 }}
 
 resource "ha_master_replica" "r" {{

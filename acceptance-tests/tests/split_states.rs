@@ -51,6 +51,7 @@ resource "ha_master_cluster" "c" {{
   name                      = "split"
   multizone                 = true
   etcd_client_source_ranges = ["127.0.0.0/8"]
+  deletion_protection       = false # scenarios end with a destroy
 }}
 
 output "spec" {{

@@ -11,6 +11,7 @@ pub mod metadata;
 pub mod names;
 pub mod network;
 pub mod orphans;
+pub mod protection;
 pub mod quorum;
 pub mod shape;
 pub mod topology;

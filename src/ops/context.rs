@@ -76,6 +76,8 @@ pub struct Spec {
     pub external_ip: String,
     pub cas: ClusterCas,
     pub service_account_key: String,
+    /// While true, no leave removes the cluster's last voting member (`domain::protection`).
+    pub deletion_protection: bool,
 }
 
 fn need<T: Clone>(v: &crate::resources::Val<T>, what: &str) -> Result<T> {
@@ -126,6 +128,8 @@ impl Spec {
                 },
             },
             service_account_key: need(&s.service_account_key, "service account key")?,
+            // Unknown or absent (a state from before the setting): protected, the safe side.
+            deletion_protection: s.deletion_protection.known() != Some(&false),
         })
     }
 

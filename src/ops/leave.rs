@@ -10,6 +10,7 @@ use super::endpoint::await_static_ip;
 use super::observe::{etcd_target, observe};
 use super::repair::restore_reachability;
 use super::shared::{internal_address_name, zone_of};
+use crate::domain::protection::check_leave;
 use crate::domain::topology::{Step, leave_steps};
 use crate::gce::InstanceRef;
 
@@ -21,6 +22,8 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
         snap = observe(ctx, &[], deadline).await?;
     }
     let steps = leave_steps(&snap.observed, name).map_err(|(s, d)| OpError::Refused(s, d))?;
+    check_leave(&snap.observed, name, spec.deletion_protection)
+        .map_err(|(s, d)| OpError::Refused(s, d))?;
     tracing::debug!(replica = %name, steps = ?steps, "leave steps");
     let me_target = snap.instances.get(name).and_then(|i| etcd_target(ctx, i));
     let survivors: Vec<_> = snap

@@ -45,6 +45,7 @@ pub struct ClusterModel {
     pub etcd_client_ca_certificate: Val<String>,
     pub spec: Val<ClusterSpec>,
     pub drift: Val<Vec<String>>,
+    pub deletion_protection: Val<bool>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -90,6 +91,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("etcd_client_ca_certificate").computed().description("PEM of the CA for etcd client mutual TLS.").modifier(use_state_for_unknown()))
         .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
+        .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
         .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
 }
 
@@ -170,6 +172,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         etcd_client_ca_certificate: carried(|s| &s.etcd_client_ca_certificate),
         etcd_client_ca_private_key: carried(|s| &s.etcd_client_ca_private_key),
         service_account_key: carried(|s| &s.service_account_key),
+        deletion_protection: p.deletion_protection.clone(),
     }
 }
 
@@ -279,6 +282,17 @@ impl Resource for ClusterResource {
 
     async fn read(&self, state: ClusterModel, diags: &mut Diagnostics) -> Option<ClusterModel> {
         super::cluster_apply::read(&self.settings(), state, diags).await
+    }
+
+    async fn plan_destroy(&self, prior: &ClusterModel, diags: &mut Diagnostics) {
+        if prior.deletion_protection.known() != Some(&false) {
+            let name = prior.name.known().cloned().unwrap_or_default();
+            diags.attr_error(
+                AttributePath::attr("deletion_protection"),
+                format!("Cluster {name} is protected from deletion"),
+                format!("Destroying ha_master_cluster {name} deletes its static IP, CAs and firewall rules, and with them every replica's etcd data is gone for good. `deletion_protection` is on, so nothing was planned. To destroy it on purpose, set `deletion_protection = false` on the cluster, run `terraform apply`, then destroy."),
+            );
+        }
     }
 
     async fn update(

@@ -129,6 +129,7 @@ pub async fn read(
     mut s: ClusterModel,
     diags: &mut Diagnostics,
 ) -> Option<ClusterModel> {
+    fill_from_older_state(&mut s);
     let Some((net, project)) = network(&s) else {
         return Some(s);
     };
@@ -154,6 +155,17 @@ pub async fn read(
         }
     }
     Some(s)
+}
+
+/// State written before `deletion_protection` existed: the cluster is protected, as the default says, so
+/// upgrading the provider plans nothing.
+pub fn fill_from_older_state(s: &mut ClusterModel) {
+    if s.deletion_protection.is_null() {
+        s.deletion_protection = Val::Known(true);
+    }
+    if let Val::Known(spec) = &mut s.spec {
+        spec.fill_from_older_state();
+    }
 }
 
 /// The cluster's operation context, from its spec in state (complete once the cluster exists).

@@ -102,6 +102,8 @@ pub async fn cluster(
         etcd_client_ca_certificate: s(&a.etcd_client_ca_certificate),
         spec: Val::Null,
         drift: Val::Known(Vec::new()),
+        // Imported data is as precious as created data: protected, as the default says.
+        deletion_protection: Val::Known(true),
         timeouts: Val::Null,
     };
     let mut spec = spec_of(&m, None);

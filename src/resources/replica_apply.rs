@@ -231,6 +231,10 @@ pub async fn read(
     if s.cluster.is_null() {
         return Some(s);
     }
+    let mut s = s;
+    if let Val::Known(spec) = &mut s.cluster {
+        spec.fill_from_older_state();
+    }
     let ctx = context(settings, &s, diags).await?;
     let until = Instant::now() + Duration::from_secs(60);
     let snap = match observe_shared(&ctx).await {
@@ -256,7 +260,6 @@ pub async fn read(
             }
         },
     };
-    let mut s = s;
     let Some(i) = vm else {
         // The VM is gone but its etcd member and reserved IP may not be: keep the replica in state, marked, so the
         // plan replaces it (the delete removes the dead member, then a fresh replica joins) instead of forgetting

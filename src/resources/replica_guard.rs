@@ -65,5 +65,16 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
     let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
         return;
     };
-    observe_and_judge(settings, prior, diags, |w| check_leave(w, &name)).await;
+    let protected = prior
+        .cluster
+        .known()
+        .is_none_or(|c| c.deletion_protection.known() != Some(&false));
+    observe_and_judge(settings, prior, diags, |w| match check_leave(w, &name) {
+        Verdict::Fine => match crate::domain::protection::check_leave(w, &name, protected) {
+            Ok(()) => Verdict::Fine,
+            Err(refusal) => Verdict::Refuse(refusal),
+        },
+        other => other,
+    })
+    .await;
 }

@@ -40,6 +40,8 @@ pub struct ClusterSpec {
     pub etcd_client_ca_private_key: Val<String>,
     /// The cluster-wide service-account signing key: every API server must sign and verify tokens with it.
     pub service_account_key: Val<String>,
+    /// The cluster's `deletion_protection`: a replica's delete refuses to remove the last voting member while on.
+    pub deletion_protection: Val<bool>,
 }
 
 impl ClusterSpec {
@@ -72,7 +74,16 @@ impl ClusterSpec {
             ("etcd_client_ca_certificate", s()),
             ("etcd_client_ca_private_key", s()),
             ("service_account_key", s()),
+            ("deletion_protection", Type::Bool),
         ])
+    }
+
+    /// A spec stored before `deletion_protection` existed has it null; such a cluster is protected (the
+    /// default), and saying so in refreshed state keeps the upgrade's plan empty.
+    pub fn fill_from_older_state(&mut self) {
+        if self.deletion_protection.is_null() {
+            self.deletion_protection = Val::Known(true);
+        }
     }
 
     /// The settings changed from `old` to `self` that a running master only reads at boot, from the startup

@@ -38,6 +38,7 @@ resource "ha_master_cluster" "c" {{
   name                      = "bench"
   multizone                 = true
   etcd_client_source_ranges = ["127.0.0.0/8"]
+  deletion_protection       = false # scenarios end with a destroy
 }}
 resource "ha_master_replica" "r" {{
   for_each = toset(var.zones)

@@ -32,6 +32,7 @@ resource "ha_master_cluster" "c" {{
   name                      = "refresh"
   multizone                 = true
   etcd_client_source_ranges = ["127.0.0.0/8"]
+  deletion_protection       = false # scenarios end with a destroy
 }}
 resource "ha_master_replica" "r" {{
   for_each = var.replicas
