@@ -309,6 +309,7 @@ fn guest_localhost_and_paths_map_into_the_vm() {
     let map = config::HostMap {
         rootfs: PathBuf::from("/vms/m1/rootfs"),
         ip: ip(45, 0, 2),
+        mounted: Vec::new(),
     };
     assert_eq!(
         map.url_list("https://127.45.0.2:2379,https://127.0.0.1:2379"),
@@ -326,7 +327,7 @@ fn guest_localhost_and_paths_map_into_the_vm() {
     ]
     .map(String::from)
     .to_vec();
-    let host = config::etcd_host_argv(&argv, Path::new("/opt/etcd"), &map).unwrap();
+    let host = config::etcd_host_argv(&argv, Path::new("/opt/etcd"), &map, &[]).unwrap();
     assert_eq!(
         host,
         [
