@@ -244,7 +244,10 @@ impl Actual {
             for dir in subdirs(&self.cfg.state_dir.join(sub)) {
                 if !live.contains(&dir) {
                     if let Err(e) = std::fs::remove_dir_all(&dir) {
-                        tracing::warn!("removing the disk {} of a deleted resource: {e}", dir.display());
+                        tracing::warn!(
+                            "removing the disk {} of a deleted resource: {e}",
+                            dir.display()
+                        );
                     }
                 }
             }

@@ -208,7 +208,9 @@ fn attached_disks(
         .iter()
         .filter(|a| !a["boot"].as_bool().unwrap_or(false))
         .filter_map(|a| {
-            let disk = cloud.disks.get(a["source"].as_str().and_then(links::rel_of)?)?;
+            let disk = cloud
+                .disks
+                .get(a["source"].as_str().and_then(links::rel_of)?)?;
             let dev = a["deviceName"].as_str()?.to_string();
             Some((
                 dev,

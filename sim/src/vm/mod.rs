@@ -304,8 +304,11 @@ fn mount_disks(
         if formatted {
             let _ = std::fs::remove_dir_all(dir);
         }
-        std::fs::create_dir_all(dir.join(FS_MARK))
-            .map_err(io_err(format!("format {} at {}", fs.device, dir.display())))?;
+        std::fs::create_dir_all(dir.join(FS_MARK)).map_err(io_err(format!(
+            "format {} at {}",
+            fs.device,
+            dir.display()
+        )))?;
     }
     let mut mounted = Vec::new();
     for m in &startup.mounts {
