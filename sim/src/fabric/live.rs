@@ -241,14 +241,15 @@ impl Actual {
     /// resource has its directory (made before any VM boots on it).
     fn remove_deleted_disks(&self, d: &Desired) {
         for (sub, live) in [("vms", &d.live_dirs), ("disks", &d.disk_dirs)] {
-            for dir in subdirs(&self.cfg.state_dir.join(sub)) {
-                if !live.contains(&dir) {
-                    if let Err(e) = std::fs::remove_dir_all(&dir) {
-                        tracing::warn!(
-                            "removing the disk {} of a deleted resource: {e}",
-                            dir.display()
-                        );
-                    }
+            let dead = subdirs(&self.cfg.state_dir.join(sub))
+                .into_iter()
+                .filter(|dir| !live.contains(dir));
+            for dir in dead {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    tracing::warn!(
+                        "removing the disk {} of a deleted resource: {e}",
+                        dir.display()
+                    );
                 }
             }
         }
