@@ -111,6 +111,17 @@ pub async fn collect(sim: &Sim) -> Value {
                    "users": users.iter().map(|u| links::name_of(u)).collect::<Vec<_>>()})
         })
         .collect();
+    let disks: Vec<Value> = cloud
+        .disks
+        .values()
+        .map(|d| {
+            let users = cloud.disk_users(&d.self_link);
+            json!({"name": d.name, "zone": links::name_of(&d.zone), "sizeGb": d.size_gb, "status": d.status,
+                   "type": links::name_of(&d.type_),
+                   "users": users.iter().map(|(u, _)| links::name_of(u)).collect::<Vec<_>>(),
+                   "dir": sim.cfg.fabric.then(|| crate::fabric::disk_dir(&sim.cfg, links::name_of(&d.zone), &d.name, &d.id))})
+        })
+        .collect();
     let rules: Vec<Value> = cloud
         .forwarding_rules
         .iter()
@@ -128,6 +139,7 @@ pub async fn collect(sim: &Sim) -> Value {
         "zonesDown": cloud.zones_down,
         "instances": instances,
         "addresses": addresses,
+        "disks": disks,
         "forwardingRules": rules,
         "pendingOperations": pending,
         "faults": sim.faults().list().iter().map(|f| f.name.clone()).collect::<Vec<_>>(),

@@ -64,7 +64,36 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
         Some(json!({"labels": {"a": "b"}, "labelFingerprint": m1["labelFingerprint"]})),
     )
     .await;
+    // Disks: a data disk attached, detached and attached again; a machine type changed while stopped.
+    let pd = disk(&sim, "pd", z).await;
+    sim.get(&format!("zones/{z}/disks")).await;
+    sim.get("aggregated/disks").await;
+    sim.ok(
+        "POST",
+        &format!("{base}/attachDisk"),
+        Some(json!({"source": pd["selfLink"], "deviceName": "master-pd"})),
+    )
+    .await;
+    sim.ok(
+        "POST",
+        &format!("{base}/detachDisk?deviceName=master-pd"),
+        None,
+    )
+    .await;
+    sim.ok(
+        "POST",
+        &format!("{base}/attachDisk"),
+        Some(json!({"source": format!("zones/{z}/disks/pd"), "deviceName": "master-pd"})),
+    )
+    .await;
+    sim.get(&format!("zones/{z}/disks/pd")).await;
     sim.ok("POST", &format!("{base}/stop"), None).await;
+    sim.ok(
+        "POST",
+        &format!("{base}/setMachineType"),
+        Some(json!({"machineType": format!("zones/{z}/machineTypes/e2-standard-4")})),
+    )
+    .await;
     sim.ok("POST", &format!("{base}/start"), None).await;
     // Firewalls.
     let fw = json!({"name": "fw", "allowed": [{"IPProtocol": "tcp", "ports": ["443", "2379-2380"]}], "sourceRanges": ["0.0.0.0/0"], "targetTags": ["master"]});
@@ -138,6 +167,7 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
         format!("zones/{z}/instances/m1"),
         format!("zones/{z}/instances/m2"),
         format!("regions/{r}/addresses/ip"),
+        format!("zones/{z}/disks/pd"),
     ] {
         sim.ok("DELETE", &path, None).await;
     }

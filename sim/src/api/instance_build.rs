@@ -1,6 +1,6 @@
 //! How instances.insert turns a request body into what GCE stores: the machine type as a full URL in the
-//! instance's zone, network interfaces with names, networks, internal IPs and access configs, and disks with
-//! server defaults.
+//! instance's zone, and network interfaces with names, networks, internal IPs and access configs. Disks are
+//! in `disks.rs` (`attachment`).
 
 use super::Req;
 use super::access_configs;
@@ -9,7 +9,6 @@ use super::error::{ApiError, ApiResult};
 use crate::app::Sim;
 use crate::state::resources::NetworkInterface;
 use crate::state::{Cloud, IpRange, ids};
-use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 /// `zones/z/machineTypes/t` (full or partial URL) → full URL in the instance's own zone.
@@ -106,52 +105,4 @@ pub fn network_interface(
         access_configs::resolve(cloud, region, ac, holder, &f, taken)?;
     }
     Ok(())
-}
-
-/// Disks as GCE shows them: `initializeParams` is input only; the rest gets server defaults.
-pub fn disks(sim: &Sim, req: &Req, instance: &str, given: Vec<Value>) -> Vec<Value> {
-    given
-        .into_iter()
-        .enumerate()
-        .map(|(n, mut d)| {
-            let size = d["initializeParams"]["diskSizeGb"].clone();
-            let dev = d["deviceName"]
-                .as_str()
-                .map_or_else(|| format!("persistent-disk-{n}"), str::to_string);
-            let disk_name = d["initializeParams"]["diskName"].as_str().map_or_else(
-                || {
-                    if n == 0 {
-                        instance.to_string()
-                    } else {
-                        format!("{instance}-{n}")
-                    }
-                },
-                str::to_string,
-            );
-            if let Some(obj) = d.as_object_mut() {
-                obj.remove("initializeParams");
-                obj.insert("kind".into(), json!("compute#attachedDisk"));
-                obj.insert("index".into(), json!(n));
-                obj.insert("deviceName".into(), json!(dev));
-                obj.entry("boot").or_insert(json!(n == 0));
-                obj.entry("autoDelete").or_insert(json!(true));
-                obj.entry("type").or_insert(json!("PERSISTENT"));
-                obj.entry("mode").or_insert(json!("READ_WRITE"));
-                obj.entry("interface").or_insert(json!("SCSI"));
-                let src = format!(
-                    "projects/{}/zones/{}/disks/{disk_name}",
-                    req.project,
-                    req.p("zone")
-                );
-                obj.entry("source").or_insert(json!(sim.links.url(&src)));
-                if !size.is_null() {
-                    obj.insert(
-                        "diskSizeGb".into(),
-                        json!(size.as_str().map_or(size.to_string(), str::to_string)),
-                    );
-                }
-            }
-            d
-        })
-        .collect()
 }

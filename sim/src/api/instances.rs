@@ -1,5 +1,5 @@
-//! instances: insert, get, list, aggregatedList, delete, start, stop. Access configs are in
-//! `access_configs.rs`, metadata and labels in `instance_meta.rs`.
+//! instances: insert, get, list, aggregatedList, delete, start, stop, attachDisk, detachDisk, setMachineType.
+//! Access configs are in `access_configs.rs`, metadata and labels in `instance_meta.rs`, disks in `disks.rs`.
 //!
 //! Lifecycle: insert stores the instance PROVISIONING; its operation turns it STAGING when RUNNING and RUNNING
 //! when DONE (then the fabric boots its VM). stop: STOPPING → TERMINATED; start: STAGING → RUNNING;
@@ -7,7 +7,7 @@
 
 use super::common::{self, body, check_name, to_value};
 use super::error::{ApiError, ApiResult};
-use super::{Handler, Req, Route, access_configs, instance_build, instance_meta};
+use super::{Handler, Req, Route, access_configs, disks, instance_build, instance_meta};
 use crate::app::Sim;
 use crate::ops::model::{Collection, Transition};
 use crate::ops::{OpSpec, Scope};
@@ -76,6 +76,24 @@ pub const ROUTES: &[Route] = &[
         pattern: "zones/{zone}/instances/{instance}/setLabels",
         api: "instances.setLabels",
         handler: Handler::Mutate(instance_meta::set_labels),
+    },
+    Route {
+        method: "POST",
+        pattern: "zones/{zone}/instances/{instance}/attachDisk",
+        api: "instances.attachDisk",
+        handler: Handler::Mutate(attach_disk),
+    },
+    Route {
+        method: "POST",
+        pattern: "zones/{zone}/instances/{instance}/detachDisk",
+        api: "instances.detachDisk",
+        handler: Handler::Mutate(detach_disk),
+    },
+    Route {
+        method: "POST",
+        pattern: "zones/{zone}/instances/{instance}/setMachineType",
+        api: "instances.setMachineType",
+        handler: Handler::Mutate(set_machine_type),
     },
     Route {
         method: "GET",
@@ -157,9 +175,24 @@ fn insert(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
             &mut taken,
         )?;
     }
-    i.disks = instance_build::disks(sim, req, &i.name, std::mem::take(&mut i.disks));
     instance_meta::check_metadata(&i.metadata)?;
     instance_meta::check_labels(&i.labels)?;
+    // Last, because it creates boot disks: nothing may fail after it (an error must leave the cloud unchanged).
+    let before = cloud.disks.clone();
+    let mut devices = BTreeSet::new();
+    let given = std::mem::take(&mut i.disks);
+    let attached = given
+        .into_iter()
+        .enumerate()
+        .map(|(n, d)| disks::attachment(sim, cloud, req, &i.name, n, d, &mut devices))
+        .collect::<ApiResult<Vec<_>>>();
+    i.disks = match attached {
+        Ok(d) => d,
+        Err(e) => {
+            cloud.disks = before;
+            return Err(e);
+        }
+    };
     i.kind = "compute#instance".into();
     i.id = ids::new_id();
     i.creation_timestamp = ids::now_rfc3339();
@@ -301,4 +334,120 @@ fn stop(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         }
         _ => Err(not_ready(&k)),
     }
+}
+
+/// `attachDisk` (body: an AttachedDisk with `source`): the same rules as at insert; the disk is hot-attached (a
+/// running VM sees it at its next boot, when cloud-init's `mounts` run).
+fn attach_disk(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
+    let (k, i) = find(cloud, req)?;
+    let (name, id) = (i.name.clone(), i.id.clone());
+    let mut devices: BTreeSet<String> = i
+        .disks
+        .iter()
+        .filter_map(|d| d["deviceName"].as_str().map(str::to_string))
+        .collect();
+    let n = i
+        .disks
+        .iter()
+        .filter_map(|d| d["index"].as_u64())
+        .max()
+        .map_or(0, |m| usize::try_from(m).unwrap_or(0) + 1);
+    if req.body.get("source").and_then(Value::as_str).is_none() {
+        return Err(ApiError::required("resource.source"));
+    }
+    let before = cloud.disks.clone();
+    let d = disks::attachment(sim, cloud, req, &name, n, req.body.clone(), &mut devices);
+    let d = match d {
+        Ok(d) => d,
+        Err(e) => {
+            cloud.disks = before;
+            return Err(e);
+        }
+    };
+    if let Some(i) = cloud.instances.get_mut(&k) {
+        i.disks.push(d);
+    }
+    Ok(op(
+        req,
+        "attachDisk",
+        k,
+        id,
+        Transition::Nothing,
+        Transition::Nothing,
+    ))
+}
+
+/// `detachDisk?deviceName=D`: the disk survives (its `users` loses the instance). The boot disk cannot be
+/// detached.
+fn detach_disk(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
+    let dev = req.q("deviceName").unwrap_or_default().to_string();
+    if dev.is_empty() {
+        return Err(ApiError::required("deviceName"));
+    }
+    let (k, i) = find(cloud, req)?;
+    let Some(pos) = i.disks.iter().position(|d| d["deviceName"] == dev.as_str()) else {
+        return Err(ApiError::invalid_field(
+            "deviceName",
+            &dev,
+            "No attached disk found with that device name.",
+        ));
+    };
+    if i.disks[pos]["boot"].as_bool().unwrap_or(false) {
+        return Err(ApiError::invalid_field(
+            "deviceName",
+            &dev,
+            "The boot disk cannot be detached.",
+        ));
+    }
+    let removed = i.disks.remove(pos);
+    let id = i.id.clone();
+    if let Some(disk) = removed["source"]
+        .as_str()
+        .and_then(crate::state::links::rel_of)
+        .and_then(|rel| cloud.disks.get_mut(rel))
+    {
+        disk.last_detach_timestamp = Some(ids::now_rfc3339());
+    }
+    Ok(op(
+        req,
+        "detachDisk",
+        k,
+        id,
+        Transition::Nothing,
+        Transition::Nothing,
+    ))
+}
+
+/// `setMachineType` (body `{machineType}`, validated as at insert): only while the instance is TERMINATED.
+///
+/// GCE refuses it on a running instance with HTTP 400. The message is the one GCE users report for changes
+/// that need a stopped instance ("Invalid resource usage: 'Instance should be in the STOPPED state.'.",
+/// terraform-provider-google#7101); the reason code was not verified, `resourceNotReady` is the sim's choice
+/// (clients only see a 400 they must not retry blindly).
+fn set_machine_type(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
+    let given = req
+        .body
+        .get("machineType")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mt = instance_build::machine_type(sim, req, &given)?;
+    let (k, i) = find(cloud, req)?;
+    if i.status != "TERMINATED" {
+        return Err(ApiError::new(
+            400,
+            "resourceNotReady",
+            "Invalid resource usage: 'Instance should be in the STOPPED state.'.",
+        ));
+    }
+    i.machine_type = mt;
+    let id = i.id.clone();
+    Ok(op(
+        req,
+        "setMachineType",
+        k,
+        id,
+        Transition::Nothing,
+        Transition::Nothing,
+    ))
 }

@@ -5,6 +5,7 @@
 pub mod access_configs;
 pub mod addresses;
 pub mod common;
+pub mod disks;
 pub mod error;
 pub mod filter;
 pub mod firewalls;
@@ -99,6 +100,7 @@ impl Req {
 fn routes() -> impl Iterator<Item = &'static Route> {
     [
         instances::ROUTES,
+        disks::ROUTES,
         addresses::ROUTES,
         firewalls::ROUTES,
         health_checks::ROUTES,

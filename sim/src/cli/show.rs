@@ -74,6 +74,18 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             users.join(", ")
         );
     }
+    println!("\nDISK                 ZONE             SIZE GB  STATUS    USERS");
+    for d in v["disks"].as_array().into_iter().flatten() {
+        let users: Vec<String> = d["users"].as_array().into_iter().flatten().map(s).collect();
+        println!(
+            "{:<20} {:<16} {:<8} {:<9} {}",
+            s(&d["name"]),
+            s(&d["zone"]),
+            s(&d["sizeGb"]),
+            s(&d["status"]),
+            users.join(", ")
+        );
+    }
     println!(
         "\nFORWARDING RULE      IP              PORTS          TARGET         SERVING  BACKENDS"
     );

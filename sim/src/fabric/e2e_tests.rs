@@ -341,3 +341,141 @@ async fn a_restarted_sim_boots_its_vms_again_with_their_data() {
     assert!(got.0 && got.1.trim() == "restart", "{}", got.1);
     running.stop().await;
 }
+
+/// One master whose etcd data is on the disk `pd` (device `master-pd`), through the API: the instance is deleted
+/// and inserted again on the same disk, then stopped, its machine type changed and started; etcd keeps its
+/// member id and data all along, and deleting the disk removes its directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_recreated_on_its_data_disk_keeps_its_etcd_member() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    let zone = "us-central1-a";
+    let cfg = SimConfig::for_tests(dir.path().to_path_buf());
+    let me = testkit::member("m0", Ipv4Addr::new(127, 10, 79, 2));
+    let pki = ClusterPki::new();
+    let md = testkit::master_metadata_on_disk(
+        &pki,
+        &me,
+        std::slice::from_ref(&me),
+        "new",
+        Ipv4Addr::new(127, 20, 79, 10),
+    );
+    let items: Vec<Value> = md
+        .iter()
+        .map(|(k, v)| json!({"key": k, "value": v}))
+        .collect();
+    let body = json!({"name": "m0", "machineType": format!("zones/{zone}/machineTypes/e2-standard-2"),
+        "disks": [{"boot": true, "autoDelete": true, "initializeParams": {"diskSizeGb": "10"}},
+                  {"source": format!("zones/{zone}/disks/pd"), "deviceName": "master-pd"}],
+        "networkInterfaces": [{"networkIP": me.ip.to_string()}], "metadata": {"items": items}});
+    let pd = api
+        .ok(
+            &format!("zones/{zone}/disks"),
+            json!({"name": "pd", "sizeGb": "10", "type": format!("zones/{zone}/diskTypes/pd-ssd")}),
+        )
+        .await;
+    assert_eq!(pd["status"], "DONE");
+    let pd = api
+        .call(
+            reqwest::Method::GET,
+            &format!("zones/{zone}/disks/pd"),
+            None,
+        )
+        .await;
+    let pd_dir = crate::fabric::disk_dir(&cfg, zone, "pd", pd["id"].as_str().expect("id"));
+    let instance = format!("zones/{zone}/instances/m0");
+    let vm_dir = async || {
+        let i = api.call(reqwest::Method::GET, &instance, None).await;
+        crate::fabric::vm_dir(&cfg, zone, "m0", i["id"].as_str().expect("id"))
+    };
+    let member_id = |dir: &std::path::Path| {
+        let (ok, out) = testkit::etcdctl(dir, &["endpoint", "status", "-w", "json"]);
+        assert!(ok, "{out}");
+        let v: Value = serde_json::from_str(out.trim()).expect("json");
+        v[0]["Status"]["header"]["member_id"].to_string()
+    };
+    let healthy = async |dir: std::path::PathBuf| {
+        eventually(Duration::from_secs(60), "etcd healthy", async || {
+            let d = dir.clone();
+            tokio::task::spawn_blocking(move || testkit::etcdctl(&d, &["endpoint", "health"]).0)
+                .await
+                .unwrap_or(false)
+        })
+        .await;
+    };
+
+    api.ok(&format!("zones/{zone}/instances"), body.clone())
+        .await;
+    let first = vm_dir().await;
+    healthy(first.clone()).await;
+    let put = testkit::etcdctl(&first, &["put", "on-disk", "yes"]);
+    assert!(put.0, "{}", put.1);
+    let id = member_id(&first);
+    assert!(
+        pd_dir.join("var/etcd/member").is_dir(),
+        "etcd's data is on the disk"
+    );
+
+    // Delete and recreate the instance on the same disk.
+    api.call(reqwest::Method::DELETE, &instance, None).await;
+    eventually(Duration::from_secs(30), "m0 deleted", async || {
+        let s = api.admin(reqwest::Method::GET, "status", None).await;
+        s["instances"].as_array().is_some_and(Vec::is_empty)
+    })
+    .await;
+    api.ok(&format!("zones/{zone}/instances"), body).await;
+    let second = vm_dir().await;
+    assert_ne!(first, second);
+    healthy(second.clone()).await;
+    let got = testkit::etcdctl(&second, &["get", "on-disk", "--print-value-only"]);
+    assert!(got.0 && got.1.trim() == "yes", "{}", got.1);
+    assert_eq!(member_id(&second), id);
+    eventually(
+        Duration::from_secs(10),
+        "old boot disk removed",
+        async || !first.exists(),
+    )
+    .await;
+
+    // Stop, change the machine type, start: same member, same data.
+    api.ok(&format!("{instance}/stop"), json!({})).await;
+    api.ok(
+        &format!("{instance}/setMachineType"),
+        json!({"machineType": format!("zones/{zone}/machineTypes/e2-standard-4")}),
+    )
+    .await;
+    api.ok(&format!("{instance}/start"), json!({})).await;
+    healthy(second.clone()).await;
+    let got = testkit::etcdctl(&second, &["get", "on-disk", "--print-value-only"]);
+    assert!(got.0 && got.1.trim() == "yes", "{}", got.1);
+    assert_eq!(member_id(&second), id);
+
+    // Delete the instance, then the disk: its directory goes.
+    api.call(reqwest::Method::DELETE, &instance, None).await;
+    eventually(Duration::from_secs(30), "m0 deleted", async || {
+        let s = api.admin(reqwest::Method::GET, "status", None).await;
+        s["instances"].as_array().is_some_and(Vec::is_empty)
+    })
+    .await;
+    assert!(
+        pd_dir.join("var/etcd/member").is_dir(),
+        "the disk survives its instance"
+    );
+    api.call(
+        reqwest::Method::DELETE,
+        &format!("zones/{zone}/disks/pd"),
+        None,
+    )
+    .await;
+    eventually(
+        Duration::from_secs(30),
+        "the disk's directory removed",
+        async || !pd_dir.exists(),
+    )
+    .await;
+    running.stop().await;
+}

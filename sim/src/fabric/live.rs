@@ -181,13 +181,14 @@ impl Actual {
             let booted = std::fs::create_dir_all(&spec.dir)
                 .map_err(|e| format!("creating {}: {e}", spec.dir.display()))
                 .and_then(|_| {
-                    Vm::boot_with(
+                    Vm::boot_attached(
                         &spec.dir,
                         &spec.name,
                         spec.internal_ip,
                         &spec.metadata,
                         &self.cfg.etcd_bin,
                         &self.opts,
+                        &spec.disks,
                     )
                     .map_err(|e| format!("booting {}: {e}", spec.name))
                 });
@@ -251,23 +252,43 @@ impl Actual {
         drop(take_where(&self.vms, |_, _| true));
     }
 
-    /// A deleted instance's directory (its disk) goes with it.
+    /// A deleted instance's directory (its boot disk) goes with it; so does a deleted disk's. Every disk
+    /// resource has its directory (made before any VM boots on it).
     fn remove_deleted_disks(&self, d: &Desired) {
-        let root = self.cfg.state_dir.join("vms");
-        let Ok(zones) = std::fs::read_dir(&root) else {
-            return;
-        };
-        let dirs: Vec<PathBuf> = zones
-            .flatten()
-            .filter_map(|z| std::fs::read_dir(z.path()).ok())
-            .flat_map(|entries| entries.flatten().map(|e| e.path()))
-            .collect();
-        for dir in dirs.iter().filter(|p| !d.live_dirs.contains(*p)) {
-            if let Err(e) = std::fs::remove_dir_all(dir) {
-                tracing::warn!("removing the disk of a deleted VM {}: {e}", dir.display());
+        for (sub, live) in [("vms", &d.live_dirs), ("disks", &d.disk_dirs)] {
+            let dead = subdirs(&self.cfg.state_dir.join(sub))
+                .into_iter()
+                .filter(|dir| !live.contains(dir));
+            for dir in dead {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    tracing::warn!(
+                        "removing the disk {} of a deleted resource: {e}",
+                        dir.display()
+                    );
+                }
+            }
+        }
+        for dir in &d.disk_dirs {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                self.problem(
+                    &dir.display().to_string(),
+                    Some(format!("creating disk {}: {e}", dir.display())),
+                );
             }
         }
     }
+}
+
+/// `root/<zone>/<resource>` directories.
+fn subdirs(root: &std::path::Path) -> Vec<PathBuf> {
+    let Ok(zones) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    zones
+        .flatten()
+        .filter_map(|z| std::fs::read_dir(z.path()).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .collect()
 }
 
 /// Removes and returns the entries matching `pred`, so they can be dropped after the lock is released.

@@ -24,6 +24,8 @@ pub struct VmSpec {
     pub dir: PathBuf,
     pub internal_ip: Ipv4Addr,
     pub metadata: BTreeMap<String, String>,
+    /// Attached non-boot disks: device name → the disk's host directory (see [`disk_dir`]).
+    pub disks: BTreeMap<String, PathBuf>,
 }
 
 /// A forwarding rule's balancer.
@@ -50,6 +52,8 @@ pub struct Desired {
     pub live_dirs: BTreeSet<PathBuf>,
     /// Guest ports the NATs do not carry: connections from outside to them are refused.
     pub blocked_external_ports: BTreeSet<u16>,
+    /// Host directories of every disk resource: made if missing; others under `state_dir/disks` are removed.
+    pub disk_dirs: BTreeSet<PathBuf>,
 }
 
 /// What `ha-sim status` and `targetPools.getHealth` learn from the fabric.
@@ -100,6 +104,15 @@ pub fn vm_dir(cfg: &SimConfig, zone: &str, name: &str, id: &str) -> PathBuf {
         .join(format!("{name}-{id}"))
 }
 
+/// Where a disk's data lives: `state_dir/disks/{zone}/{name}-{id}` (a recreated disk of the same name starts
+/// empty). Boot disks have one too, unused: the VM's own directory plays its boot disk.
+pub fn disk_dir(cfg: &SimConfig, zone: &str, name: &str, id: &str) -> PathBuf {
+    cfg.state_dir
+        .join("disks")
+        .join(zone)
+        .join(format!("{name}-{id}"))
+}
+
 fn ip(s: Option<&str>) -> Option<Ipv4Addr> {
     s.and_then(|s| s.parse().ok())
 }
@@ -111,6 +124,10 @@ pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
         ..Desired::default()
     };
     let mut internal_of = BTreeMap::new();
+    for disk in cloud.disks.values() {
+        let dir = disk_dir(cfg, links::name_of(&disk.zone), &disk.name, &disk.id);
+        d.disk_dirs.insert(dir);
+    }
     for (key, i) in &cloud.instances {
         let zone = links::name_of(&i.zone).to_string();
         let dir = vm_dir(cfg, &zone, &i.name, &i.id);
@@ -129,6 +146,7 @@ pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
                 dir,
                 internal_ip: internal,
                 metadata: i.metadata.to_map(),
+                disks: attached_disks(cloud, cfg, i),
             };
             d.vms.insert(format!("{key}#{}", i.id), spec);
         }
@@ -183,6 +201,28 @@ pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
         d.lbs.insert(key.clone(), spec);
     }
     d
+}
+
+/// An instance's non-boot disks that exist, by device name → host directory.
+fn attached_disks(
+    cloud: &Cloud,
+    cfg: &SimConfig,
+    i: &crate::state::resources::Instance,
+) -> BTreeMap<String, PathBuf> {
+    i.disks
+        .iter()
+        .filter(|a| !a["boot"].as_bool().unwrap_or(false))
+        .filter_map(|a| {
+            let disk = cloud
+                .disks
+                .get(a["source"].as_str().and_then(links::rel_of)?)?;
+            let dev = a["deviceName"].as_str()?.to_string();
+            Some((
+                dev,
+                disk_dir(cfg, links::name_of(&disk.zone), &disk.name, &disk.id),
+            ))
+        })
+        .collect()
 }
 
 fn cfg_pool<'a>(cloud: &'a Cloud, target: &str) -> Option<&'a crate::state::resources::TargetPool> {

@@ -91,7 +91,8 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
         }
         Event::DeleteInstance { instance } => {
             let key = find_instance(cloud, instance)?;
-            cloud.instances.remove(&key);
+            // As the instance's own delete would: autoDelete disks go, the others are detached.
+            cloud.remove(crate::ops::model::Collection::Instances, &key);
             Ok(format!("{key} deleted out of band"))
         }
         Event::DetachIp { instance } => {

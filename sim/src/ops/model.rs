@@ -61,6 +61,7 @@ pub enum Collection {
     HttpHealthChecks,
     TargetPools,
     ForwardingRules,
+    Disks,
 }
 
 /// A state change the sim applies when an operation reaches RUNNING or DONE. Data, not a closure, so
@@ -76,6 +77,11 @@ pub enum Transition {
     },
     /// Set an address's stored status (RESERVING → RESERVED).
     AddressStatus {
+        key: String,
+        status: String,
+    },
+    /// Set a disk's stored status (CREATING → READY).
+    DiskStatus {
         key: String,
         status: String,
     },

@@ -52,6 +52,11 @@ pub fn segments(rel: &str) -> Vec<&str> {
     rel.split('/').collect()
 }
 
+/// The relative path (`projects/...`) inside a full link the sim stored; `None` if it has none.
+pub fn rel_of(link: &str) -> Option<&str> {
+    link.find("projects/").map(|i| &link[i..])
+}
+
 /// The last segment of a link: the resource name.
 pub fn name_of(link: &str) -> &str {
     link.rsplit('/').next().unwrap_or(link)

@@ -34,6 +34,8 @@ pub struct Cloud {
     #[serde(default)]
     pub forwarding_rules: BTreeMap<String, ForwardingRule>,
     #[serde(default)]
+    pub disks: BTreeMap<String, Disk>,
+    #[serde(default)]
     pub operations: BTreeMap<String, OpRecord>,
     /// `project/requestId` → operation key: a repeated mutation returns the first one's operation.
     #[serde(default)]
@@ -196,16 +198,58 @@ impl Cloud {
                     a.status = status.clone();
                 }
             }
+            Transition::DiskStatus { key, status } => {
+                if let Some(d) = self.disks.get_mut(key) {
+                    d.status = status.clone();
+                }
+            }
             Transition::Remove { collection, key } => self.remove(*collection, key),
         }
+    }
+
+    /// What happens to a deleted instance's disks, as on GCE: `autoDelete` ones go with it, the others are
+    /// detached and survive (their `users` is derived, so only the detach time is recorded).
+    fn release_disks(&mut self, i: &Instance) {
+        let now = ids::now_rfc3339();
+        for d in &i.disks {
+            let Some(rel) = d["source"].as_str().and_then(links::rel_of) else {
+                continue;
+            };
+            if d["autoDelete"].as_bool().unwrap_or(false) {
+                self.disks.remove(rel);
+            } else if let Some(disk) = self.disks.get_mut(rel) {
+                disk.last_detach_timestamp = Some(now.clone());
+            }
+        }
+    }
+
+    /// The instances a disk is attached to (full selfLinks) with the attachment's mode, derived from every
+    /// instance's `disks[]`.
+    pub fn disk_users(&self, disk_self_link: &str) -> Vec<(String, String)> {
+        let rel = links::rel_of(disk_self_link);
+        self.instances
+            .values()
+            .flat_map(|i| {
+                i.disks
+                    .iter()
+                    .filter(|d| d["source"].as_str().and_then(links::rel_of) == rel)
+                    .map(|d| {
+                        let mode = d["mode"].as_str().unwrap_or("READ_WRITE").to_string();
+                        (i.self_link.clone(), mode)
+                    })
+            })
+            .collect()
     }
 
     pub fn remove(&mut self, collection: Collection, key: &str) {
         match collection {
             Collection::Instances => {
-                self.instances.remove(key);
+                if let Some(i) = self.instances.remove(key) {
+                    self.release_disks(&i);
+                }
                 self.crashed_by_outage.remove(key);
             }
+            Collection::Disks => drop(self.disks.remove(key)),
             Collection::Addresses => drop(self.addresses.remove(key)),
             Collection::Firewalls => drop(self.firewalls.remove(key)),
             Collection::HttpHealthChecks => drop(self.http_health_checks.remove(key)),

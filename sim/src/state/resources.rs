@@ -240,3 +240,44 @@ impl ForwardingRule {
         out
     }
 }
+
+/// A zonal persistent disk. `users` is derived when it is shown, from the instances whose `disks[]` name it as
+/// `source`, so it can never drift (out-of-band deletes included); the stored field stays empty.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Disk {
+    pub kind: String,
+    pub id: String,
+    pub creation_timestamp: String,
+    pub name: String,
+    /// int64 as a JSON string, as GCE sends it; clients may send a number.
+    #[serde(deserialize_with = "int_string")]
+    pub size_gb: String,
+    pub zone: String,
+    pub status: String,
+    pub self_link: String,
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_attach_timestamp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_detach_timestamp: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    pub label_fingerprint: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// An int64 field that JSON carries as a string (`"20"`) but clients may also send as a number (`20`).
+fn int_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Null => Ok(String::new()),
+        other => Err(D::Error::custom(format!("expected an int64, got {other}"))),
+    }
+}

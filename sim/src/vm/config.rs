@@ -15,6 +15,30 @@ pub(crate) const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
 struct CloudConfig {
     #[serde(default)]
     write_files: Vec<WriteFile>,
+    /// cloud-init `mounts`: `[device, mountpoint, fstype, options, dump, pass]`, trailing fields optional.
+    #[serde(default)]
+    mounts: Vec<Vec<serde_norway::Value>>,
+    #[serde(default)]
+    fs_setup: Vec<FsSetup>,
+}
+
+/// A cloud-init `fs_setup` entry (only what the sim acts on).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct FsSetup {
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub filesystem: String,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// A cloud-init `mounts` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Mount {
+    pub device: String,
+    pub mountpoint: String,
+    pub options: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -39,6 +63,20 @@ struct Pod {
 #[derive(Debug, Deserialize)]
 struct PodSpec {
     containers: Vec<Container>,
+    #[serde(default)]
+    volumes: Vec<Volume>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Volume {
+    name: String,
+    #[serde(default, rename = "hostPath")]
+    host_path: Option<HostPath>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HostPath {
+    path: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,6 +86,15 @@ struct Container {
     command: Vec<String>,
     #[serde(default)]
     args: Vec<String>,
+    #[serde(default, rename = "volumeMounts")]
+    volume_mounts: Vec<VolumeMount>,
+}
+
+#[derive(Debug, Deserialize)]
+struct VolumeMount {
+    name: String,
+    #[serde(rename = "mountPath")]
+    mount_path: String,
 }
 
 /// One decoded `write_files` entry, with its guest path.
@@ -97,6 +144,10 @@ pub(crate) struct Startup {
     pub apiserver: Flags,
     /// The `healthcheck` sidecar in the kube-apiserver pod, if any.
     pub healthcheck: Option<Flags>,
+    /// The etcd container's hostPath volume mounts: (path in the container, path on the VM).
+    pub etcd_volumes: Vec<(String, String)>,
+    pub mounts: Vec<Mount>,
+    pub fs_setup: Vec<FsSetup>,
 }
 
 /// Parses metadata `user-data` and the static pod manifests it writes.
@@ -158,6 +209,31 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         )));
     }
 
+    let mut etcd_volumes = Vec::new();
+    for vm in &etcd.volume_mounts {
+        let vol = etcd_pod
+            .spec
+            .volumes
+            .iter()
+            .find(|v| v.name == vm.name)
+            .ok_or_else(|| {
+                VmError::Config(format!(
+                    "etcd.yaml: volumeMount {:?} names no volume of the pod",
+                    vm.name
+                ))
+            })?;
+        if let Some(hp) = &vol.host_path {
+            guest_relative(&vm.mount_path)?;
+            guest_relative(&hp.path)?;
+            etcd_volumes.push((vm.mount_path.clone(), hp.path.clone()));
+        }
+    }
+    let mounts = cloud
+        .mounts
+        .iter()
+        .map(|m| mount(m))
+        .collect::<Result<Vec<_>, _>>()?;
+
     let api_pod = manifest("kube-apiserver.yaml")?;
     let api = container(&api_pod, "kube-apiserver", "kube-apiserver.yaml")?;
     let apiserver = Flags::parse("kube-apiserver", &flag_args(api))?;
@@ -175,7 +251,61 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         etcd_argv,
         apiserver,
         healthcheck,
+        etcd_volumes,
+        mounts,
+        fs_setup: cloud.fs_setup,
     })
+}
+
+/// One `mounts` entry; cloud-init's defaults fill missing fields (options `defaults,nofail,...`).
+fn mount(fields: &[serde_norway::Value]) -> Result<Mount, VmError> {
+    let text: Vec<String> = fields
+        .iter()
+        .map(|v| match v {
+            serde_norway::Value::String(s) => s.clone(),
+            other => serde_norway::to_string(other)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        })
+        .collect();
+    let (Some(device), Some(mountpoint)) = (text.first(), text.get(1)) else {
+        return Err(VmError::Config(format!(
+            "user-data mounts entry {text:?} needs at least [device, mountpoint]"
+        )));
+    };
+    guest_relative(mountpoint)?;
+    Ok(Mount {
+        device: device.clone(),
+        mountpoint: mountpoint.clone(),
+        options: text
+            .get(3)
+            .cloned()
+            .unwrap_or_else(|| "defaults,nofail".into()),
+    })
+}
+
+/// The device name a GCE guest path names: `/dev/disk/by-id/google-<deviceName>` (also the
+/// `scsi-0Google_PersistentDisk_<deviceName>` alias).
+pub(crate) fn gce_device_name(device: &str) -> Option<&str> {
+    device
+        .strip_prefix("/dev/disk/by-id/google-")
+        .or_else(|| device.strip_prefix("/dev/disk/by-id/scsi-0Google_PersistentDisk_"))
+}
+
+/// A path inside the etcd container → the path on the VM, through the container's hostPath volume mounts
+/// (the deepest mount path that contains it). A path under no volume is taken as a VM path, as the sim has
+/// always done when a manifest declares no volumes.
+pub(crate) fn container_to_vm(path: &str, volumes: &[(String, String)]) -> String {
+    let p = Path::new(path);
+    volumes
+        .iter()
+        .filter_map(|(mount, host)| Some((mount, host, p.strip_prefix(mount).ok()?)))
+        .max_by_key(|(mount, _, _)| mount.len())
+        .map_or_else(
+            || path.to_string(),
+            |(_, host, rest)| Path::new(host).join(rest).to_string_lossy().into_owned(),
+        )
 }
 
 fn container<'a>(pod: &'a Pod, name: &str, file: &str) -> Result<&'a Container, VmError> {
@@ -248,11 +378,33 @@ pub(crate) fn guest_relative(path: &str) -> Result<PathBuf, VmError> {
 pub(crate) struct HostMap {
     pub rootfs: PathBuf,
     pub ip: Ipv4Addr,
+    /// Mounted attached disks: (guest mount point, the disk's host directory).
+    pub mounted: Vec<(String, PathBuf)>,
 }
 
 impl HostMap {
+    /// A guest path on the boot disk (what cloud-init's `write_files` sees: it runs before `mounts`).
     pub fn path(&self, guest: &str) -> Result<PathBuf, VmError> {
         Ok(self.rootfs.join(guest_relative(guest)?))
+    }
+
+    /// A guest path once the disks are mounted: under the deepest mount point that contains it, the disk's
+    /// directory; otherwise the boot disk.
+    pub fn mounted_path(&self, guest: &str) -> Result<PathBuf, VmError> {
+        let rel = guest_relative(guest)?;
+        let best = self
+            .mounted
+            .iter()
+            .filter_map(|(mp, dir)| {
+                let mp = guest_relative(mp).ok()?;
+                let rest = rel.strip_prefix(&mp).ok()?.to_path_buf();
+                Some((mp.components().count(), dir.join(rest)))
+            })
+            .max_by_key(|(depth, _)| *depth);
+        match best {
+            Some((_, p)) => Ok(p),
+            None => self.path(guest),
+        }
     }
 
     /// The host that `host` means inside this VM.
@@ -296,12 +448,14 @@ const ETCD_OWN_URL_FLAGS: &[&str] = &[
     "listen-metrics-urls",
 ];
 
-/// The host argv for etcd: the local binary, guest paths under rootfs, own URLs on the VM's IP.
+/// The host argv for etcd: the local binary, paths through the container's volumes and the VM's mounts to the
+/// host (rootfs or an attached disk's directory), own URLs on the VM's IP.
 /// Also checks that etcd only listens on this VM's address: on a real VM binding another host's IP fails.
 pub(crate) fn etcd_host_argv(
     argv: &[String],
     etcd_bin: &Path,
     map: &HostMap,
+    volumes: &[(String, String)],
 ) -> Result<Vec<String>, VmError> {
     let mut out = vec![etcd_bin.to_string_lossy().into_owned()];
     for arg in &argv[1..] {
@@ -324,7 +478,9 @@ pub(crate) fn etcd_host_argv(
             }
             mapped
         } else if value.starts_with('/') {
-            map.path(value)?.to_string_lossy().into_owned()
+            map.mounted_path(&container_to_vm(value, volumes))?
+                .to_string_lossy()
+                .into_owned()
         } else {
             value.to_string()
         };

@@ -131,23 +131,50 @@ impl Vm {
         etcd_bin: &Path,
         opts: &VmOptions,
     ) -> Result<VmHandle, VmError> {
+        Vm::boot_attached(
+            dir,
+            name,
+            internal_ip,
+            metadata,
+            etcd_bin,
+            opts,
+            &BTreeMap::new(),
+        )
+    }
+
+    /// [`Vm::boot_with`] with attached disks: device name → the disk's host directory. cloud-init's
+    /// `fs_setup` formats them and its `mounts` mount those attached as `/dev/disk/by-id/google-<device>`;
+    /// etcd's paths then resolve through its pod's hostPath volumes and these mounts (docs/master-config.md §8).
+    pub fn boot_attached(
+        dir: &Path,
+        name: &str,
+        internal_ip: Ipv4Addr,
+        metadata: &BTreeMap<String, String>,
+        etcd_bin: &Path,
+        opts: &VmOptions,
+        disks: &BTreeMap<String, PathBuf>,
+    ) -> Result<VmHandle, VmError> {
         let startup = config::parse(metadata)?;
         std::fs::create_dir_all(dir).map_err(io_err(format!("create VM dir {}", dir.display())))?;
-        let map = HostMap {
+        let mut map = HostMap {
             rootfs: dir.join("rootfs"),
             ip: internal_ip,
+            mounted: Vec::new(),
         };
         // cloud-init's write_files (the sim re-applies them on every boot, so setMetadata + restart takes effect).
+        // They run before disk_setup/mounts, so they land on the boot disk.
         for f in &startup.files {
             write_guest_file(&map, f)?;
         }
+        map.mounted = mount_disks(&startup, &map, disks)?;
         if !etcd_bin.is_file() {
             return Err(VmError::Config(format!(
                 "etcd binary {} not found",
                 etcd_bin.display()
             )));
         }
-        let etcd_argv = config::etcd_host_argv(&startup.etcd_argv, etcd_bin, &map)?;
+        let etcd_argv =
+            config::etcd_host_argv(&startup.etcd_argv, etcd_bin, &map, &startup.etcd_volumes)?;
 
         let api = &startup.apiserver;
         let c = "kube-apiserver";
@@ -246,6 +273,63 @@ impl Vm {
             health,
         })
     }
+}
+
+/// What mkfs leaves in a fresh ext4 file system; the sim's mark of a formatted disk.
+const FS_MARK: &str = "lost+found";
+
+/// cloud-init's `fs_setup` then `mounts`, on the attached disks. A disk is formatted when an `fs_setup` entry
+/// names its device and it has no file system yet (or `overwrite: true`, which wipes it). A `mounts` entry
+/// whose device is attached and formatted is mounted; otherwise the mount fails, and with `nofail` (cloud-init's
+/// default) the mount point stays a plain directory on the boot disk; without it a real VM would not boot.
+fn mount_disks(
+    startup: &config::Startup,
+    map: &HostMap,
+    disks: &BTreeMap<String, PathBuf>,
+) -> Result<Vec<(String, PathBuf)>, VmError> {
+    for fs in &startup.fs_setup {
+        let Some(dir) = config::gce_device_name(&fs.device).and_then(|d| disks.get(d)) else {
+            continue;
+        };
+        if !matches!(fs.filesystem.as_str(), "ext4" | "ext3" | "xfs" | "") {
+            return Err(VmError::Config(format!(
+                "user-data fs_setup {}: filesystem {:?} is not supported",
+                fs.device, fs.filesystem
+            )));
+        }
+        let formatted = dir.join(FS_MARK).is_dir();
+        if formatted && !fs.overwrite {
+            continue;
+        }
+        if formatted {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        std::fs::create_dir_all(dir.join(FS_MARK)).map_err(io_err(format!(
+            "format {} at {}",
+            fs.device,
+            dir.display()
+        )))?;
+    }
+    let mut mounted = Vec::new();
+    for m in &startup.mounts {
+        std::fs::create_dir_all(map.path(&m.mountpoint)?)
+            .map_err(io_err(format!("create mount point {}", m.mountpoint)))?;
+        let disk = config::gce_device_name(&m.device)
+            .and_then(|d| disks.get(d))
+            .filter(|dir| dir.join(FS_MARK).is_dir());
+        match disk {
+            Some(dir) => mounted.push((m.mountpoint.clone(), dir.clone())),
+            None if m.options.split(',').any(|o| o == "nofail") => {}
+            None => {
+                return Err(VmError::Config(format!(
+                    "user-data mounts: {} on {} cannot be mounted (not attached, or no file system) and its \
+                     options {:?} lack nofail: a real VM would stop booting",
+                    m.device, m.mountpoint, m.options
+                )));
+            }
+        }
+    }
+    Ok(mounted)
 }
 
 fn parse_flag<T: std::str::FromStr>(component: &str, flag: &str, value: &str) -> Result<T, VmError>

@@ -85,13 +85,37 @@ pub(crate) fn member(name: &str, ip: Ipv4Addr) -> Member {
     }
 }
 
-/// Instance metadata for master `me` of `cluster`, per docs/master-config.md.
+/// Instance metadata for master `me` of `cluster`, per docs/master-config.md, with etcd's data on the root disk
+/// (no pod volumes, as the provider wrote it before data disks).
 pub(crate) fn master_metadata(
     pki: &ClusterPki,
     me: &Member,
     cluster: &[Member],
     state: &str,
     static_ip: Ipv4Addr,
+) -> BTreeMap<String, String> {
+    master_metadata_with(pki, me, cluster, state, static_ip, false)
+}
+
+/// Instance metadata for a master whose etcd data lives on the attached disk `master-pd` (docs/master-config.md
+/// §8): fs_setup + mounts in cloud-config, hostPath volumes in the etcd pod.
+pub(crate) fn master_metadata_on_disk(
+    pki: &ClusterPki,
+    me: &Member,
+    cluster: &[Member],
+    state: &str,
+    static_ip: Ipv4Addr,
+) -> BTreeMap<String, String> {
+    master_metadata_with(pki, me, cluster, state, static_ip, true)
+}
+
+fn master_metadata_with(
+    pki: &ClusterPki,
+    me: &Member,
+    cluster: &[Member],
+    state: &str,
+    static_ip: Ipv4Addr,
+    data_disk: bool,
 ) -> BTreeMap<String, String> {
     let ip = me.ip.to_string();
     let own_sans = vec![ip.clone(), "127.0.0.1".to_string(), me.name.clone()];
@@ -136,13 +160,23 @@ pub(crate) fn master_metadata(
         "--peer-cert-file=/etc/srv/kubernetes/etcd-peer.crt".into(),
         "--peer-key-file=/etc/srv/kubernetes/etcd-peer.key".into(),
     ];
-    let etcd_pod = serde_json::json!({
+    let mut etcd_pod = serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "etcd-server", "namespace": "kube-system"},
         "spec": {"hostNetwork": true, "containers": [{
             "name": "etcd", "image": "registry.k8s.io/etcd:3.4.23-0", "command": etcd_cmd,
         }]},
     });
+    if data_disk {
+        etcd_pod["spec"]["volumes"] = serde_json::json!([
+            {"name": "data", "hostPath": {"path": "/mnt/disks/master-pd/var/etcd", "type": "DirectoryOrCreate"}},
+            {"name": "pki", "hostPath": {"path": "/etc/srv/kubernetes"}},
+        ]);
+        etcd_pod["spec"]["containers"][0]["volumeMounts"] = serde_json::json!([
+            {"name": "data", "mountPath": "/var/lib/etcd"},
+            {"name": "pki", "mountPath": "/etc/srv/kubernetes", "readOnly": true},
+        ]);
+    }
     let api_pod = serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "kube-apiserver", "namespace": "kube-system"},
@@ -214,10 +248,22 @@ pub(crate) fn master_metadata(
         "content": base64::Engine::encode(&base64::engine::general_purpose::STANDARD,
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: /etc/kubernetes/manifests\n"),
     }));
-    let cloud = serde_json::json!({
+    let mut cloud = serde_json::json!({
         "write_files": files,
         "runcmd": [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", "kubelet"]],
     });
+    if data_disk {
+        let dev = "/dev/disk/by-id/google-master-pd";
+        cloud["fs_setup"] = serde_json::json!([{"label": "master-pd", "filesystem": "ext4", "device": dev, "overwrite": false}]);
+        cloud["mounts"] = serde_json::json!([[
+            dev,
+            "/mnt/disks/master-pd",
+            "ext4",
+            "defaults,nofail,discard",
+            "0",
+            "2"
+        ]]);
+    }
     let user_data = format!(
         "#cloud-config\n{}",
         serde_norway::to_string(&cloud).unwrap()

@@ -309,6 +309,7 @@ fn guest_localhost_and_paths_map_into_the_vm() {
     let map = config::HostMap {
         rootfs: PathBuf::from("/vms/m1/rootfs"),
         ip: ip(45, 0, 2),
+        mounted: Vec::new(),
     };
     assert_eq!(
         map.url_list("https://127.45.0.2:2379,https://127.0.0.1:2379"),
@@ -326,7 +327,7 @@ fn guest_localhost_and_paths_map_into_the_vm() {
     ]
     .map(String::from)
     .to_vec();
-    let host = config::etcd_host_argv(&argv, Path::new("/opt/etcd"), &map).unwrap();
+    let host = config::etcd_host_argv(&argv, Path::new("/opt/etcd"), &map, &[]).unwrap();
     assert_eq!(
         host,
         [
@@ -335,4 +336,137 @@ fn guest_localhost_and_paths_map_into_the_vm() {
             "--listen-client-urls=https://127.45.0.2:2379"
         ]
     );
+}
+
+/// `etcdctl endpoint status` of this VM's member: (member id, raft index).
+fn member_id(dir: &Path) -> String {
+    let (ok, out) = etcdctl(dir, &["endpoint", "status", "-w", "json"]);
+    assert!(ok, "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    v[0]["Status"]["header"]["member_id"].to_string()
+}
+
+#[test]
+fn a_master_recreated_on_its_data_disk_is_the_same_etcd_member() {
+    let root = tempfile::tempdir().unwrap();
+    let disk = root.path().join("disks/master-pd");
+    std::fs::create_dir_all(&disk).unwrap();
+    let disks = BTreeMap::from([("master-pd".to_string(), disk.clone())]);
+    let pki = ClusterPki::new();
+    let me = member("solo", ip(47, 0, 2));
+    let md = master_metadata_on_disk(&pki, &me, std::slice::from_ref(&me), "new", ip(47, 1, 2));
+
+    let first = root.path().join("vm-1");
+    let vm = Vm::boot_attached(
+        &first,
+        "solo",
+        me.ip,
+        &md,
+        &etcd_bin(),
+        &fast_opts(),
+        &disks,
+    )
+    .unwrap();
+    wait_healthy(&[&vm]);
+    let (ok, out) = etcdctl(&first, &["put", "/registry/answer", "42"]);
+    assert!(ok, "{out}");
+    let id = member_id(&first);
+    // fs_setup formatted the disk; etcd's data went through the pod volume and the mount onto it.
+    assert!(disk.join("lost+found").is_dir());
+    assert!(
+        disk.join("var/etcd/member/wal").is_dir(),
+        "data is on the disk"
+    );
+    assert!(!first.join("rootfs/var/lib/etcd").exists());
+    assert!(!first.join("rootfs/mnt/disks/master-pd/var").exists());
+    // The instance is deleted: its VM and its boot disk go, the data disk stays.
+    drop(vm);
+    std::fs::remove_dir_all(&first).unwrap();
+
+    // A new instance (new boot disk) with the same disk attached: same member, same data, no resync.
+    let second = root.path().join("vm-2");
+    let vm = Vm::boot_attached(
+        &second,
+        "solo",
+        me.ip,
+        &md,
+        &etcd_bin(),
+        &fast_opts(),
+        &disks,
+    )
+    .unwrap();
+    wait_healthy(&[&vm]);
+    let (ok, out) = etcdctl(&second, &["get", "/registry/answer", "--print-value-only"]);
+    assert!(ok && out.trim() == "42", "{out}");
+    assert_eq!(member_id(&second), id);
+    drop(vm);
+
+    // Booted without the disk, the mount fails (nofail): etcd starts empty on the boot disk's mount point.
+    let third = root.path().join("vm-3");
+    let vm = Vm::boot_with(&third, "solo", me.ip, &md, &etcd_bin(), &fast_opts()).unwrap();
+    wait_healthy(&[&vm]);
+    let (ok, out) = etcdctl(&third, &["get", "/registry/answer", "--print-value-only"]);
+    assert!(ok && out.trim().is_empty(), "{out}");
+    assert!(
+        third
+            .join("rootfs/mnt/disks/master-pd/var/etcd/member")
+            .is_dir()
+    );
+}
+
+#[test]
+fn etcd_paths_resolve_through_pod_volumes_and_mounted_disks() {
+    let map = config::HostMap {
+        rootfs: PathBuf::from("/vm/rootfs"),
+        ip: ip(47, 0, 9),
+        mounted: vec![("/mnt/disks/master-pd".into(), PathBuf::from("/disks/pd-1"))],
+    };
+    let volumes = vec![
+        (
+            "/var/lib/etcd".to_string(),
+            "/mnt/disks/master-pd/var/etcd".to_string(),
+        ),
+        (
+            "/etc/srv/kubernetes".to_string(),
+            "/etc/srv/kubernetes".to_string(),
+        ),
+    ];
+    let argv: Vec<String> = [
+        "/usr/local/bin/etcd",
+        "--data-dir=/var/lib/etcd",
+        "--wal-dir=/var/lib/etcd/wal2",
+        "--cert-file=/etc/srv/kubernetes/pki/etcd.crt",
+        "--snapshot-dir=/var/lib/etcdx",
+    ]
+    .map(String::from)
+    .to_vec();
+    let host = config::etcd_host_argv(&argv, Path::new("/opt/etcd"), &map, &volumes).unwrap();
+    assert_eq!(
+        host,
+        [
+            "/opt/etcd",
+            "--data-dir=/disks/pd-1/var/etcd",
+            "--wal-dir=/disks/pd-1/var/etcd/wal2",
+            "--cert-file=/vm/rootfs/etc/srv/kubernetes/pki/etcd.crt",
+            // Not under a volume (`/var/lib/etcdx` is not below `/var/lib/etcd`): a VM path, on the boot disk.
+            "--snapshot-dir=/vm/rootfs/var/lib/etcdx",
+        ]
+    );
+    assert_eq!(
+        map.mounted_path("/mnt/disks/master-pdx").unwrap(),
+        PathBuf::from("/vm/rootfs/mnt/disks/master-pdx")
+    );
+}
+
+#[test]
+fn a_mount_without_nofail_that_cannot_mount_stops_the_boot() {
+    let root = tempfile::tempdir().unwrap();
+    let pki = ClusterPki::new();
+    let me = member("m1", ip(47, 0, 20));
+    let md = master_metadata_on_disk(&pki, &me, std::slice::from_ref(&me), "new", ip(47, 1, 20));
+    let strict = edit_user_data(&md, "defaults,nofail,discard", "defaults,discard");
+    let err =
+        Vm::boot_with(root.path(), "m1", me.ip, &strict, &etcd_bin(), &fast_opts()).unwrap_err();
+    assert!(err.to_string().contains("lack nofail"), "{err}");
 }

@@ -59,6 +59,9 @@ pub fn contract_check(kind: &str, text: &str) {
         "compute#instance" => p::<gce::Instance>(kind, text),
         "compute#instanceList" => p::<gce::InstanceList>(kind, text),
         "compute#instanceAggregatedList" => p::<gce::InstanceAggregatedList>(kind, text),
+        "compute#disk" => p::<gce::Disk>(kind, text),
+        "compute#diskList" => p::<gce::DiskList>(kind, text),
+        "compute#diskAggregatedList" => p::<gce::DiskAggregatedList>(kind, text),
         "compute#address" => p::<gce::Address>(kind, text),
         "compute#addressList" => p::<gce::AddressList>(kind, text),
         "compute#firewall" => p::<gce::Firewall>(kind, text),
@@ -247,4 +250,26 @@ pub async fn instance(sim: &Sim, name: &str, zone: &str, body: Option<Value>) ->
     sim.get(&format!("zones/{zone}/instances/{name}"))
         .await
         .body
+}
+
+/// A blank data disk, as the provider would create it.
+pub fn disk_body(name: &str, zone: &str) -> Value {
+    json!({
+        "name": name,
+        "sizeGb": "20",
+        "type": format!("zones/{zone}/diskTypes/pd-ssd"),
+        "labels": {"role": "master-pd"},
+        "description": "etcd data",
+    })
+}
+
+/// Creates a READY disk and returns it.
+pub async fn disk(sim: &Sim, name: &str, zone: &str) -> Value {
+    sim.ok(
+        "POST",
+        &format!("zones/{zone}/disks"),
+        Some(disk_body(name, zone)),
+    )
+    .await;
+    sim.get(&format!("zones/{zone}/disks/{name}")).await.body
 }
