@@ -67,7 +67,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         };
         rest = &rest[unit_len..];
         // `n` is finite and non-negative (digits and dots only), but may be huge ("99999999999999999999999").
-        let too_long = || format!("{s:?} is longer than the limit of {}h", MAX_DURATION.as_secs() / 3600);
+        let too_long = || {
+            format!(
+                "{s:?} is longer than the limit of {}h",
+                MAX_DURATION.as_secs() / 3600
+            )
+        };
         let part = Duration::try_from_secs_f64(n * secs).map_err(|_| too_long())?;
         total = total.checked_add(part).ok_or_else(too_long)?;
         if total > MAX_DURATION {
@@ -158,7 +163,11 @@ mod tests {
     fn the_validator_names_the_attribute_and_the_fix() {
         let mut diags = Diagnostics::default();
         let path = AttributePath::attr("timeouts").then_attr("create");
-        duration().validate(&path, &Value::String("99999999999999999999999h".into()), &mut diags);
+        duration().validate(
+            &path,
+            &Value::String("99999999999999999999999h".into()),
+            &mut diags,
+        );
         assert!(diags.has_error());
         let text = format!("{diags:?}");
         assert!(text.contains("create"), "{text}");
