@@ -2,7 +2,8 @@
 //! for literals, plan for values that come from another resource) and the attribute it points at.
 
 use acceptance_tests::{
-    REQUIRED_PROVIDERS, Stage, Workspace, assert_validation_error, for_each_client,
+    AttributePath, REQUIRED_PROVIDERS, Stage, Workspace, assert_validation_error, expect_rejection,
+    for_each_client,
 };
 
 /// A provider block and a valid cluster to hang replicas on.
@@ -99,10 +100,46 @@ fn machine_type_syntax_is_checked() {
 fn timeouts_are_durations() {
     let r = assert_validation_error(
         &cluster(r#"timeouts { create = "5 minutes" }"#),
-        &["Invalid duration", "Write it like `30m`"],
+        &["Invalid duration", "like `30m`"],
         "ha_master_cluster.c.timeouts.create",
     );
     all_at(Stage::Validate, r);
+}
+
+/// Fail closed: a duration too large for any clock used to abort the provider in `validate` (the release build
+/// aborts on panic), which both clients print as a crashed plugin. Now it is an error at the attribute, and the
+/// provider keeps serving.
+#[test]
+fn huge_timeouts_are_refused_without_crashing_the_provider() {
+    for huge in ["99999999999999999999999h", "4000000000000000h"] {
+        let config = format!(
+            "{REQUIRED_PROVIDERS}\n{}",
+            cluster(&format!(r#"timeouts {{ create = "{huge}" }}"#))
+        );
+        let path = AttributePath::parse("ha_master_cluster.c.timeouts.create");
+        for_each_client(|client| {
+            let ws = Workspace::new(client, "invalid-huge-timeout");
+            ws.write_main_tf(&config);
+            let r = expect_rejection(
+                &ws,
+                &["Invalid duration", "longer than the limit of 24h"],
+                &path,
+            );
+            assert_eq!(r.stage, Stage::Validate, "{r}");
+            let out = ws.run(&["validate", "-no-color"]).combined();
+            for crash in [
+                "plugin exited",
+                "unexpected EOF",
+                "panicked",
+                "Plugin did not respond",
+            ] {
+                assert!(
+                    !out.contains(crash),
+                    "[{client}] {huge}: the provider crashed:\n{out}"
+                );
+            }
+        });
+    }
 }
 
 #[test]

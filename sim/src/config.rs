@@ -22,7 +22,8 @@ pub struct SimConfig {
     /// Whether VMs and the network fabric are really started (false in API-only tests).
     pub fabric: bool,
     /// Guest ports a 1:1 NAT carries (a userspace proxy needs one listener per port): the API server (443),
-    /// etcd client and peer (2379, 2380) and the health endpoint (8080). Also the ports of an all-ports rule.
+    /// etcd client and peer (2379, 2380) and the health-check sidecar (3990, fixed in kops'
+    /// kube-apiserver-healthcheck). Also the ports of an all-ports rule.
     pub nat_ports: Vec<u16>,
     /// Added to guest ports below 1024 on the host (so the API's 443 is served on 6443 without root). `serve`
     /// uses 0 when running as root, so `https://<static-ip>` works exactly as on GCE.
@@ -40,7 +41,7 @@ impl SimConfig {
             latency: LatencyProfile::test(),
             etcd_bin: PathBuf::from("etcd"),
             fabric: false,
-            nat_ports: vec![443, 2379, 2380, 8080],
+            nat_ports: vec![443, 2379, 2380, 3990],
             privileged_port_offset: 6000,
         }
     }

@@ -167,6 +167,11 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         &format!("{srv_pki}/apiserver-kubelet-client"),
         &c.apiserver_kubelet_client,
     );
+    pair(
+        &mut out,
+        &format!("{srv_pki}/kube-apiserver-healthcheck"),
+        &c.healthcheck_client,
+    );
     out.push(file(
         paths::SERVICE_ACCOUNT_KEY,
         &cfg.service_account_key_pem,

@@ -63,6 +63,9 @@ pub struct Container {
     pub image: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// Arguments to the image's own entrypoint (when `command` is empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,6 +74,14 @@ pub struct Container {
     pub liveness_probe: Option<Probe>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volume_mounts: Vec<VolumeMount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<SecurityContext>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityContext {
+    pub run_as_user: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

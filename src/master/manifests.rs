@@ -5,12 +5,15 @@ use super::k8s::*;
 use super::{ETCD_IMAGE, KUBERNETES_VERSION, MasterConfig, paths};
 use std::collections::BTreeMap;
 
-/// kops' apiserver health proxy, in the shape the contract gives its flags.
+/// kops' apiserver health proxy (kubernetes/kops `cmd/kube-apiserver-healthcheck`), built by `ko` on
+/// `gcr.io/distroless/static:nonroot`: its entrypoint is the program, so the manifest passes `args` only.
 const HEALTHCHECK_IMAGE: &str = "registry.k8s.io/kops/kube-apiserver-healthcheck:1.28.0";
 const AUTOSCALER_IMAGE: &str = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.28.0";
 const ADDON_MANAGER_IMAGE: &str = "registry.k8s.io/addon-manager/kube-addon-manager:v9.1.6";
-/// Plain HTTP port of the healthcheck sidecar: legacy GCE HttpHealthChecks speak only HTTP.
-pub const HEALTHCHECK_PORT: u16 = 8080;
+/// Plain HTTP port of the healthcheck sidecar, fixed in the program (kops `wellknownports.KubeAPIServerHealthCheck`;
+/// it has no flag to change it). Legacy GCE HttpHealthChecks speak only HTTP, and kops points its GCE health check
+/// here too, at `/healthz`, which the sidecar proxies to `https://127.0.0.1/healthz` (port 443: no flag either).
+pub const HEALTHCHECK_PORT: u16 = 3990;
 
 pub(super) fn flag(name: &str, value: impl std::fmt::Display) -> String {
     format!("--{name}={value}")
@@ -199,18 +202,30 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
         volume_mounts: vec![srv_mount],
         ..Container::default()
     };
+    // The program defines exactly these three flags (plus klog's), listens on :3990 and proxies GET /healthz,
+    // /livez and /readyz to https://127.0.0.1 with the client certificate, verifying the apiserver under the CA;
+    // it answers its own liveness on /.kube-apiserver-healthcheck/healthz.
+    let (_, sidecar_mount) = srv_volume();
     let healthcheck = Container {
         name: "healthcheck".into(),
         image: HEALTHCHECK_IMAGE.into(),
-        command: vec![
-            "/usr/local/bin/kube-apiserver-healthcheck".into(),
-            flag("listen", format!("0.0.0.0:{HEALTHCHECK_PORT}")),
-            flag("path", "/healthz"),
-            flag("upstream", format!("https://127.0.0.1:{port}/healthz")),
+        args: vec![
+            flag("ca-cert", paths::CA),
+            flag("client-cert", paths::HEALTHCHECK_CLIENT_CRT),
+            flag("client-key", paths::HEALTHCHECK_CLIENT_KEY),
         ],
         resources: Some(Resources {
             requests: BTreeMap::from([("cpu".into(), "10m".into())]),
         }),
+        liveness_probe: Some(probe(
+            HEALTHCHECK_PORT,
+            "/.kube-apiserver-healthcheck/healthz",
+            "HTTP",
+        )),
+        volume_mounts: vec![sidecar_mount],
+        // The image runs as distroless' nonroot user; the contract's keys are root's 0600 files, as for the
+        // apiserver beside it.
+        security_context: Some(SecurityContext { run_as_user: 0 }),
         ..Container::default()
     };
     pod(

@@ -49,6 +49,11 @@ pub mod paths {
         "/etc/srv/kubernetes/pki/apiserver-kubelet-client.crt";
     pub const APISERVER_KUBELET_CLIENT_KEY: &str =
         "/etc/srv/kubernetes/pki/apiserver-kubelet-client.key";
+    /// The health-check sidecar's client certificate towards its own apiserver (kops' `kube-apiserver-healthcheck`).
+    pub const HEALTHCHECK_CLIENT_CRT: &str =
+        "/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.crt";
+    pub const HEALTHCHECK_CLIENT_KEY: &str =
+        "/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key";
     pub const SERVICE_ACCOUNT_KEY: &str = "/etc/srv/kubernetes/pki/service-account.key";
     pub const KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
     pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";

@@ -278,14 +278,30 @@ fn apiserver_has_the_contract_flags_and_the_healthcheck_sidecar() {
     }
     // Removed in 1.13; quorum reads are unconditional (see the module docs).
     assert!(!f.contains_key("etcd-quorum-read"));
+    // Exactly the flags kops' program defines (cmd/kube-apiserver-healthcheck/main.go), to its own entrypoint.
+    let hc = container(&p, "healthcheck");
+    assert!(
+        hc.command.is_empty(),
+        "the image's entrypoint is the program"
+    );
     assert_eq!(
-        container(&p, "healthcheck").command,
+        hc.args,
         [
-            "/usr/local/bin/kube-apiserver-healthcheck",
-            "--listen=0.0.0.0:8080",
-            "--path=/healthz",
-            "--upstream=https://127.0.0.1:443/healthz"
+            "--ca-cert=/etc/srv/kubernetes/pki/ca.crt",
+            "--client-cert=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.crt",
+            "--client-key=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
         ]
+    );
+    let probe = hc.liveness_probe.as_ref().expect("sidecar liveness");
+    assert_eq!(
+        (probe.http_get.port, probe.http_get.path.as_str()),
+        (3990, "/.kube-apiserver-healthcheck/healthz")
+    );
+    assert!(
+        hc.volume_mounts
+            .iter()
+            .any(|m| m.mount_path == "/etc/srv/kubernetes"),
+        "the sidecar reads its certificate and the CA"
     );
 }
 

@@ -34,7 +34,7 @@ pub fn peer_url(ip: &str) -> String {
 /// The firewall port of etcd's client API.
 pub const ETCD_CLIENT_PORT: u16 = 2379;
 /// The plain-HTTP health endpoint that reflects the API server (legacy HTTP health checks cannot speak HTTPS).
-pub const HEALTH_PORT: u16 = 8080;
+pub const HEALTH_PORT: u16 = 3990;
 
 /// An instance's zone name (the API returns the zone's URL).
 pub fn zone_of(i: &crate::gce::InstanceInfo) -> String {

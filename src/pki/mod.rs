@@ -129,6 +129,8 @@ pub struct ReplicaCerts {
     pub addon_manager: CertKey,
     /// The apiserver's client certificate towards kubelets (logs, exec, port-forward), signed by the cluster CA.
     pub apiserver_kubelet_client: CertKey,
+    /// The health-check sidecar's client certificate towards its own apiserver, signed by the cluster CA.
+    pub healthcheck_client: CertKey,
 }
 
 /// Issues every certificate a replica needs, with the CAs from state.
@@ -149,7 +151,14 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
                 format!("kubernetes.default.svc.{}", req.dns_domain),
                 name.into(),
             ],
-            ips: vec![req.static_ip, req.internal_ip, req.first_service_ip],
+            // Loopback too: control-plane kubeconfigs and the health-check sidecar reach their own apiserver at
+            // https://127.0.0.1 and verify it under the cluster CA (kops' apiserver certificate names it as well).
+            ips: vec![
+                req.static_ip,
+                req.internal_ip,
+                req.first_service_ip,
+                loopback,
+            ],
             ..LeafSpec::default()
         },
         Usage::Server,
@@ -201,7 +210,13 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
         &client("kube-apiserver-kubelet-client", &["system:masters"]),
         Usage::Client,
     )?;
+    // No group: as any authenticated user it may GET /healthz, /livez and /readyz (system:public-info-viewer),
+    // which is all the sidecar proxies. CN as kops issues it.
+    let healthcheck_client = ca
+        .cluster
+        .issue(&client("kube-apiserver-healthcheck", &[]), Usage::Client)?;
     Ok(ReplicaCerts {
+        healthcheck_client,
         api_server,
         etcd_peer,
         etcd_server,

@@ -154,20 +154,20 @@ fn api_server_cert_covers_static_internal_service_ip_and_kubernetes_names_only()
     );
     assert!(p.server_auth && !p.client_auth && !p.is_ca);
     let ca = &cas.cluster_ca.cert_pem;
-    for name in p
-        .dns
-        .iter()
-        .map(String::as_str)
-        .chain(["34.1.2.3", "10.128.0.7", "10.0.0.1"])
+    for name in
+        p.dns
+            .iter()
+            .map(String::as_str)
+            .chain(["34.1.2.3", "10.128.0.7", "10.0.0.1", "127.0.0.1"])
     {
         verify_server(ca, &certs.api_server.cert_pem, name)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    // Not another IP (an ephemeral external IP, another replica), not loopback, not another domain.
+    // Not another IP (an ephemeral external IP, another replica), not another domain. Loopback is named: the
+    // health-check sidecar and the control-plane components verify their own apiserver at https://127.0.0.1.
     for name in [
         "35.9.9.9",
         "10.128.0.8",
-        "127.0.0.1",
         "kubernetes.default.svc.other.local",
     ] {
         assert!(

@@ -3,6 +3,8 @@
 mod cancel;
 pub mod cluster;
 mod cluster_apply;
+#[cfg(test)]
+mod extreme_tests;
 mod import;
 pub mod replica;
 mod replica_apply;

@@ -7,16 +7,29 @@ use tfplugin::value::Value;
 
 use super::Validator;
 
+/// The longest duration any attribute of this framework accepts: 24 hours. Every duration here is a time limit
+/// on one operation (a resource's `timeouts`, a dial timeout). Google's own provider defaults are minutes and its
+/// users rarely set more than a few hours; a day already outlives every Compute operation and every token a
+/// credential hands out, so anything longer is a typo (`4000000000000000h`), and bounding it keeps every
+/// `Instant + Duration` and every conversion well inside range.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
 pub struct DurationValidator;
 
 pub fn duration() -> DurationValidator {
     DurationValidator
 }
 
-/// Parses a sequence of `<number><unit>` with units h, m, s, ms. Returns a sentence saying what is wrong.
+/// Parses a sequence of `<number><unit>` with units h, m, s, ms, up to [`MAX_DURATION`]. Returns a sentence saying
+/// what is wrong. Never panics: every step is checked, so any string (huge, negative, garbage) is an `Err`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("a duration cannot be empty".into());
+    }
+    if s.starts_with('-') {
+        return Err(format!(
+            "{s:?} is negative: a time limit must be more than zero"
+        ));
     }
     let mut total = Duration::ZERO;
     let mut rest = s;
@@ -53,7 +66,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             }
         };
         rest = &rest[unit_len..];
-        total += Duration::from_secs_f64(n * secs);
+        // `n` is finite and non-negative (digits and dots only), but may be huge ("99999999999999999999999").
+        let too_long = || {
+            format!(
+                "{s:?} is longer than the limit of {}h",
+                MAX_DURATION.as_secs() / 3600
+            )
+        };
+        let part = Duration::try_from_secs_f64(n * secs).map_err(|_| too_long())?;
+        total = total.checked_add(part).ok_or_else(too_long)?;
+        if total > MAX_DURATION {
+            return Err(too_long());
+        }
+    }
+    if total.is_zero() {
+        return Err(format!(
+            "{s:?} is zero: a time limit must be more than zero"
+        ));
     }
     Ok(total)
 }
@@ -70,7 +99,11 @@ impl Validator for DurationValidator {
             diags.attr_error(
                 path.clone(),
                 "Invalid duration",
-                format!("{e}. Write it like `30m`, `1h30m` or `90s`."),
+                format!(
+                    "{e}. Write a duration between 1ms and {}h like `30m`, `1h30m` or `90s` (units h, m, s, ms), \
+                     or leave the attribute out to use the default.",
+                    MAX_DURATION.as_secs() / 3600
+                ),
             );
         }
     }
@@ -94,5 +127,50 @@ mod tests {
         assert!(parse_duration("10").unwrap_err().contains("unit"));
         assert!(parse_duration("5d").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("m").is_err());
+    }
+
+    /// Whatever a user writes, the answer is a value within the bound or a sentence; never a panic.
+    #[test]
+    fn extreme_values_are_errors_not_panics() {
+        let long = "9".repeat(400) + "h";
+        for (input, says) in [
+            ("99999999999999999999999h", "longer than the limit of 24h"),
+            ("4000000000000000h", "longer than the limit of 24h"),
+            (long.as_str(), "longer than the limit of 24h"),
+            ("25h", "longer than the limit of 24h"),
+            ("23h60m1s", "longer than the limit of 24h"),
+            ("9223372036854775807s", "longer than the limit of 24h"),
+            ("-1h", "negative"),
+            ("0s", "zero"),
+            ("0h0m", "zero"),
+            ("", "empty"),
+            ("1e308h", "unknown unit"),
+            ("1.5.5h", "bad number"),
+            (".h", "bad number"),
+            ("10x", "unknown unit"),
+            ("1h 30m", "unknown unit"),
+            ("NaNh", "expected a number"),
+            ("infh", "expected a number"),
+        ] {
+            let err = parse_duration(input).expect_err(input);
+            assert!(err.contains(says), "{input:?}: {err}");
+        }
+        assert_eq!(parse_duration("24h").unwrap(), MAX_DURATION);
+        assert_eq!(parse_duration("1ms").unwrap(), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn the_validator_names_the_attribute_and_the_fix() {
+        let mut diags = Diagnostics::default();
+        let path = AttributePath::attr("timeouts").then_attr("create");
+        duration().validate(
+            &path,
+            &Value::String("99999999999999999999999h".into()),
+            &mut diags,
+        );
+        assert!(diags.has_error());
+        let text = format!("{diags:?}");
+        assert!(text.contains("create"), "{text}");
+        assert!(text.contains("between 1ms and 24h"), "{text}");
     }
 }

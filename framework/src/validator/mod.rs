@@ -4,7 +4,7 @@
 mod duration;
 mod from_fn;
 
-pub use duration::{duration, parse_duration};
+pub use duration::{MAX_DURATION, duration, parse_duration};
 pub use from_fn::{FnValidator, string_check};
 
 use tfplugin::diag::{AttributePath, Diagnostics};

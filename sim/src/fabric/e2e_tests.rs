@@ -201,7 +201,7 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     wait_for_three_members(&api).await;
 
     // A forwarding rule on the static IP, health-checked on the masters' /healthz.
-    api.ok("global/httpHealthChecks", json!({"name": "hc", "port": 8080, "requestPath": "/healthz", "checkIntervalSec": 1, "timeoutSec": 1})).await;
+    api.ok("global/httpHealthChecks", json!({"name": "hc", "port": 3990, "requestPath": "/healthz", "checkIntervalSec": 1, "timeoutSec": 1})).await;
     let links: Vec<String> = members
         .iter()
         .zip(zones)

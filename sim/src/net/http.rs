@@ -169,6 +169,7 @@ pub async fn respond<S: AsyncWrite + Unpin>(
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",
+        502 => "Bad Gateway",
         503 => "Service Unavailable",
         _ => "Status",
     };

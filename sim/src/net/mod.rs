@@ -46,7 +46,7 @@ impl NetError {
 ///
 /// Binding below 1024 needs root or CAP_NET_BIND_SERVICE, and the sim must also run unprivileged, so privileged guest
 /// ports are shifted by a fixed offset: with the default 6000, the API port 443 is served on 6443. Ports from 1024 up
-/// (etcd 2379/2380, the health endpoint 8080) are used as-is. One map is shared by VMs, NATs, load balancers and health
+/// (etcd 2379/2380, the health-check sidecar 3990) are used as-is. One map is shared by VMs, NATs, load balancers and health
 /// checks of a sim, so a forwarding rule on 443 and an API server on 443 meet on the same host port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortMap {

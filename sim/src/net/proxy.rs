@@ -92,7 +92,7 @@ pub struct Forward {
 /// Starts NAT from `listen_ip` to `target_ip` for the given guest ports (each mapped through `map`).
 ///
 /// Real 1:1 NAT carries every port; a userspace proxy needs a listener per port, so the caller names the ports a master
-/// serves (e.g. 443 and the 8080 health port).
+/// serves (e.g. 443 and the 3990 health port).
 pub fn forward(
     listen_ip: Ipv4Addr,
     target_ip: Ipv4Addr,

@@ -29,8 +29,9 @@ pub(crate) struct ApiSpec {
     pub name: String,
     pub secure: std::net::TcpListener,
     pub tls: Arc<rustls::ServerConfig>,
-    /// The healthcheck sidecar: listener and path.
-    pub plain: Option<(std::net::TcpListener, String)>,
+    /// The healthcheck sidecar: its listener, and whether its fixed upstream (https://127.0.0.1:443) is this VM's
+    /// apiserver.
+    pub plain: Option<(std::net::TcpListener, bool)>,
     pub etcd: EtcdProbe,
     pub health_interval: Duration,
 }
@@ -91,7 +92,7 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
     });
     let acceptor = tokio_rustls::TlsAcceptor::from(spec.tls);
     let secure = TcpListener::from_std(spec.secure);
-    let plain = spec.plain.map(|(l, path)| (TcpListener::from_std(l), path));
+    let plain = spec.plain.map(|(l, up)| (TcpListener::from_std(l), up));
     let (Ok(secure), plain) = (secure, plain) else {
         tracing::error!("API stand-in listeners unusable");
         return;
@@ -116,17 +117,16 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
     };
     let c = ctx.clone();
     let plain_loop = async move {
-        let Some((Ok(listener), path)) = plain else {
+        let Some((Ok(listener), upstream)) = plain else {
             return std::future::pending::<()>().await;
         };
-        let path = Arc::new(path);
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
-            let (c, path) = (c.clone(), path.clone());
-            tokio::spawn(async move { c.handle(tcp, Some(&path)).await });
+            let c = c.clone();
+            tokio::spawn(async move { c.handle(tcp, Some(upstream)).await });
         }
     };
     // Background poll so status() stays current even when nobody calls /healthz.
@@ -149,43 +149,66 @@ struct Ctx {
 }
 
 impl Ctx {
-    /// Serves one request. `health_path` is set for the plain sidecar, which answers only its configured path.
+    /// Serves one request. `sidecar` is set for kube-apiserver-healthcheck (with whether its fixed upstream, port
+    /// 443, is this apiserver), which answers as the program does: GET of its own
+    /// `/.kube-apiserver-healthcheck/healthz`, GET `/healthz`, `/livez`, `/readyz` proxied (502 when the upstream
+    /// does not answer), 404 for anything else, whatever the method.
     async fn handle<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         mut stream: S,
-        health_path: Option<&str>,
+        sidecar: Option<bool>,
     ) {
         let Ok((method, path)) = http::read_request(&mut stream).await else {
             return;
         };
         let path = path.split('?').next().unwrap_or_default().to_string();
         let replica = [("X-Replica", self.name.as_str())];
-        let is_health = match health_path {
-            Some(p) => path == p,
-            None => matches!(path.as_str(), "/healthz" | "/livez" | "/readyz"),
-        };
+        let is_health = matches!(path.as_str(), "/healthz" | "/livez" | "/readyz");
+        if let Some(upstream) = sidecar {
+            let _ = if method != "GET" {
+                http::respond(&mut stream, 404, &replica, "not found\n").await
+            } else if path == "/.kube-apiserver-healthcheck/healthz" {
+                http::respond(&mut stream, 200, &replica, "ok").await
+            } else if !is_health {
+                http::respond(&mut stream, 404, &replica, "not found\n").await
+            } else if !upstream {
+                http::respond(&mut stream, 502, &replica, "internal error\n").await
+            } else {
+                self.answer_health(&mut stream, &replica).await
+            };
+            return;
+        }
         let _ = if method != "GET" && method != "HEAD" {
             http::respond(&mut stream, 405, &replica, "method not allowed\n").await
         } else if !is_health {
             http::respond(&mut stream, 404, &replica, "not found\n").await
         } else {
-            // Live, like the real /healthz (give or take FRESH): a stale answer could call a dead etcd healthy.
-            let r = match self.health.fresh() {
-                Some(r) => r,
-                None => {
-                    let r = self.probe_etcd().await;
-                    self.health.record(&r);
-                    r
-                }
-            };
-            match r {
-                Ok(()) => http::respond(&mut stream, 200, &replica, "ok").await,
-                Err(e) => {
-                    let body = format!("[-]etcd failed: {e}\nhealthz check failed\n");
-                    http::respond(&mut stream, 500, &replica, &body).await
-                }
+            self.answer_health(&mut stream, &replica).await
+        };
+    }
+
+    /// The apiserver's health answer: live, like the real /healthz (give or take FRESH), since a stale answer
+    /// could call a dead etcd healthy.
+    async fn answer_health<S: AsyncWrite + Unpin>(
+        &self,
+        stream: &mut S,
+        replica: &[(&str, &str)],
+    ) -> std::io::Result<()> {
+        let r = match self.health.fresh() {
+            Some(r) => r,
+            None => {
+                let r = self.probe_etcd().await;
+                self.health.record(&r);
+                r
             }
         };
+        match r {
+            Ok(()) => http::respond(stream, 200, replica, "ok").await,
+            Err(e) => {
+                let body = format!("[-]etcd failed: {e}\nhealthz check failed\n");
+                http::respond(stream, 500, replica, &body).await
+            }
+        }
     }
 
     async fn probe_etcd(&self) -> Result<(), String> {

@@ -135,6 +135,30 @@ impl Flags {
     }
 }
 
+/// kops' `kube-apiserver-healthcheck` (kubernetes/kops `cmd/kube-apiserver-healthcheck/main.go`): it defines only
+/// these three flags, then klog's (`klog.InitFlags`), and Go's `flag` package exits on any other. It takes no
+/// listen address or upstream: it listens on :3990 and proxies to https://127.0.0.1 (port 443).
+pub(crate) const HEALTHCHECK_FLAGS: &[&str] = &["ca-cert", "client-cert", "client-key"];
+/// klog v2's `InitFlags`, which every klog program accepts.
+const KLOG_FLAGS: &[&str] = &[
+    "add_dir_header",
+    "alsologtostderr",
+    "legacy_stderr_threshold_behavior",
+    "log_backtrace_at",
+    "log_dir",
+    "log_file",
+    "log_file_max_size",
+    "logtostderr",
+    "one_output",
+    "skip_headers",
+    "skip_log_headers",
+    "stderrthreshold",
+    "v",
+    "vmodule",
+];
+/// The port kube-apiserver-healthcheck listens on, fixed in its source (`wellknownports.KubeAPIServerHealthCheck`).
+pub(crate) const HEALTHCHECK_PORT: u16 = 3990;
+
 /// What the sim needs from a master's startup config.
 #[derive(Debug, Clone)]
 pub(crate) struct Startup {
@@ -243,7 +267,29 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         .iter()
         .find(|c| c.name == "healthcheck")
     {
-        Some(c) => Some(Flags::parse("healthcheck", &flag_args(c))?),
+        Some(c) => {
+            let flags = Flags::parse("healthcheck", &flag_args(c))?;
+            // A real container would exit at once ("flag provided but not defined"), and nothing would answer
+            // the load balancer's health check.
+            if let Some(bad) = flags.0.keys().find(|k| {
+                !HEALTHCHECK_FLAGS.contains(&k.as_str()) && !KLOG_FLAGS.contains(&k.as_str())
+            }) {
+                return Err(VmError::Config(format!(
+                    "kube-apiserver.yaml: container `healthcheck` passes --{bad}, which kube-apiserver-healthcheck \
+                     does not define (it takes only --ca-cert, --client-cert, --client-key and klog's flags, and \
+                     always listens on :{HEALTHCHECK_PORT}); the container would exit: flag provided but not \
+                     defined: -{bad}"
+                )));
+            }
+            if !c.command.is_empty() {
+                return Err(VmError::Config(
+                    "kube-apiserver.yaml: container `healthcheck` sets `command`, but the image's program is its \
+                     ko entrypoint (/ko-app/kube-apiserver-healthcheck): pass flags as `args`"
+                        .into(),
+                ));
+            }
+            Some(flags)
+        }
         None => None,
     };
     Ok(Startup {

@@ -220,15 +220,21 @@ impl Vm {
         )?;
         let plain = match &startup.healthcheck {
             Some(h) => {
-                let listen = h.get("listen").unwrap_or("0.0.0.0:8080");
-                let (host, port) = listen.rsplit_once(':').ok_or_else(|| {
-                    VmError::Config(format!("healthcheck: --listen {listen:?} is not host:port"))
-                })?;
-                let ip: Ipv4Addr = parse_flag("healthcheck", "listen", &map.host(host))?;
-                let port: u16 = parse_flag("healthcheck", "listen", port)?;
-                let addr = SocketAddr::from((ip, opts.port_map.host_port(port)));
+                // As the program does at start: a CA or key pair it is given must load, or it exits.
+                for flag in config::HEALTHCHECK_FLAGS {
+                    if let Some(p) = h.get(flag) {
+                        let host = map.path(p)?;
+                        std::fs::read(&host).map_err(io_err(format!(
+                            "healthcheck: --{flag}={p}: the container would exit reading it ({})",
+                            host.display()
+                        )))?;
+                    }
+                }
+                let port = config::HEALTHCHECK_PORT;
+                let addr = SocketAddr::from((map.ip, opts.port_map.host_port(port)));
                 let l = api::listen(addr, &format!("{name} healthcheck :{port}"))?;
-                Some((l, h.get("path").unwrap_or("/healthz").to_string()))
+                // It proxies to https://127.0.0.1 (443, not configurable): an apiserver elsewhere never answers it.
+                Some((l, secure_port == 443))
             }
             None => None,
         };

@@ -134,6 +134,9 @@ fn master_metadata_with(
     .chain(["kubernetes.default".into(), me.name.clone()])
     .collect();
     let api = pki.cluster.issue("kube-apiserver", &api_sans, true, false);
+    let healthcheck = pki
+        .cluster
+        .issue("kube-apiserver-healthcheck", &[], false, true);
     let initial_cluster = cluster
         .iter()
         .map(|m| format!("{}=https://{}:2380", m.name, m.ip))
@@ -191,9 +194,10 @@ fn master_metadata_with(
                 "--etcd-certfile=/etc/srv/kubernetes/pki/etcd-apiserver-client.crt",
                 "--etcd-keyfile=/etc/srv/kubernetes/pki/etcd-apiserver-client.key",
             ]},
-            {"name": "healthcheck", "image": "registry.k8s.io/kube-apiserver-healthcheck:v0.1.0", "command": [
-                "/usr/local/bin/kube-apiserver-healthcheck", "--listen=0.0.0.0:8080", "--path=/healthz",
-                "--upstream=https://127.0.0.1:443/healthz",
+            {"name": "healthcheck", "image": "registry.k8s.io/kops/kube-apiserver-healthcheck:1.28.0", "args": [
+                "--ca-cert=/etc/srv/kubernetes/pki/ca.crt",
+                "--client-cert=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.crt",
+                "--client-key=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
             ]},
         ]},
     });
@@ -241,6 +245,16 @@ fn master_metadata_with(
         file(&format!("{srv}/pki/ca.crt"), &pki.cluster.ca_pem, "0644"),
         file(&format!("{srv}/pki/apiserver.crt"), &api.cert, "0644"),
         file(&format!("{srv}/pki/apiserver.key"), &api.key, "0600"),
+        file(
+            &format!("{srv}/pki/kube-apiserver-healthcheck.crt"),
+            &healthcheck.cert,
+            "0644",
+        ),
+        file(
+            &format!("{srv}/pki/kube-apiserver-healthcheck.key"),
+            &healthcheck.key,
+            "0600",
+        ),
     ];
     // One file base64-encoded, as the provider may do for binary-safe content.
     files.push(serde_json::json!({

@@ -300,6 +300,25 @@ fn startup_config_violations_are_reported_before_anything_runs() {
         "{}",
         boot(&no_cert)
     );
+    // The health-check sidecar is kops' program: an invented flag makes the container exit, so the boot fails
+    // naming it, as do a command instead of its entrypoint and a certificate it cannot read.
+    let listen = edit_user_data(
+        &md,
+        "- --ca-cert=/etc/srv/kubernetes/pki/ca.crt",
+        "- --listen=0.0.0.0:8080",
+    );
+    let e = boot(&listen);
+    assert!(
+        e.contains("--listen") && e.contains("does not define"),
+        "{e}"
+    );
+    let bad_key = edit_user_data(
+        &md,
+        "--client-key=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
+        "--client-key=/etc/srv/kubernetes/pki/nope.key",
+    );
+    let e = boot(&bad_key);
+    assert!(e.contains("--client-key") && e.contains("nope.key"), "{e}");
     // Nothing was started: the VM's ports are free.
     assert!(std::net::TcpStream::connect((me.ip, 2379)).is_err());
 }
