@@ -5,6 +5,22 @@ use ipnet::{IpNet, Ipv4Net};
 
 use super::Problem;
 
+/// The persistent disk types an etcd data disk may have (zonal, attachable read-write to one VM).
+pub const DISK_TYPES: [&str; 3] = ["pd-ssd", "pd-balanced", "pd-standard"];
+
+pub fn check_disk_type(s: &str) -> Result<(), Problem> {
+    if DISK_TYPES.contains(&s) {
+        return Ok(());
+    }
+    Err((
+        format!("Unknown persistent disk type {s:?}"),
+        format!(
+            "Use one of {}; `pd-ssd` suits etcd best.",
+            DISK_TYPES.map(|t| format!("`{t}`")).join(", ")
+        ),
+    ))
+}
+
 pub fn check_cidr(s: &str) -> Result<(), Problem> {
     let net: IpNet = s.parse().map_err(|_| {
         (
@@ -37,6 +53,18 @@ pub fn check_service_range(s: &str) -> Result<(), Problem> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn disk_types() {
+        for ok in super::DISK_TYPES {
+            assert!(super::check_disk_type(ok).is_ok());
+        }
+        let (summary, detail) = super::check_disk_type("ssd").unwrap_err();
+        assert!(
+            summary.contains("\"ssd\"") && detail.contains("`pd-balanced`"),
+            "{detail}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -92,6 +92,17 @@ pub struct Member {
 }
 
 impl Member {
+    /// The IP of the member's first peer URL (`https://<ip>:2380`): the replica's internal IP.
+    pub fn peer_ip(&self) -> Option<std::net::Ipv4Addr> {
+        self.peer_urls
+            .first()?
+            .trim_start_matches("https://")
+            .split(':')
+            .next()?
+            .parse()
+            .ok()
+    }
+
     /// Whether the member has ever started: etcd fills in the name when it first publishes itself.
     pub fn started(&self) -> bool {
         !self.name.is_empty()

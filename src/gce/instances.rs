@@ -1,9 +1,9 @@
-//! Instances: insert (idempotent), get, list by labels, start, delete. Access configs, labels and metadata are in
+//! Instances: insert (idempotent), get, list by labels, start, stop, setMachineType, delete. Access configs, labels and metadata are in
 //! `instance_ops.rs`.
 
 use super::Compute;
 use super::error::{Error, Result, last_segment};
-use super::types::{ExternalIp, Fingerprint, InstanceInfo, InstanceSpec};
+use super::types::{DataDisk, ExternalIp, Fingerprint, InstanceInfo, InstanceSpec};
 use google_cloud_compute_v1::model::{
     AccessConfig, AttachedDisk, AttachedDiskInitializeParams, Instance, Metadata, NetworkInterface,
     ServiceAccount, Tags, metadata::Items,
@@ -76,6 +76,17 @@ pub(crate) fn info(i: &Instance) -> InstanceInfo {
                 .unwrap_or_default()
                 .to_vec(),
         ),
+        attached_disks: i
+            .disks
+            .iter()
+            .filter(|d| d.boot != Some(true))
+            .filter_map(|d| {
+                Some((
+                    d.device_name.clone()?,
+                    last_segment(d.source.as_deref()?).to_string(),
+                ))
+            })
+            .collect(),
     }
 }
 
@@ -161,6 +172,31 @@ impl Compute {
         disk.auto_delete = Some(true);
         disk.initialize_params = Some(params);
         i.disks = vec![disk];
+        if let Some(data) = &spec.data_disk {
+            let mut d = AttachedDisk::new();
+            d.mode = Some("READ_WRITE".into());
+            d.auto_delete = Some(false);
+            match data {
+                DataDisk::Create {
+                    name,
+                    size_gb,
+                    disk_type,
+                    device_name,
+                } => {
+                    let mut p = AttachedDiskInitializeParams::new();
+                    p.disk_name = Some(name.clone());
+                    p.disk_size_gb = Some(*size_gb);
+                    p.disk_type = Some(format!("zones/{}/diskTypes/{disk_type}", spec.zone));
+                    d.initialize_params = Some(p);
+                    d.device_name = Some(device_name.clone());
+                }
+                DataDisk::Attach { name, device_name } => {
+                    d.source = Some(format!("zones/{}/disks/{name}", spec.zone));
+                    d.device_name = Some(device_name.clone());
+                }
+            }
+            i.disks.push(d);
+        }
         let mut nic = NetworkInterface::new();
         nic.network = Some(self.global_ref("networks", &spec.network));
         nic.subnetwork = spec
@@ -375,6 +411,52 @@ impl Compute {
         self.get_instance(zone, name, deadline)
             .await?
             .ok_or(Error::NotFound { resource })
+    }
+
+    /// Stops the instance and waits until it is TERMINATED (GCE's "stopped"); a stopped one stays as it is. The
+    /// boot disk and attached disks stay.
+    pub async fn stop_instance(&self, zone: &str, name: &str, deadline: Instant) -> Result<()> {
+        let project = self.project()?;
+        let resource = self.instance_rel(zone, name);
+        self.mutate(&resource, "stop", deadline, |rid| {
+            self.clients
+                .instances
+                .stop()
+                .set_project(project)
+                .set_zone(zone)
+                .set_instance(name)
+                .set_request_id(rid)
+                .send()
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Sets a stopped instance's machine type (GCE refuses it on a running one).
+    pub async fn set_machine_type(
+        &self,
+        zone: &str,
+        name: &str,
+        machine_type: &str,
+        deadline: Instant,
+    ) -> Result<()> {
+        let project = self.project()?;
+        let resource = self.instance_rel(zone, name);
+        let mut body = google_cloud_compute_v1::model::InstancesSetMachineTypeRequest::new();
+        body.machine_type = Some(format!("zones/{zone}/machineTypes/{machine_type}"));
+        self.mutate(&resource, "setMachineType", deadline, |rid| {
+            self.clients
+                .instances
+                .set_machine_type()
+                .set_project(project)
+                .set_zone(zone)
+                .set_instance(name)
+                .set_body(body.clone())
+                .set_request_id(rid)
+                .send()
+        })
+        .await?;
+        Ok(())
     }
 
     /// Deletes the instance (its boot disk goes with it); an absent one is success.

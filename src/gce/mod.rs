@@ -10,6 +10,7 @@
 mod addresses;
 mod auth;
 mod call;
+mod disks;
 mod error;
 mod firewalls;
 mod forwarding;
@@ -37,6 +38,7 @@ const DEFAULT_ENDPOINT: &str = "https://compute.googleapis.com";
 #[derive(Clone, Debug)]
 struct Clients {
     instances: client::Instances,
+    disks: client::Disks,
     addresses: client::Addresses,
     firewalls: client::Firewalls,
     forwarding_rules: client::ForwardingRules,
@@ -108,6 +110,7 @@ impl Compute {
         }
         let clients = Clients {
             instances: build!(Instances),
+            disks: build!(Disks),
             addresses: build!(Addresses),
             firewalls: build!(Firewalls),
             forwarding_rules: build!(ForwardingRules),

@@ -98,6 +98,34 @@ pub struct InstanceSpec {
     /// Metadata items in order (`user-data`, ...).
     pub metadata: Vec<(String, String)>,
     pub service_account: Option<ServiceAccount>,
+    /// etcd's data disk, attached read-write and kept when the VM is deleted.
+    pub data_disk: Option<DataDisk>,
+}
+
+/// A non-boot persistent disk of an instance: made with the instance (one insert, so no disk exists without
+/// its VM), or an existing one attached (a VM rebuilt on its data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataDisk {
+    Create {
+        name: String,
+        size_gb: i64,
+        /// `pd-ssd`, `pd-balanced`, `pd-standard`.
+        disk_type: String,
+        device_name: String,
+    },
+    Attach {
+        name: String,
+        device_name: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskInfo {
+    pub name: String,
+    pub size_gb: i64,
+    pub disk_type: String,
+    /// Names of the instances it is attached to.
+    pub users: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,6 +161,8 @@ pub struct InstanceInfo {
     pub label_fingerprint: Fingerprint,
     pub metadata: Vec<(String, String)>,
     pub metadata_fingerprint: Fingerprint,
+    /// Attached disks other than the boot disk: device name → disk name.
+    pub attached_disks: BTreeMap<String, String>,
 }
 
 impl InstanceInfo {

@@ -15,8 +15,23 @@ pub struct CloudConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<String>,
     pub write_files: Vec<WriteFile>,
+    /// cloud-init's `fs_setup`: make a file system on a disk that has none (etcd's data disk).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fs_setup: Vec<FsSetup>,
+    /// cloud-init's `mounts`: fstab lines (device, mount point, type, options, dump, pass).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runcmd: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FsSetup {
+    pub label: String,
+    pub filesystem: String,
+    pub device: String,
+    /// false: an existing file system (a rebuilt replica's data) is kept.
+    pub overwrite: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

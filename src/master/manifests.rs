@@ -133,6 +133,15 @@ pub(super) fn etcd_command(cfg: &MasterConfig) -> Vec<String> {
     ]
 }
 
+/// Where etcd's data directory is on the VM: on the data disk when there is one, so it outlives the VM.
+pub(super) fn etcd_host_dir(cfg: &MasterConfig) -> String {
+    if cfg.data_disk {
+        format!("{}/var/etcd", super::DATA_MOUNT)
+    } else {
+        paths::ETCD_DATA.to_string()
+    }
+}
+
 pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
     let (srv, srv_mount) = srv_volume();
     let etcd = Container {
@@ -147,7 +156,7 @@ pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
         "200m",
         vec![etcd],
         vec![
-            host_volume("data", paths::ETCD_DATA, Some("DirectoryOrCreate")),
+            host_volume("data", &etcd_host_dir(cfg), Some("DirectoryOrCreate")),
             srv,
         ],
     );

@@ -122,7 +122,16 @@ pub struct MasterConfig {
     /// The cluster-wide service account signing key (PEM, from [`crate::pki::service_account_key`]): every
     /// replica must sign and verify tokens with the same key.
     pub service_account_key_pem: String,
+    /// Whether etcd's data disk is attached (device [`DATA_DEVICE`]): etcd's data directory then lives on it,
+    /// so the VM can be deleted and created again on the same data. Replicas made before data disks keep etcd on
+    /// the boot disk.
+    pub data_disk: bool,
 }
+
+/// The device name etcd's data disk is attached under (`/dev/disk/by-id/google-master-pd`), as kube-up names it.
+pub const DATA_DEVICE: &str = "master-pd";
+/// Where the data disk is mounted in the guest.
+pub const DATA_MOUNT: &str = "/mnt/disks/master-pd";
 
 impl std::fmt::Debug for MasterConfig {
     // Holds private keys; print only what identifies the master.
@@ -198,6 +207,28 @@ pub fn render_user_data(cfg: &MasterConfig) -> String {
         // monit restarts a wedged kubelet; the image may not ship it.
         packages: vec!["monit".into()],
         write_files: host::files(cfg),
+        fs_setup: if cfg.data_disk {
+            vec![k8s::FsSetup {
+                label: DATA_DEVICE.into(),
+                filesystem: "ext4".into(),
+                device: format!("/dev/disk/by-id/google-{DATA_DEVICE}"),
+                overwrite: false,
+            }]
+        } else {
+            vec![]
+        },
+        mounts: if cfg.data_disk {
+            vec![argv(&[
+                &format!("/dev/disk/by-id/google-{DATA_DEVICE}"),
+                DATA_MOUNT,
+                "ext4",
+                "defaults,nofail,discard",
+                "0",
+                "2",
+            ])]
+        } else {
+            vec![]
+        },
         runcmd: vec![
             argv(&["systemctl", "daemon-reload"]),
             argv(&["systemctl", "enable", "--now", "kubelet"]),

@@ -41,6 +41,7 @@ pub(super) fn config_for(
         cas: CaCerts::from(cas),
         certs: pki::issue_replica_certs(cas, &req).unwrap(),
         service_account_key_pem: pki::service_account_key().unwrap(),
+        data_disk: true,
     }
 }
 
@@ -104,6 +105,51 @@ fn user_data_is_cloud_config_yaml_with_runcmd_for_a_real_vm() {
     let items = metadata_items(base());
     assert_eq!(items[0], ("user-data".into(), ud));
     assert_eq!(items[1], ("cluster-name".into(), "prod".into()));
+}
+
+#[test]
+fn etcd_data_lives_on_the_data_disk_when_there_is_one() {
+    let data_dir = |cfg: &MasterConfig| {
+        let etcd = pod(&files(cfg), "etcd");
+        let mount = container(&etcd, "etcd")
+            .volume_mounts
+            .iter()
+            .find(|m| m.mount_path == paths::ETCD_DATA)
+            .map(|m| m.name.clone())
+            .expect("etcd's data dir is a volume");
+        etcd.spec
+            .volumes
+            .iter()
+            .find(|v| v.name == mount)
+            .map(|v| v.host_path.path.clone())
+            .unwrap()
+    };
+    let cloud = |cfg: &MasterConfig| -> CloudConfig {
+        serde_norway::from_str(&render_user_data(cfg)).unwrap()
+    };
+    // With the disk: formatted once (never over existing data), mounted, and etcd's hostPath on it.
+    let with = base();
+    assert_eq!(data_dir(with), "/mnt/disks/master-pd/var/etcd");
+    let c = cloud(with);
+    assert_eq!(c.fs_setup.len(), 1);
+    assert_eq!(c.fs_setup[0].device, "/dev/disk/by-id/google-master-pd");
+    assert!(!c.fs_setup[0].overwrite, "an existing file system is kept");
+    assert_eq!(
+        c.mounts,
+        vec![vec![
+            "/dev/disk/by-id/google-master-pd".to_string(),
+            "/mnt/disks/master-pd".into(),
+            "ext4".into(),
+            "defaults,nofail,discard".into(),
+            "0".into(),
+            "2".into(),
+        ]]
+    );
+    // A replica made before data disks keeps etcd on its boot disk, and nothing mounts.
+    let mut without = base().clone();
+    without.data_disk = false;
+    assert_eq!(data_dir(&without), paths::ETCD_DATA);
+    assert!(cloud(&without).fs_setup.is_empty() && cloud(&without).mounts.is_empty());
 }
 
 #[test]

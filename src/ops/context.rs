@@ -66,6 +66,9 @@ pub struct Spec {
     pub machine_type: String,
     pub image: String,
     pub boot_disk_size_gb: i64,
+    pub data_disk_size_gb: i64,
+    /// `pd-ssd` unless the cluster says otherwise.
+    pub data_disk_type: String,
     pub network: String,
     pub subnetwork: Option<String>,
     pub tags: Vec<String>,
@@ -79,6 +82,9 @@ pub struct Spec {
     /// While true, no leave removes the cluster's last voting member (`domain::protection`).
     pub deletion_protection: bool,
 }
+
+/// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
+pub const DEFAULT_DATA_DISK_TYPE: &str = "pd-ssd";
 
 fn need<T: Clone>(v: &crate::resources::Val<T>, what: &str) -> Result<T> {
     v.known().cloned().ok_or_else(|| {
@@ -102,6 +108,12 @@ impl Spec {
             machine_type: need(&s.machine_type, "machine_type")?,
             image: need(&s.image, "image")?,
             boot_disk_size_gb: need(&s.boot_disk_size_gb, "boot_disk_size_gb")?,
+            data_disk_size_gb: need(&s.data_disk_size_gb, "data_disk_size_gb")?,
+            data_disk_type: s
+                .data_disk_type
+                .known()
+                .cloned()
+                .unwrap_or_else(|| DEFAULT_DATA_DISK_TYPE.to_string()),
             network: need(&s.network, "network")?,
             subnetwork: s.subnetwork.known().cloned(),
             tags: s.tags.known().cloned().unwrap_or_default(),

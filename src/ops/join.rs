@@ -9,21 +9,20 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::build::{Identity, create_instance, master_config, vm_labels};
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::{await_serving, await_static_ip};
 use super::observe::{Snapshot, etcd_target, observe};
 use super::orphans::clear_orphans;
 use super::shared::{
-    HEALTH_PORT, JOINING_LABEL, internal_address_description, internal_address_name, peer_url,
-    replica_labels, zone_of,
+    HEALTH_PORT, internal_address_description, internal_address_name, peer_url, zone_of,
 };
 use crate::domain::topology::{Step, join_steps};
 use crate::etcd::EtcdTarget;
 use crate::gce::{
-    ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, InstanceSpec,
-    TargetPoolSpec,
+    ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, TargetPoolSpec,
 };
-use crate::master::{self, CaCerts, InitialState, MasterConfig};
+use crate::master::{self, InitialState};
 use crate::pki::{self, ReplicaCertRequest, ReplicaCerts};
 
 pub struct JoinRequest {
@@ -120,16 +119,16 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                         ExternalIp::Ephemeral
                     };
                     tracing::info!("{} creating the first master, which founds etcd", req.name);
+                    let who = identity(req, internal_ip, &j.certs);
                     let cfg = master_config(
                         ctx,
-                        req,
-                        internal_ip,
+                        &who,
                         vec![(req.name.clone(), internal_ip)],
                         InitialState::New,
-                        &j.certs,
                     );
                     j.instance = Some(
-                        create_instance(ctx, req, &address.ip, external, &cfg, deadline).await?,
+                        create_instance(ctx, &who, &req.labels, external, &cfg, true, deadline)
+                            .await?,
                     );
                     if with_static_ip {
                         await_static_ip(ctx, deadline).await?;
@@ -187,21 +186,17 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
                         "{} creating its VM to join the existing etcd cluster",
                         req.name
                     );
-                    let cfg = master_config(
-                        ctx,
-                        req,
-                        internal_ip,
-                        initial_cluster.clone(),
-                        InitialState::Existing,
-                        &j.certs,
-                    );
+                    let who = identity(req, internal_ip, &j.certs);
+                    let cfg =
+                        master_config(ctx, &who, initial_cluster.clone(), InitialState::Existing);
                     j.instance = Some(
                         create_instance(
                             ctx,
-                            req,
-                            &address.ip,
+                            &who,
+                            &req.labels,
                             ExternalIp::Ephemeral,
                             &cfg,
+                            true,
                             deadline,
                         )
                         .await?,
@@ -331,17 +326,23 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     // Done: the VM stops looking like a dead join's leftover. Last, so that a join killed anywhere before this
     // point is recognised by the next one (`ops::orphans`).
     j.instance = Some(
-        c.set_labels(&req.zone, &req.name, &vm_labels(ctx, req), deadline)
+        c.set_labels(&req.zone, &req.name, &vm_labels(ctx, &req.labels), deadline)
             .await?,
     );
     Ok(j)
 }
 
-/// The labels a replica VM carries once joined: the cluster's, the replica's, and the cluster label.
-fn vm_labels(ctx: &ClusterCtx, req: &JoinRequest) -> BTreeMap<String, String> {
-    let mut labels = ctx.spec.labels.clone();
-    labels.extend(req.labels.clone());
-    replica_labels(&ctx.spec.name, &labels)
+fn identity<'a>(
+    req: &'a JoinRequest,
+    internal_ip: Ipv4Addr,
+    certs: &'a ReplicaCerts,
+) -> Identity<'a> {
+    Identity {
+        name: &req.name,
+        zone: &req.zone,
+        internal_ip,
+        certs,
+    }
 }
 
 /// How long undoing a failed join's learner may take: the join has already failed, so its deadline may be spent.
@@ -398,66 +399,4 @@ fn initial_cluster_of(snap: &Snapshot, me: &str, my_ip: Ipv4Addr) -> Vec<(String
             Some((name, ip))
         })
         .collect()
-}
-
-fn master_config(
-    ctx: &ClusterCtx,
-    req: &JoinRequest,
-    internal_ip: Ipv4Addr,
-    initial_cluster: Vec<(String, Ipv4Addr)>,
-    initial_state: InitialState,
-    certs: &ReplicaCerts,
-) -> MasterConfig {
-    let spec = &ctx.spec;
-    MasterConfig {
-        cluster_name: spec.name.clone(),
-        replica_name: req.name.clone(),
-        internal_ip,
-        static_ip: spec.external_ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
-        api_port: spec.api_port,
-        service_cluster_ip_range: spec.service_range,
-        dns_domain: spec.dns_domain.clone(),
-        etcd_quorum_read: spec.etcd_quorum_read,
-        multizone: spec.multizone,
-        project: spec.project.clone(),
-        zone: req.zone.clone(),
-        initial_cluster,
-        initial_state,
-        cas: CaCerts::from(&spec.cas),
-        certs: certs.clone(),
-        service_account_key_pem: spec.service_account_key.clone(),
-    }
-}
-
-async fn create_instance(
-    ctx: &ClusterCtx,
-    req: &JoinRequest,
-    internal_ip: &str,
-    external_ip: ExternalIp,
-    cfg: &MasterConfig,
-    deadline: Instant,
-) -> Result<InstanceInfo> {
-    master::check(cfg)?;
-    let spec = &ctx.spec;
-    let mut labels = vm_labels(ctx, req);
-    labels.insert(JOINING_LABEL.into(), "true".into());
-    let mut tags = spec.tags.clone();
-    tags.push(ctx.names.master_tag.clone());
-    let instance = InstanceSpec {
-        name: req.name.clone(),
-        zone: req.zone.clone(),
-        machine_type: spec.machine_type.clone(),
-        image: spec.image.clone(),
-        disk_size_gb: spec.boot_disk_size_gb,
-        disk_type: None,
-        network: spec.network.clone(),
-        subnetwork: spec.subnetwork.clone(),
-        network_ip: Some(internal_ip.to_string()),
-        external_ip,
-        tags,
-        labels,
-        metadata: master::metadata_items(cfg),
-        service_account: None,
-    };
-    Ok(ctx.compute.insert_instance(&instance, deadline).await?)
 }

@@ -5,14 +5,36 @@
 
 use tokio::time::Instant;
 
+use super::build::data_disk_name;
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::await_static_ip;
-use super::observe::{etcd_target, observe};
+use super::observe::{Snapshot, etcd_target, observe};
 use super::repair::restore_reachability;
 use super::shared::{internal_address_name, zone_of};
 use crate::domain::protection::check_leave;
 use crate::domain::topology::{Step, leave_steps};
 use crate::gce::InstanceRef;
+
+/// If `name`'s member leads etcd, hands leadership to another voter first, so its going away costs no election.
+/// Best effort on the asking side: a member that does not answer is not leading anyone.
+pub async fn hand_leadership_away(ctx: &ClusterCtx, snap: &Snapshot, name: &str) -> Result<()> {
+    let Some(me) = snap.member_named(name) else {
+        return Ok(());
+    };
+    let Some(target) = snap.instances.get(name).and_then(|i| etcd_target(ctx, i)) else {
+        return Ok(());
+    };
+    let Ok(status) = ctx.etcd.status(&target).await else {
+        return Ok(());
+    };
+    if status.leader_id == me.id
+        && let Some(next) = snap.members.iter().find(|m| m.id != me.id && !m.is_learner)
+    {
+        tracing::info!("{name} leads etcd, handing leadership to {}", next.name);
+        ctx.etcd.move_leader(&snap.targets, next.id).await?;
+    }
+    Ok(())
+}
 
 pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) -> Result<()> {
     let spec = &ctx.spec;
@@ -67,22 +89,7 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                 c.remove_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
                     .await?;
             }
-            Step::MoveLeadership => {
-                let Some(me) = snap.member_named(name) else {
-                    continue;
-                };
-                let Some(target) = &me_target else { continue };
-                // Best effort: a member that does not answer is not leading anyone.
-                let Ok(status) = ctx.etcd.status(target).await else {
-                    continue;
-                };
-                if status.leader_id == me.id
-                    && let Some(next) = snap.members.iter().find(|m| m.id != me.id && !m.is_learner)
-                {
-                    tracing::info!("{name} leads etcd, handing leadership to {}", next.name);
-                    ctx.etcd.move_leader(&snap.targets, next.id).await?;
-                }
-            }
+            Step::MoveLeadership => hand_leadership_away(ctx, &snap, name).await?,
             Step::RemoveMember { id } => {
                 let via = if survivors.is_empty() {
                     snap.targets.clone()
@@ -128,6 +135,8 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
             }
         }
     }
+    // The VM is gone, so GCE lets its data disk go too (a replica leaving takes its etcd data with it).
+    c.delete_disk(zone, &data_disk_name(name), deadline).await?;
     c.delete_address(&spec.region, &internal_address_name(name), deadline)
         .await?;
     Ok(())

@@ -29,6 +29,7 @@ pub struct ClusterModel {
     pub image: Val<String>,
     pub boot_disk_size_gb: Val<i64>,
     pub data_disk_size_gb: Val<i64>,
+    pub data_disk_type: Val<String>,
     pub network: Val<String>,
     pub subnetwork: Val<String>,
     pub tags: Val<Vec<String>>,
@@ -75,6 +76,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("image").default(s("projects/cos-cloud/global/images/family/cos-stable")).description("Boot image of every replica (an image or image family URL)."))
         .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
         .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB."))
+        .attribute(Attribute::string("data_disk_type").default(s("pd-ssd")).description("Type of each replica's etcd data disk: `pd-ssd` (the default, as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
         .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules.").modifier(requires_replace()))
         .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters, for custom-mode networks."))
         .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
@@ -157,6 +159,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         image: p.image.clone(),
         boot_disk_size_gb: p.boot_disk_size_gb.clone(),
         data_disk_size_gb: p.data_disk_size_gb.clone(),
+        data_disk_type: p.data_disk_type.clone(),
         network: p.network.clone(),
         subnetwork: p.subnetwork.clone(),
         tags: known_or_default(&p.tags),

@@ -85,6 +85,7 @@ pub async fn cluster(
         image: s("projects/cos-cloud/global/images/family/cos-stable"),
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
+        data_disk_type: Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into()),
         network: s(&a.network),
         // Not told apart from the network's default subnetwork: left to the configuration.
         subnetwork: Val::Null,
@@ -181,6 +182,7 @@ pub async fn replica(
         // What the VM carries now is what the provider owns from here on.
         startup_metadata: Val::Known(vm.metadata.iter().cloned().collect()),
         drift: Val::Known(Vec::new()),
+        master_settings: Val::Null,
         timeouts: Val::Null,
     })
 }

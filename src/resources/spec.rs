@@ -24,6 +24,7 @@ pub struct ClusterSpec {
     pub image: Val<String>,
     pub boot_disk_size_gb: Val<i64>,
     pub data_disk_size_gb: Val<i64>,
+    pub data_disk_type: Val<String>,
     pub network: Val<String>,
     pub subnetwork: Val<String>,
     pub tags: Val<Vec<String>>,
@@ -59,6 +60,7 @@ impl ClusterSpec {
             ("image", s()),
             ("boot_disk_size_gb", Type::Number),
             ("data_disk_size_gb", Type::Number),
+            ("data_disk_type", s()),
             ("network", s()),
             ("subnetwork", s()),
             ("tags", Type::list(s())),
@@ -84,48 +86,16 @@ impl ClusterSpec {
         if self.deletion_protection.is_null() {
             self.deletion_protection = Val::Known(true);
         }
-    }
-
-    /// The settings changed from `old` to `self` that a running master only reads at boot, from the startup
-    /// configuration written when its replica was created (`tags` are set on the VM at creation too). The provider
-    /// does not roll masters in place yet, so such a change reaches a replica only when it is replaced. Values not
-    /// known on both sides are not compared.
-    pub fn startup_changes(&self, old: &ClusterSpec) -> Vec<&'static str> {
-        fn differs<T: PartialEq>(new: &Val<T>, old: &Val<T>) -> bool {
-            matches!((new.known(), old.known()), (Some(a), Some(b)) if a != b)
+        if self.data_disk_type.is_null() {
+            self.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());
         }
-        [
-            ("multizone", differs(&self.multizone, &old.multizone)),
-            (
-                "etcd_quorum_read",
-                differs(&self.etcd_quorum_read, &old.etcd_quorum_read),
-            ),
-            ("tags", differs(&self.tags, &old.tags)),
-            ("api_port", differs(&self.api_port, &old.api_port)),
-            (
-                "service_cluster_ip_range",
-                differs(
-                    &self.service_cluster_ip_range,
-                    &old.service_cluster_ip_range,
-                ),
-            ),
-            ("dns_domain", differs(&self.dns_domain, &old.dns_domain)),
-        ]
-        .into_iter()
-        .filter_map(|(name, changed)| changed.then_some(name))
-        .collect()
     }
 
-    /// Whether a change from `old` to `self` changes what a replica's VM is made of (GCE cannot change these on a
-    /// running instance, so the replica is replaced).
-    pub fn reshapes_vm(&self, old: &ClusterSpec) -> bool {
-        self.id != old.id
-            || self.machine_type != old.machine_type
-            || self.image != old.image
-            || self.boot_disk_size_gb != old.boot_disk_size_gb
-            || self.data_disk_size_gb != old.data_disk_size_gb
-            || self.network != old.network
-            || self.subnetwork != old.subnetwork
+    /// Whether a change from `old` to `self` gives a replica a new identity: another cluster, or another
+    /// network (its internal IP, and so its etcd peer URL, changes). Such a change replaces the replica; every
+    /// other change to what a master is made of rolls it in place (`domain::roll`).
+    pub fn changes_identity(&self, old: &ClusterSpec) -> bool {
+        self.id != old.id || self.network != old.network || self.subnetwork != old.subnetwork
     }
 }
 
@@ -148,37 +118,24 @@ mod tests {
         s
     }
 
-    /// (a change to the spec, the settings it must name)
-    type Case = (fn(&mut ClusterSpec), Vec<&'static str>);
-
     #[test]
-    fn settings_read_at_boot_are_named_and_the_rest_are_not() {
+    fn only_another_cluster_or_network_is_a_new_identity() {
         let old = spec();
-        let cases: Vec<Case> = vec![
-            (|_| {}, vec![]),
-            (|s| s.multizone = Val::Known(true), vec!["multizone"]),
-            (
-                |s| {
-                    s.multizone = Val::Known(true);
-                    s.dns_domain = Val::Known("corp.example".into());
-                },
-                vec!["multizone", "dns_domain"],
-            ),
-            // In place on the VM (labels) or a replacement (machine type): not a startup change.
-            (
-                |s| {
-                    s.labels = Val::Known([("team".into(), "red".into())].into());
-                    s.machine_type = Val::Known("e2-standard-4".into());
-                },
-                vec![],
-            ),
-            // Unknown at plan: apply decides; nothing to say yet.
-            (|s| s.multizone = Val::Unknown, vec![]),
-        ];
-        for (change, want) in cases {
+        let same = |f: fn(&mut ClusterSpec)| {
             let mut new = old.clone();
-            change(&mut new);
-            assert_eq!(new.startup_changes(&old), want);
-        }
+            f(&mut new);
+            new.changes_identity(&old)
+        };
+        assert!(!same(|_| {}));
+        // What a master is made of rolls in place.
+        assert!(!same(
+            |s| s.machine_type = Val::Known("e2-standard-4".into())
+        ));
+        assert!(!same(|s| s.image = Val::Known("img-2".into())));
+        assert!(!same(|s| s.dns_domain = Val::Known("corp.example".into())));
+        // Another network gives the member another peer URL; another cluster is another etcd.
+        assert!(same(|s| s.network = Val::Known("other".into())));
+        assert!(same(|s| s.subnetwork = Val::Known("sub".into())));
+        assert!(same(|s| s.id = Val::Known("p/r/other".into())));
     }
 }

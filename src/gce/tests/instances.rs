@@ -1,5 +1,5 @@
 use super::*;
-use crate::gce::{Error, ExternalIp, InstanceSpec};
+use crate::gce::{DataDisk, Error, ExternalIp, InstanceSpec};
 use std::collections::BTreeMap;
 
 pub fn spec(name: &str) -> InstanceSpec {
@@ -21,6 +21,7 @@ pub fn spec(name: &str) -> InstanceSpec {
         ]),
         metadata: vec![("cluster-name".into(), "prod".into())],
         service_account: None,
+        data_disk: None,
     }
 }
 
@@ -292,4 +293,79 @@ async fn zones_and_regions() {
             .unwrap_err()
             .is_not_found()
     );
+}
+
+#[tokio::test]
+async fn a_data_disk_made_with_its_vm_outlives_it_and_a_rebuilt_vm_takes_it_back() {
+    let sim = Sim::start().await;
+    let c = sim.compute().await;
+    let mut first = spec("m1");
+    first.data_disk = Some(DataDisk::Create {
+        name: "m1-pd".into(),
+        size_gb: 20,
+        disk_type: "pd-ssd".into(),
+        device_name: "master-pd".into(),
+    });
+    let vm = c.insert_instance(&first, deadline()).await.unwrap();
+    assert_eq!(
+        vm.attached_disks,
+        BTreeMap::from([("master-pd".to_string(), "m1-pd".to_string())])
+    );
+    let disk = c
+        .get_disk(ZONE, "m1-pd", deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((disk.size_gb, disk.disk_type.as_str()), (20, "pd-ssd"));
+    assert_eq!(disk.users, vec!["m1".to_string()]);
+    // GCE refuses to delete a disk a VM holds.
+    let refused = c.delete_disk(ZONE, "m1-pd", deadline()).await.unwrap_err();
+    assert!(refused.to_string().contains("m1-pd"), "{refused}");
+
+    // Stop, resize, start: the VM keeps its disks.
+    c.stop_instance(ZONE, "m1", deadline()).await.unwrap();
+    c.set_machine_type(ZONE, "m1", "e2-standard-4", deadline())
+        .await
+        .unwrap();
+    let resized = c.start_instance(ZONE, "m1", deadline()).await.unwrap();
+    assert_eq!(resized.machine_type, "e2-standard-4");
+    assert_eq!(resized.attached_disks, vm.attached_disks);
+
+    // Deleted, the VM lets its data disk go free; rebuilt with the same name, it takes it back.
+    c.delete_instance(ZONE, "m1", deadline()).await.unwrap();
+    let free = c
+        .get_disk(ZONE, "m1-pd", deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(free.users.is_empty(), "{free:?}");
+    let mut rebuilt = spec("m1");
+    rebuilt.data_disk = Some(DataDisk::Attach {
+        name: "m1-pd".into(),
+        device_name: "master-pd".into(),
+    });
+    let again = c.insert_instance(&rebuilt, deadline()).await.unwrap();
+    assert_eq!(again.attached_disks, vm.attached_disks);
+    c.delete_instance(ZONE, "m1", deadline()).await.unwrap();
+    c.delete_disk(ZONE, "m1-pd", deadline()).await.unwrap();
+    assert!(
+        c.get_disk(ZONE, "m1-pd", deadline())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Deleting what is gone is done.
+    c.delete_disk(ZONE, "m1-pd", deadline()).await.unwrap();
+}
+
+#[tokio::test]
+async fn set_machine_type_is_refused_while_the_vm_runs() {
+    let sim = Sim::start().await;
+    let c = sim.compute().await;
+    c.insert_instance(&spec("m1"), deadline()).await.unwrap();
+    let e = c
+        .set_machine_type(ZONE, "m1", "e2-standard-4", deadline())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("stopped"), "{e}");
 }

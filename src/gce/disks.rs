@@ -1,0 +1,72 @@
+//! Zonal persistent disks: a replica's etcd data disk (`<replica>-pd`) outlives its VM, so the VM can be deleted
+//! and created again on the same data. Get and delete; a disk is made by (and attached at) instance insert.
+
+use super::Compute;
+use super::error::{Result, last_segment};
+use super::types::DiskInfo;
+use google_cloud_compute_v1::model::Disk;
+use tokio::time::Instant;
+
+fn info(d: &Disk) -> DiskInfo {
+    DiskInfo {
+        name: d.name.clone().unwrap_or_default(),
+        size_gb: d.size_gb.unwrap_or_default(),
+        disk_type: d
+            .r#type
+            .as_deref()
+            .map(last_segment)
+            .unwrap_or_default()
+            .to_string(),
+        users: d
+            .users
+            .iter()
+            .map(|u| last_segment(u).to_string())
+            .collect(),
+    }
+}
+
+impl Compute {
+    fn disk_rel(&self, zone: &str, name: &str) -> String {
+        format!("disk {}", self.rel(&format!("zones/{zone}/disks/{name}")))
+    }
+
+    /// The disk, or `None` if it does not exist.
+    pub async fn get_disk(
+        &self,
+        zone: &str,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<Option<DiskInfo>> {
+        let project = self.project()?;
+        let resource = self.disk_rel(zone, name);
+        let got = self
+            .read_opt(&resource, deadline, || {
+                self.clients
+                    .disks
+                    .get()
+                    .set_project(project)
+                    .set_zone(zone)
+                    .set_disk(name)
+                    .send()
+            })
+            .await?;
+        Ok(got.as_ref().map(info))
+    }
+
+    /// Deletes the disk; an absent one is success. GCE refuses while a VM still has it attached.
+    pub async fn delete_disk(&self, zone: &str, name: &str, deadline: Instant) -> Result<()> {
+        let project = self.project()?;
+        let resource = self.disk_rel(zone, name);
+        self.delete_idempotent(&resource, deadline, |rid| {
+            self.clients
+                .disks
+                .delete()
+                .set_project(project)
+                .set_zone(zone)
+                .set_disk(name)
+                .set_request_id(rid)
+                .send()
+        })
+        .await
+    }
+}

@@ -1,0 +1,144 @@
+//! What a replica VM is made of, shared by a join (a new replica) and a roll (the same replica rebuilt): its
+//! startup configuration, its etcd data disk, its labels (the cluster's, its own, and the build it was made
+//! from) and the instance itself.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use tokio::time::Instant;
+
+use super::context::{ClusterCtx, Result, Spec};
+use super::shared::{JOINING_LABEL, replica_labels};
+use crate::domain::roll::{BUILD_LABEL, Build};
+use crate::gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
+use crate::master::{self, CaCerts, DATA_DEVICE, InitialState, MasterConfig};
+use crate::pki::ReplicaCerts;
+
+/// A replica's etcd data disk: it outlives the VM, so the VM can be rebuilt on the same data.
+pub fn data_disk_name(replica: &str) -> String {
+    format!("{replica}-pd")
+}
+
+/// What the cluster's settings make of a master (everything a roll compares), as plain strings.
+pub fn build_of(spec: &Spec) -> Build {
+    let mut tags = spec.tags.clone();
+    tags.sort();
+    let settings: BTreeMap<String, String> = [
+        ("image", spec.image.clone()),
+        ("boot_disk_size_gb", spec.boot_disk_size_gb.to_string()),
+        ("tags", tags.join(",")),
+        ("multizone", spec.multizone.to_string()),
+        ("etcd_quorum_read", spec.etcd_quorum_read.to_string()),
+        ("api_port", spec.api_port.to_string()),
+        ("service_cluster_ip_range", spec.service_range.to_string()),
+        ("dns_domain", spec.dns_domain.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    Build {
+        machine_type: spec.machine_type.clone(),
+        settings,
+    }
+}
+
+/// The labels a replica VM carries once it is done: the cluster's, the replica's own, the cluster label, and the
+/// build it was made from.
+pub fn vm_labels(ctx: &ClusterCtx, own: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut labels = ctx.spec.labels.clone();
+    labels.extend(own.clone());
+    labels.insert(BUILD_LABEL.into(), build_of(&ctx.spec).digest());
+    replica_labels(&ctx.spec.name, &labels)
+}
+
+/// Who the replica is, for its startup configuration.
+pub struct Identity<'a> {
+    pub name: &'a str,
+    pub zone: &'a str,
+    pub internal_ip: Ipv4Addr,
+    pub certs: &'a ReplicaCerts,
+}
+
+pub fn master_config(
+    ctx: &ClusterCtx,
+    who: &Identity<'_>,
+    initial_cluster: Vec<(String, Ipv4Addr)>,
+    initial_state: InitialState,
+) -> MasterConfig {
+    let spec = &ctx.spec;
+    MasterConfig {
+        cluster_name: spec.name.clone(),
+        replica_name: who.name.to_string(),
+        internal_ip: who.internal_ip,
+        static_ip: spec.external_ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
+        api_port: spec.api_port,
+        service_cluster_ip_range: spec.service_range,
+        dns_domain: spec.dns_domain.clone(),
+        etcd_quorum_read: spec.etcd_quorum_read,
+        multizone: spec.multizone,
+        project: spec.project.clone(),
+        zone: who.zone.to_string(),
+        initial_cluster,
+        initial_state,
+        cas: CaCerts::from(&spec.cas),
+        certs: who.certs.clone(),
+        service_account_key_pem: spec.service_account_key.clone(),
+        data_disk: true,
+    }
+}
+
+/// Creates the VM with its data disk: a new one for a join (made by the same insert, so no disk exists without
+/// its VM), the existing one for a rebuild. A joining VM is marked as such until the join clears the mark (`ops::orphans` removes a marked VM that a
+/// dead join left); a rebuilt one is not, since it belongs to a replica that state holds. `own_labels` are the
+/// replica's own labels.
+pub async fn create_instance(
+    ctx: &ClusterCtx,
+    who: &Identity<'_>,
+    own_labels: &BTreeMap<String, String>,
+    external_ip: ExternalIp,
+    cfg: &MasterConfig,
+    joining: bool,
+    deadline: Instant,
+) -> Result<InstanceInfo> {
+    master::check(cfg)?;
+    let spec = &ctx.spec;
+    let name = data_disk_name(who.name);
+    let device_name = DATA_DEVICE.to_string();
+    let data_disk = if joining {
+        // A disk of this name without its VM is a leftover (a leave killed between deleting the VM and the
+        // disk): a new member must not start on another member's data.
+        ctx.compute.delete_disk(who.zone, &name, deadline).await?;
+        DataDisk::Create {
+            name,
+            size_gb: spec.data_disk_size_gb,
+            disk_type: spec.data_disk_type.clone(),
+            device_name,
+        }
+    } else {
+        DataDisk::Attach { name, device_name }
+    };
+    let mut labels = vm_labels(ctx, own_labels);
+    if joining {
+        labels.insert(JOINING_LABEL.into(), "true".into());
+    }
+    let mut tags = spec.tags.clone();
+    tags.push(ctx.names.master_tag.clone());
+    let instance = InstanceSpec {
+        name: who.name.to_string(),
+        zone: who.zone.to_string(),
+        machine_type: spec.machine_type.clone(),
+        image: spec.image.clone(),
+        disk_size_gb: spec.boot_disk_size_gb,
+        disk_type: None,
+        network: spec.network.clone(),
+        subnetwork: spec.subnetwork.clone(),
+        network_ip: Some(who.internal_ip.to_string()),
+        external_ip,
+        tags,
+        labels,
+        metadata: master::metadata_items(cfg),
+        service_account: None,
+        data_disk: Some(data_disk),
+    };
+    Ok(ctx.compute.insert_instance(&instance, deadline).await?)
+}
