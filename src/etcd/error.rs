@@ -36,6 +36,16 @@ pub enum EtcdError {
         last: String,
     },
 
+    /// A restarted member never reported itself healthy and close to the leader. Nothing was changed.
+    #[error(
+        "etcd member {id:x} did not come back healthy and caught up within {timeout:?}: {last}"
+    )]
+    AwaitMember {
+        id: u64,
+        timeout: Duration,
+        last: String,
+    },
+
     #[error("promoting etcd learner {id:x} failed")]
     Promote {
         id: u64,

@@ -200,6 +200,39 @@ impl Etcd {
         }
     }
 
+    /// Waits until member `id` (a voter that restarted, e.g. after its VM was rebuilt on its data) answers with a
+    /// leader and has applied nearly all the leader has committed. `endpoints` must include the member's own.
+    /// Changes nothing.
+    pub async fn await_caught_up(
+        &self,
+        endpoints: &[EtcdTarget],
+        id: u64,
+        timeout: Duration,
+    ) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let statuses = self.statuses(endpoints).await;
+            let ok: Vec<&MemberStatus> = statuses.iter().filter_map(|s| s.as_ref().ok()).collect();
+            let me = ok.iter().find(|s| s.member_id == id && s.leader_id != 0);
+            let leader = ok
+                .iter()
+                .find(|s| s.leader_id != 0 && s.member_id == s.leader_id);
+            let last = match (me, leader) {
+                (Some(m), Some(lead)) if caught_up(m, lead) => return Ok(()),
+                (Some(m), Some(lead)) => format!(
+                    "applied index {}, leader committed index {}",
+                    m.raft_applied_index, lead.raft_index
+                ),
+                (Some(_), None) => "no leader answered".to_string(),
+                (None, _) => "the member has not answered with a leader yet".to_string(),
+            };
+            if Instant::now() >= deadline {
+                return Err(EtcdError::AwaitMember { id, timeout, last });
+            }
+            sleep(POLL).await;
+        }
+    }
+
     /// Promotes learner `id` to a voting member, retrying while etcd says it is not yet in sync with the
     /// leader, until `timeout`. Already a voter: Ok.
     pub async fn promote(

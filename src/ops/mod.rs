@@ -2,6 +2,7 @@
 //! the steps out through gce, etcd and pki. Resources call this layer; it knows nothing of Terraform.
 
 pub mod adopt;
+pub mod build;
 pub mod cluster;
 pub mod context;
 pub mod endpoint;
@@ -12,6 +13,7 @@ pub mod observe;
 pub mod orphans;
 pub mod refresh;
 pub mod repair;
+pub mod roll;
 pub mod shared;
 
 pub use context::{ClusterCtx, OpError};

@@ -13,7 +13,10 @@ use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_
 
 use super::Timeouts;
 use super::spec::ClusterSpec;
+use crate::domain::roll::Build;
 use crate::domain::{ids, names, zones};
+use crate::ops::build::build_of;
+use crate::ops::context::Spec;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ReplicaModel {
@@ -38,6 +41,7 @@ pub struct ReplicaModel {
     pub etcd_server_private_key: Val<String>,
     pub startup_metadata: Val<BTreeMap<String, String>>,
     pub drift: Val<Vec<String>>,
+    pub master_settings: Val<BTreeMap<String, String>>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -57,7 +61,7 @@ pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
     Schema::new("One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler with leader election. The second replica puts the cluster's static IP behind a load balancer; removing the penultimate one gives the IP back to the last.")
         .attribute(stable(Attribute::string("id")).description("`<project>/<zone>/<name>`; also the import id."))
-        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to the cluster's machine type, image, disks or network replaces the replica."))
+        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`); a change of network or subnetwork replaces it."))
         .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
         .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
         .attribute(Attribute::string("name").optional_computed().description("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas.").validator(string_check("An RFC 1035 name.", names::check_instance_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))
@@ -77,6 +81,7 @@ pub fn schema() -> Schema {
         .attribute(stable(Attribute::string("etcd_server_private_key")).sensitive().description("Its private key."))
         .attribute(stable(Attribute::typed("startup_metadata", Type::map(Type::String))).sensitive().description("The VM's metadata as the provider wrote it: `user-data` (the startup configuration, which holds the replica's private keys; see docs/master-config.md) and `cluster-name`. The provider owns the whole set."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found changed by hand in the VM's metadata, one sentence per item (removed, changed or added). Planned empty: an apply writes `startup_metadata` back; the VM reads it at its next boot."))
+        .attribute(Attribute::typed("master_settings", Type::map(Type::String)).computed().description("What this replica's master is made of, from the cluster's settings: `machine_type`, `image`, `boot_disk_size_gb`, `tags` and the settings a master reads at boot (`multizone`, `etcd_quorum_read`, `api_port`, `service_cluster_ip_range`, `dns_domain`). When the cluster changes any of them, the plan shows the change here and the apply rolls this replica in place, one replica of the cluster at a time: a machine type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd data disk and internal IP, so etcd restarts as the same member with its data."))
         .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
 }
 
@@ -137,20 +142,33 @@ fn plan_repairs(
     }
 }
 
-/// Cluster settings a running master reads only at boot changed: the plan records them, but say plainly that
-/// this replica keeps running with the old ones until it is replaced.
-fn warn_startup_changes(prior: &ReplicaModel, changed: &[&str], diags: &mut Diagnostics) {
-    if changed.is_empty() {
+/// A replica whose `master_settings` change is rolled in place. What the roll changes is planned unknown: the
+/// VM's ephemeral IP (it restarts), and for a rebuild its instance id, startup metadata and certificates (issued
+/// anew from the same CAs, for settings they name such as the service range).
+fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
+    let (Some(old), Some(new)) = (prior.master_settings.known(), p.master_settings.known()) else {
+        return;
+    };
+    if old == new {
         return;
     }
-    let name = prior.name.known().cloned().unwrap_or_default();
-    let list = changed.join(", ");
-    diags.warning(
-        format!("Replica {name} keeps running with the cluster's previous {list}"),
-        format!(
-            "A master reads {list} when it boots, from the startup configuration (and network tags) written when its replica was created; the API server certificate also names the service range's first IP and the DNS domain. This provider does not roll masters in place yet, so the apply records the new value and replica {name} keeps the old one until it is replaced. To apply it now, replace the replicas one at a time: `terraform apply -replace='<address>'` for each, waiting for one to finish before the next."
-        ),
-    );
+    p.external_ip = Val::Unknown;
+    p.holds_static_ip = Val::Unknown;
+    let changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
+    if changes.iter().any(|c| c != "machine_type") {
+        p.instance_id = Val::Unknown;
+        p.startup_metadata = Val::Unknown;
+        for cert in [
+            &mut p.api_server_certificate,
+            &mut p.api_server_private_key,
+            &mut p.etcd_peer_certificate,
+            &mut p.etcd_peer_private_key,
+            &mut p.etcd_server_certificate,
+            &mut p.etcd_server_private_key,
+        ] {
+            *cert = Val::Unknown;
+        }
+    }
 }
 
 fn capitalize(s: &str) -> String {
@@ -221,15 +239,17 @@ impl Resource for ReplicaResource {
             if p.zone.is_unknown() && change.config.zone.is_null() {
                 p.zone = cluster.zone.clone();
             }
-            if let (Some(prior), Some(old)) =
-                (change.prior, change.prior.and_then(|m| m.cluster.known()))
+            if let Some(old) = change.prior.and_then(|m| m.cluster.known())
+                && cluster.changes_identity(old)
             {
-                if cluster.reshapes_vm(old) {
-                    change.requires_replace.push(AttributePath::attr("cluster"));
-                } else {
-                    warn_startup_changes(prior, &cluster.startup_changes(old), diags);
-                }
+                change.requires_replace.push(AttributePath::attr("cluster"));
             }
+            p.master_settings = match Spec::from_cluster(&cluster) {
+                // Just imported: the VM's build is recorded at its first update, not announced as a change.
+                _ if change.prior.is_some_and(|m| m.master_settings.is_null()) => Val::Null,
+                Ok(spec) => Val::Known(build_of(&spec).shown()),
+                Err(_) => Val::Unknown,
+            };
         }
         if let Some(prior) = change.prior
             && prior.instance_id.known().is_some_and(|id| id.is_empty())
@@ -246,6 +266,10 @@ impl Resource for ReplicaResource {
         }
         if let Some(prior) = change.prior {
             plan_repairs(prior, p, change.requires_replace, diags);
+            if change.requires_replace.is_empty() {
+                plan_roll(prior, p);
+                super::replica_guard::check_roll(&self.settings(), prior, p, diags).await;
+            }
         }
         if let (Some(cluster), Some(zone), Some(name)) =
             (p.cluster.known(), p.zone.known(), p.name.known())

@@ -17,7 +17,9 @@ use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::ids;
 use crate::domain::metadata::metadata_drift;
+use crate::domain::roll::{BUILD_LABEL, Build};
 use crate::domain::topology::shape_warnings;
+use crate::ops::build::{build_of, vm_labels};
 use crate::ops::context::Spec;
 use crate::ops::join::{JoinRequest, Joined, join};
 use crate::ops::leave::leave;
@@ -25,8 +27,9 @@ use crate::ops::lock::{ClusterLock, lock_cluster};
 use crate::ops::observe::observe;
 use crate::ops::refresh::observe_shared;
 use crate::ops::repair::{restart_replica, restore_metadata};
+use crate::ops::roll::{RollRequest, roll};
 use crate::ops::shared::zone_of;
-use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL, replica_labels};
+use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
 use crate::ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -130,6 +133,7 @@ fn fill(
             .unwrap_or_default(),
     );
     p.drift = Val::Known(Vec::new());
+    p.master_settings = Val::Known(build_of(&ctx.spec).shown());
     p
 }
 
@@ -284,6 +288,10 @@ pub async fn read(
             s.drift = Val::Known(Vec::new());
         }
     }
+    // A state from before builds were recorded: the VM is what the stored spec made of it.
+    if s.master_settings.is_null() {
+        s.master_settings = Val::Known(build_of(&ctx.spec).shown());
+    }
     // Only a list etcd gave counts: unreachable etcd says nothing about membership.
     if snap.observed.members.is_some()
         && let Some(id) = s.etcd_member_id.known().filter(|id| !id.is_empty())
@@ -308,6 +316,7 @@ fn own_labels(
         .filter(|(k, v)| {
             k.as_str() != CLUSTER_LABEL
                 && k.as_str() != JOINING_LABEL
+                && k.as_str() != BUILD_LABEL
                 && (cluster.get(*k) != Some(*v) || had.is_some_and(|h| h.get(*k) == Some(*v)))
         })
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -332,6 +341,12 @@ pub async fn update(
     };
     let ctx = context(settings, &p, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, Duration::from_secs(600));
+    if let (Some(old), Some(new)) = (prior.master_settings.known(), p.master_settings.known())
+        && old != new
+    {
+        let old = Build::from_shown(old);
+        return roll_replica(&ctx, prior, p, old, until, diags).await;
+    }
     // Metadata edited by hand is written back first: a VM that is about to start boots from it.
     if let Some(wrote) = p.startup_metadata.known().filter(|m| !m.is_empty())
         && let Err(e) = restore_metadata(&ctx, &zone, &name, wrote, until).await
@@ -346,16 +361,10 @@ pub async fn update(
             return Some(prior);
         }
     };
-    let mut labels: BTreeMap<String, String> = ctx.spec.labels.clone();
-    labels.extend(p.labels.known().cloned().unwrap_or_default());
+    let own = p.labels.known().cloned().unwrap_or_default();
     let vm = match ctx
         .compute
-        .set_labels(
-            &zone,
-            &name,
-            &replica_labels(&ctx.spec.name, &labels),
-            until,
-        )
+        .set_labels(&zone, &name, &vm_labels(&ctx, &own), until)
         .await
     {
         Ok(vm) => vm,
@@ -376,6 +385,64 @@ pub async fn update(
     p.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
     p.external_ip = Val::Known(external);
     p.status = Val::Known(vm.status.clone());
+    Some(p)
+}
+
+/// Rolls the replica onto the cluster's current settings, under the cluster's lock so replicas roll one at a
+/// time. On failure the prior state stays (the plan shows the roll again, and the next apply resumes it from
+/// what it observes).
+async fn roll_replica(
+    ctx: &ClusterCtx,
+    prior: ReplicaModel,
+    p: ReplicaModel,
+    old: Build,
+    until: Instant,
+    diags: &mut Diagnostics,
+) -> Option<ReplicaModel> {
+    let name = p.name.known().cloned().unwrap_or_default();
+    let zone = p.zone.known().cloned().unwrap_or_default();
+    let lock = match lock_cluster(ctx, &format!("roll replica {name}"), until).await {
+        Ok(lock) => lock,
+        Err(e) => {
+            report(diags, "roll", &name, e);
+            return Some(prior);
+        }
+    };
+    let req = RollRequest {
+        name: name.clone(),
+        zone: zone.clone(),
+        labels: p.labels.known().cloned().unwrap_or_default(),
+        prior: old,
+    };
+    let rolled = roll(ctx, &req, until).await;
+    lock.release().await;
+    let r = match rolled {
+        Ok(r) => r,
+        Err(e) => {
+            report(diags, "roll", &name, e);
+            return Some(prior);
+        }
+    };
+    let mut p = p;
+    let vm = &r.instance;
+    p.instance_id = Val::Known(vm.id.to_string());
+    p.self_link = Val::Known(vm.self_link.clone());
+    let external = vm.external_ip.clone().unwrap_or_default();
+    p.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
+    p.external_ip = Val::Known(external);
+    p.status = Val::Known(vm.status.clone());
+    p.etcd_member_id = Val::Known(format!("{:x}", r.member_id));
+    if let Some(certs) = &r.certs {
+        p.api_server_certificate = Val::Known(certs.api_server.cert_pem.clone());
+        p.api_server_private_key = Val::Known(certs.api_server.key_pem.clone());
+        p.etcd_peer_certificate = Val::Known(certs.etcd_peer.cert_pem.clone());
+        p.etcd_peer_private_key = Val::Known(certs.etcd_peer.key_pem.clone());
+        p.etcd_server_certificate = Val::Known(certs.etcd_server.cert_pem.clone());
+        p.etcd_server_private_key = Val::Known(certs.etcd_server.key_pem.clone());
+    }
+    p.startup_metadata = Val::Known(vm.metadata.iter().cloned().collect());
+    p.master_settings = Val::Known(build_of(&ctx.spec).shown());
+    p.drift = Val::Known(Vec::new());
     Some(p)
 }
 

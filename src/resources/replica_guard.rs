@@ -8,6 +8,7 @@ use tfplugin::diag::Diagnostics;
 use super::replica::ReplicaModel;
 use crate::config::Settings;
 use crate::domain::guard::{Verdict, check_join, check_leave};
+use crate::domain::roll::{Build, preflight, roll_warning};
 use crate::ops::context::Spec;
 use crate::ops::refresh::observe_shared;
 use crate::ops::{ClusterCtx, OpError};
@@ -77,4 +78,39 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
         other => other,
     })
     .await;
+}
+
+/// A replica whose `master_settings` change: the plan says how it will be rolled and what the user will see, and
+/// refuses, naming the member, when the roll could not start now (`domain::roll::preflight`).
+pub async fn check_roll(
+    settings: &Settings,
+    prior: &ReplicaModel,
+    planned: &ReplicaModel,
+    diags: &mut Diagnostics,
+) {
+    let (Some(old), Some(new)) = (
+        prior.master_settings.known(),
+        planned.master_settings.known(),
+    ) else {
+        return;
+    };
+    if old == new {
+        return;
+    }
+    let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
+        return;
+    };
+    let changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
+    let mut replicas = None;
+    observe_and_judge(settings, prior, diags, |w| {
+        replicas = Some(w.instances.len());
+        match preflight(w, &name) {
+            Ok(()) => Verdict::Fine,
+            Err(refusal) => Verdict::Refuse(refusal),
+        }
+    })
+    .await;
+    // Without a look (the cluster is busy or could not be observed), assume company: apply checks again.
+    let (summary, detail) = roll_warning(&name, &changes, replicas.unwrap_or(2));
+    diags.warning(summary, detail);
 }

@@ -1,0 +1,497 @@
+//! Rolling one replica onto new settings (machine type, image, boot disk, tags, the settings a master reads at
+//! boot): what a master is made of changes one replica at a time, behind the load balancer, with no member added
+//! or removed and no data moved. Decided from an observed snapshot, so a roll killed anywhere resumes: the VM's
+//! own state (missing, stopped, its machine type, the build it carries as a label) says what is left to do.
+//!
+//! The cheapest safe change is taken: a machine type alone is stop, `setMachineType`, start (the boot disk and
+//! etcd's data stay); anything else deletes the VM and creates it again with the new configuration on the same
+//! data disk and internal IP, so etcd restarts as the same member with its data. Before either, every other
+//! voter must be healthy (a roll makes this replica's member unavailable for a while) and the replica leaves the
+//! pool and hands etcd leadership away; after, its member must be healthy and caught up and its API serving
+//! before it rejoins the pool, and a soak of consecutive healthy checks ends the step.
+
+use std::collections::BTreeMap;
+
+use super::topology::{Observed, Refusal, unknown_membership};
+
+/// What a replica VM is built from, minus its machine type (which GCE changes in place on a stopped VM). The
+/// VM carries its digest as the label [`BUILD_LABEL`], so a resumed roll can tell an old VM from a rebuilt one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Build {
+    pub machine_type: String,
+    /// Every other setting, by name, as the plan shows it (`image`, `api_port`, ...).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// The VM label that records which build a replica VM was created from.
+pub const BUILD_LABEL: &str = "ha-master-build";
+
+impl Build {
+    /// The settings as a replica's `master_settings` attribute shows them: the machine type among the rest.
+    pub fn shown(&self) -> BTreeMap<String, String> {
+        let mut all = self.settings.clone();
+        all.insert("machine_type".into(), self.machine_type.clone());
+        all
+    }
+
+    /// The inverse of [`Build::shown`].
+    pub fn from_shown(shown: &BTreeMap<String, String>) -> Build {
+        let mut settings = shown.clone();
+        let machine_type = settings.remove("machine_type").unwrap_or_default();
+        Build {
+            machine_type,
+            settings,
+        }
+    }
+
+    /// A stable digest of everything but the machine type, usable as a GCE label value (lowercase hex).
+    /// FNV-1a: stable across Rust releases and platforms, unlike std's hasher; collisions only matter between
+    /// two builds of one replica.
+    pub fn digest(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (k, v) in &self.settings {
+            for b in k.bytes().chain([0]).chain(v.bytes()).chain([0]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        format!("{h:016x}")
+    }
+
+    /// The setting names that differ from `old`, machine type included, in order.
+    pub fn changes_from(&self, old: &Build) -> Vec<String> {
+        let (new, old) = (self.shown(), old.shown());
+        let mut names: Vec<String> = new
+            .keys()
+            .chain(old.keys())
+            .filter(|k| new.get(*k) != old.get(*k))
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// What the snapshot says about the rolling replica's VM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmFacts {
+    /// GCE's status (`RUNNING`, `TERMINATED`, ...).
+    pub status: String,
+    pub machine_type: String,
+    /// The build digest the VM carries; `None` for a VM made before builds were recorded.
+    pub build: Option<String>,
+    /// Whether etcd's data disk is attached: without it etcd lives on the boot disk, which a rebuild deletes.
+    pub has_data_disk: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RollStep {
+    /// Out of the target pool, so new connections stop reaching this replica.
+    LeavePool,
+    /// Hand etcd leadership to another voter if this member leads.
+    MoveLeadership,
+    StopVm,
+    SetMachineType,
+    StartVm,
+    /// Delete the VM, keeping its data disk and reserved internal IP.
+    DeleteVm,
+    /// Create the VM again with the new build, on the same data disk and internal IP.
+    CreateVm,
+    /// The same member answers healthy and has applied what the leader committed.
+    AwaitMember,
+    /// The replica's own API server answers `/healthz` over TLS.
+    AwaitApi,
+    JoinPool,
+    /// A sole replica: the static IP serves the API again.
+    AwaitEndpoint,
+    /// Consecutive healthy checks before the lock goes to the next replica.
+    Soak,
+}
+
+/// Why the roll of `me` may not start: membership unknown, or another member not healthy (rolling makes this
+/// member unavailable, so every other one must be able to carry quorum), or etcd not matching the replicas.
+pub fn preflight(world: &Observed, me: &str) -> Result<(), Refusal> {
+    let others: Vec<&String> = world.instances.iter().filter(|n| *n != me).collect();
+    if let Some(r) = unknown_membership(world, &format!("roll replica {me}")) {
+        return Err(r);
+    }
+    let Some(members) = &world.members else {
+        // Nothing answers and nothing is known to be unreachable: every VM is stopped. A sole replica rolls
+        // (its own restart is part of it); with others, quorum cannot be judged.
+        return if others.is_empty() {
+            Ok(())
+        } else {
+            Err(refusal(
+                me,
+                "no etcd member answered (every replica's VM is stopped?)".into(),
+            ))
+        };
+    };
+    if !members.iter().any(|m| m.name == me && !m.is_learner) {
+        return Err((
+            format!("Replica {me} cannot be rolled: it is not a voting etcd member"),
+            format!(
+                "etcd lists no voting member for {me}, so there is nothing to keep while its VM is rebuilt. Replace the replica instead: `terraform apply -replace=...` on the ha_master_replica named {me}."
+            ),
+        ));
+    }
+    let mut problems = Vec::new();
+    for m in members.iter().filter(|m| m.name != me) {
+        if m.is_learner {
+            problems.push(format!("{} is a learner still joining", m.name));
+        } else if !m.healthy {
+            problems.push(format!("{} is unhealthy", m.name));
+        } else if !world.instances.contains(&m.name) {
+            problems.push(format!("{} has no VM", m.name));
+        }
+    }
+    for o in others {
+        if !members.iter().any(|m| &m.name == o) {
+            problems.push(format!("{o} has no etcd member"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(refusal(me, problems.join("; ")))
+    }
+}
+
+fn refusal(me: &str, why: String) -> Refusal {
+    (
+        format!("Replica {me} cannot be rolled now: another etcd member is not healthy"),
+        format!(
+            "Rolling {me} takes its etcd member offline for a while, so every other member must be healthy first: {why}. Nothing was changed. Repair the others first (a plain `terraform apply` restarts a stopped VM; `terraform plan` names what is wrong), then apply again and the roll continues."
+        ),
+    )
+}
+
+/// The steps still needed to roll `me` onto `want`. `vm` is `None` when its VM does not exist (a roll killed
+/// between deleting and creating it). `in_pool` says whether the target pool lists it (`None`: no pool, the
+/// replica is alone and holds the static IP).
+pub fn roll_steps(
+    world: &Observed,
+    me: &str,
+    vm: Option<&VmFacts>,
+    want: &Build,
+) -> Result<Vec<RollStep>, Refusal> {
+    preflight(world, me)?;
+    let alone = world.instances.iter().all(|n| n == me);
+    let in_pool = world.pool.as_ref().map(|p| p.contains(me));
+    let digest = want.digest();
+    let rebuild = vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()));
+    let resize = vm.is_some_and(|v| v.machine_type != want.machine_type);
+    let running = vm.is_some_and(|v| v.status == "RUNNING");
+    let mut steps = Vec::new();
+    if let Some(v) = vm
+        && rebuild
+        && !v.has_data_disk
+    {
+        return Err((
+            format!("Replica {me} keeps etcd on its boot disk and cannot be rebuilt in place"),
+            format!(
+                "{me} was created before replicas got an etcd data disk, so deleting its VM would delete its etcd data. Replace it once, one replica at a time (`terraform apply -replace=...` on the ha_master_replica named {me}, then the next): the new replica joins as a new member with a data disk, and later changes roll in place."
+            ),
+        ));
+    }
+    let disruptive = vm.is_some() && (rebuild || resize);
+    if disruptive && running && !alone {
+        if in_pool == Some(true) {
+            steps.push(RollStep::LeavePool);
+        }
+        steps.push(RollStep::MoveLeadership);
+    }
+    if rebuild {
+        if vm.is_some() {
+            steps.push(RollStep::DeleteVm);
+        }
+        steps.push(RollStep::CreateVm);
+    } else if resize {
+        if vm.is_some_and(|v| v.status != "TERMINATED") {
+            steps.push(RollStep::StopVm);
+        }
+        steps.push(RollStep::SetMachineType);
+        steps.push(RollStep::StartVm);
+    } else if !running {
+        steps.push(RollStep::StartVm);
+    }
+    let touched = !steps.is_empty();
+    if touched {
+        steps.push(RollStep::AwaitMember);
+    }
+    if alone {
+        if touched {
+            steps.push(RollStep::AwaitEndpoint);
+        }
+    } else if touched || in_pool == Some(false) {
+        steps.push(RollStep::AwaitApi);
+        if in_pool != Some(true) || steps.contains(&RollStep::LeavePool) {
+            steps.push(RollStep::JoinPool);
+        }
+    }
+    if touched {
+        steps.push(RollStep::Soak);
+    }
+    Ok(steps)
+}
+
+/// What a roll means for the user, said at plan: how it is done and what they will see.
+pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, String) {
+    let list = changes.join(", ");
+    let how = if changes.iter().all(|c| c == "machine_type") {
+        "its VM is stopped, its machine type set and the VM started again (same boot disk, same etcd member and data)"
+    } else {
+        "its VM is deleted and created again with the new settings on the same etcd data disk and internal IP, so etcd restarts as the same member with its data (no member is added or removed)"
+    };
+    let impact = if replicas <= 1 {
+        "This is the only replica: the Kubernetes API is down while its VM restarts (about as long as a VM boot). Add a replica first to roll with no downtime."
+            .to_string()
+    } else {
+        format!(
+            "The other {} replica(s) keep serving behind the load balancer, so no downtime is expected; replicas roll one at a time under the cluster lock, each rejoining the pool only once its etcd member is caught up and its API server answers.",
+            replicas - 1
+        )
+    };
+    (
+        format!("Replica {me} will be rolled: {list} changes"),
+        format!(
+            "The apply rolls replica {me} in place: it leaves the load balancer, hands etcd leadership away if it leads, and {how}. {impact}"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::topology::{IpHolder, MemberView};
+
+    fn build(machine_type: &str, image: &str) -> Build {
+        Build {
+            machine_type: machine_type.into(),
+            settings: [("image".to_string(), image.to_string())].into(),
+        }
+    }
+
+    fn world(names: &[&str], unhealthy: &[&str]) -> Observed {
+        Observed {
+            instances: names.iter().map(|s| s.to_string()).collect(),
+            ip_holder: Some(if names.len() > 1 {
+                IpHolder::ForwardingRule
+            } else {
+                IpHolder::Instance(names[0].into())
+            }),
+            health_check: names.len() > 1,
+            pool: (names.len() > 1).then(|| names.iter().map(|s| s.to_string()).collect()),
+            forwarding_rule: names.len() > 1,
+            members: Some(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| MemberView {
+                        name: n.to_string(),
+                        id: i as u64 + 1,
+                        is_learner: false,
+                        healthy: !unhealthy.contains(n),
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    fn vm(status: &str, machine_type: &str, b: &Build) -> VmFacts {
+        VmFacts {
+            status: status.into(),
+            machine_type: machine_type.into(),
+            build: Some(b.digest()),
+            has_data_disk: true,
+        }
+    }
+
+    use RollStep::*;
+
+    #[test]
+    fn the_cheapest_safe_change_from_any_point_of_a_roll() {
+        let old = build("e2-standard-2", "img-1");
+        let bigger = build("e2-standard-4", "img-1");
+        let newer = build("e2-standard-2", "img-2");
+        let three = world(&["a", "b", "c"], &[]);
+        let sole = world(&["a"], &[]);
+        let mut a_out = three.clone();
+        a_out.pool.as_mut().unwrap().remove("a");
+        // (world, vm, want, steps)
+        let cases: Vec<(&Observed, Option<VmFacts>, &Build, Vec<RollStep>)> = vec![
+            // Nothing to do.
+            (
+                &three,
+                Some(vm("RUNNING", "e2-standard-2", &old)),
+                &old,
+                vec![],
+            ),
+            // Machine type alone: stop, set, start.
+            (
+                &three,
+                Some(vm("RUNNING", "e2-standard-2", &old)),
+                &bigger,
+                vec![
+                    LeavePool,
+                    MoveLeadership,
+                    StopVm,
+                    SetMachineType,
+                    StartVm,
+                    AwaitMember,
+                    AwaitApi,
+                    JoinPool,
+                    Soak,
+                ],
+            ),
+            // Killed after the stop: no second stop, nothing to hand away.
+            (
+                &a_out,
+                Some(vm("TERMINATED", "e2-standard-2", &old)),
+                &bigger,
+                vec![
+                    SetMachineType,
+                    StartVm,
+                    AwaitMember,
+                    AwaitApi,
+                    JoinPool,
+                    Soak,
+                ],
+            ),
+            // Killed after setMachineType: start it.
+            (
+                &a_out,
+                Some(vm("TERMINATED", "e2-standard-4", &old)),
+                &bigger,
+                vec![StartVm, AwaitMember, AwaitApi, JoinPool, Soak],
+            ),
+            // Killed after the start, before rejoining the pool.
+            (
+                &a_out,
+                Some(vm("RUNNING", "e2-standard-4", &old)),
+                &bigger,
+                vec![AwaitApi, JoinPool],
+            ),
+            // Anything else: rebuild on the data disk.
+            (
+                &three,
+                Some(vm("RUNNING", "e2-standard-2", &old)),
+                &newer,
+                vec![
+                    LeavePool,
+                    MoveLeadership,
+                    DeleteVm,
+                    CreateVm,
+                    AwaitMember,
+                    AwaitApi,
+                    JoinPool,
+                    Soak,
+                ],
+            ),
+            // Killed between delete and create.
+            (
+                &a_out,
+                None,
+                &newer,
+                vec![CreateVm, AwaitMember, AwaitApi, JoinPool, Soak],
+            ),
+            // A sole replica: no pool, no leadership to move; the static IP must serve again.
+            (
+                &sole,
+                Some(vm("RUNNING", "e2-standard-2", &old)),
+                &newer,
+                vec![DeleteVm, CreateVm, AwaitMember, AwaitEndpoint, Soak],
+            ),
+        ];
+        for (w, v, want, steps) in cases {
+            assert_eq!(
+                roll_steps(w, "a", v.as_ref(), want),
+                Ok(steps.clone()),
+                "{v:?} -> {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_roll_waits_for_every_other_member_and_names_the_unhealthy_one() {
+        let old = build("e2-standard-2", "img-1");
+        let want = build("e2-standard-4", "img-1");
+        let v = vm("RUNNING", "e2-standard-2", &old);
+        let (summary, detail) =
+            roll_steps(&world(&["a", "b", "c"], &["c"]), "a", Some(&v), &want).unwrap_err();
+        assert!(
+            summary.contains("Replica a cannot be rolled now"),
+            "{summary}"
+        );
+        assert!(detail.contains("c is unhealthy"), "{detail}");
+        // Its own member being down is part of a resumed roll, not a reason to stop.
+        let stopped = vm("TERMINATED", "e2-standard-2", &old);
+        assert!(roll_steps(&world(&["a", "b", "c"], &["a"]), "a", Some(&stopped), &want).is_ok());
+        // A learner mid-join, a member without a VM, a VM without a member: all refused, each named.
+        let mut w = world(&["a", "b", "c"], &[]);
+        w.members.as_mut().unwrap()[1].is_learner = true;
+        w.instances.remove("c");
+        w.instances.insert("d".into());
+        let (_, detail) = roll_steps(&w, "a", Some(&v), &want).unwrap_err();
+        for needle in ["b is a learner", "c has no VM", "d has no etcd member"] {
+            assert!(detail.contains(needle), "{needle}: {detail}");
+        }
+        // Unknown membership is refused like every membership decision.
+        let mut w = world(&["a", "b"], &[]);
+        w.members = None;
+        w.etcd_unreachable = Some("connection refused".into());
+        assert!(
+            roll_steps(&w, "a", Some(&v), &want)
+                .unwrap_err()
+                .0
+                .contains("Cannot roll replica a")
+        );
+    }
+
+    #[test]
+    fn a_vm_without_a_data_disk_is_never_rebuilt() {
+        let old = build("e2-standard-2", "img-1");
+        let mut legacy = vm("RUNNING", "e2-standard-2", &old);
+        legacy.has_data_disk = false;
+        legacy.build = None;
+        let w = world(&["a", "b", "c"], &[]);
+        let (summary, detail) =
+            roll_steps(&w, "a", Some(&legacy), &build("e2-standard-2", "img-2")).unwrap_err();
+        assert!(summary.contains("keeps etcd on its boot disk"), "{summary}");
+        assert!(detail.contains("-replace"), "{detail}");
+        // A machine type change keeps the boot disk, so it is fine without a data disk, once the VM records its
+        // build (the roll labels it).
+        legacy.build = Some(old.digest());
+        assert!(roll_steps(&w, "a", Some(&legacy), &build("e2-standard-4", "img-1")).is_ok());
+    }
+
+    #[test]
+    fn digests_ignore_the_machine_type_and_are_stable() {
+        let a = build("e2-standard-2", "img-1");
+        assert_eq!(a.digest(), build("n2-standard-8", "img-1").digest());
+        assert_ne!(a.digest(), build("e2-standard-2", "img-2").digest());
+        // Stable across releases: a VM labelled by an older provider must not look changed.
+        assert_eq!(a.digest(), "8f09aa2dd63783f9");
+        assert_eq!(
+            build("e2-standard-4", "img-2").changes_from(&a),
+            vec!["image", "machine_type"]
+        );
+    }
+
+    #[test]
+    fn the_warning_says_how_and_what_the_user_sees() {
+        let (s, d) = roll_warning("a", &["machine_type".into()], 3);
+        assert!(s.contains("Replica a will be rolled: machine_type changes"));
+        assert!(
+            d.contains("machine type set") && d.contains("no downtime is expected"),
+            "{d}"
+        );
+        let (_, d) = roll_warning("a", &["image".into()], 1);
+        assert!(
+            d.contains("same etcd data disk") && d.contains("API is down"),
+            "{d}"
+        );
+    }
+}
