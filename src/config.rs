@@ -21,6 +21,7 @@ pub struct ProviderConfig {
     pub compute_custom_endpoint: Val<String>,
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
+    pub drain_delay: Val<String>,
 }
 
 pub fn schema() -> Schema {
@@ -33,6 +34,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("impersonate_service_account").optional().description("A service account email to impersonate with the credentials above. Env: `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`."))
         .attribute(Attribute::string("compute_custom_endpoint").optional().description("Base URL of the Compute Engine API, e.g. `http://127.0.0.1:8787/compute/v1/` for `ha-sim`. Env: `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint.").validator(string_check("An http(s) URL.", check_endpoint)))
         .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
+        .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
         .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
 }
 
@@ -88,6 +90,8 @@ pub struct Settings {
     pub compute_endpoint: Option<String>,
     pub etcd_dial_timeout: Duration,
     pub etcd_via_internal_ip: bool,
+    /// How long a replica out of the pool keeps serving before it stops (see the schema).
+    pub drain_delay: Duration,
 }
 
 /// Settings shared by the provider and its resources; set by ConfigureProvider.
@@ -167,9 +171,17 @@ impl Settings {
                 .and_then(|s| parse_duration(s).ok())
                 .unwrap_or(Duration::from_secs(10)),
             etcd_via_internal_ip: cfg.etcd_via_internal_ip.known().copied().unwrap_or(false),
+            drain_delay: cfg
+                .drain_delay
+                .known()
+                .and_then(|s| parse_duration(s).ok())
+                .unwrap_or(DEFAULT_DRAIN_DELAY),
         }
     }
 }
+
+/// kops' `--post-drain-delay` after taking a master out of the load balancer.
+pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
@@ -186,6 +198,7 @@ mod tests {
             compute_custom_endpoint: Val::Null,
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,
+            drain_delay: Val::Null,
         }
     }
 

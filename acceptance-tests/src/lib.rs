@@ -30,6 +30,7 @@ mod dirhash;
 mod lockfile;
 mod mirror;
 mod paths;
+pub mod probe;
 mod provider;
 mod sim;
 pub mod walk;

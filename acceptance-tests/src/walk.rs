@@ -39,6 +39,7 @@ provider "ha" {{
   zone                    = "{primary_zone}"
   compute_custom_endpoint = "{url}"
   access_token            = "sim-token"
+  drain_delay             = "500ms" # ha-sim's load balancers take 100 ms to see a pool change
 }}
 
 resource "ha_master_cluster" "c" {{

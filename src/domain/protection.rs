@@ -59,10 +59,19 @@ mod tests {
         }
     }
 
+    /// (instances, voters, learners, me, protected, allowed)
+    type Case<'a> = (
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a str,
+        bool,
+        bool,
+    );
+
     #[test]
     fn only_the_last_voter_is_kept_and_only_while_protected() {
-        // (instances, voters, learners, me, protected, allowed)
-        let cases: &[(&[&str], &[&str], &[&str], &str, bool, bool)] = &[
+        let cases: &[Case] = &[
             (&["a", "b", "c"], &["a", "b", "c"], &[], "a", true, true),
             (&["a", "b"], &["a", "b"], &[], "a", true, true),
             // Down to one is allowed; the one is kept.

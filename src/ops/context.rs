@@ -156,6 +156,8 @@ pub struct ClusterCtx {
     pub compute: Compute,
     pub etcd: Etcd,
     pub etcd_via_internal_ip: bool,
+    /// How long a replica out of the pool keeps serving before it stops.
+    pub drain_delay: Duration,
     pub names: DerivedNames,
 }
 
@@ -183,6 +185,7 @@ impl ClusterCtx {
             compute,
             etcd,
             etcd_via_internal_ip: settings.etcd_via_internal_ip,
+            drain_delay: settings.drain_delay,
         })
     }
 }

@@ -88,6 +88,9 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
                 tracing::info!("{name} leaving the load balancer");
                 c.remove_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
                     .await?;
+                // Its API server stops answering once its member goes: let the pool change reach every
+                // forwarder and requests in flight finish first.
+                tokio::time::sleep(ctx.drain_delay).await;
             }
             Step::MoveLeadership => hand_leadership_away(ctx, &snap, name).await?,
             Step::RemoveMember { id } => {

@@ -99,6 +99,8 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
                 tracing::info!("{}: leaving the load balancer to roll", r.name);
                 c.remove_target_pool_instance(&spec.region, &ctx.names.target_pool, &me, deadline)
                     .await?;
+                // The pool change takes a moment to reach every forwarder, and requests in flight must finish.
+                tokio::time::sleep(ctx.drain_delay).await;
             }
             RollStep::MoveLeadership => hand_leadership_away(ctx, &snap, &r.name).await?,
             RollStep::StopVm => {

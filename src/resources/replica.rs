@@ -232,6 +232,9 @@ impl Resource for ReplicaResource {
 
     async fn modify_plan(&self, change: PlanChange<'_, ReplicaModel>, diags: &mut Diagnostics) {
         let p = change.planned;
+        // What this plan adds to the replacement paths. The framework's list alone cannot say: it also names
+        // unchanged attributes whose RequiresReplace saw them unknown before UseStateForUnknown restored them.
+        let framework_paths = change.requires_replace.len();
         // The declared state has no drift: a create starts without it, and an update writes the metadata back.
         p.drift = Val::Known(Vec::new());
         if let Some(cluster) = p.cluster.known().cloned() {
@@ -266,7 +269,7 @@ impl Resource for ReplicaResource {
         }
         if let Some(prior) = change.prior {
             plan_repairs(prior, p, change.requires_replace, diags);
-            if change.requires_replace.is_empty() {
+            if change.requires_replace.len() == framework_paths {
                 plan_roll(prior, p);
                 super::replica_guard::check_roll(&self.settings(), prior, p, diags).await;
             }

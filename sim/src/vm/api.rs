@@ -213,7 +213,7 @@ impl Ctx {
 
     async fn probe_etcd(&self) -> Result<(), String> {
         let p = &self.etcd;
-        let attempt = async {
+        let attempt = || async {
             let tcp = TcpStream::connect(p.addr)
                 .await
                 .map_err(|e| format!("connect {}: {e}", p.addr))?;
@@ -239,8 +239,28 @@ impl Ctx {
                 ))
             }
         };
-        tokio::time::timeout(ETCD_PROBE_TIMEOUT, attempt)
-            .await
-            .unwrap_or_else(|_| Err(format!("etcd /health at {} timed out", p.addr)))
+        // The real check is a linearizable read with --etcd-healthcheck-timeout (2 s): it waits out a leader
+        // change (a leadership hand-off, a member restarting) instead of failing on the first "no leader", so it
+        // is asked again until the timeout.
+        let patient = async {
+            loop {
+                match attempt().await {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.starts_with("etcd /health") => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        let _ = e;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        match tokio::time::timeout(ETCD_PROBE_TIMEOUT, patient).await {
+            Ok(r) => r,
+            Err(_) => match attempt().await {
+                Ok(()) => Ok(()),
+                Err(e) if e.starts_with("etcd /health") => Err(e),
+                Err(_) => Err(format!("etcd /health at {} timed out", p.addr)),
+            },
+        }
     }
 }

@@ -1,0 +1,277 @@
+//! Day 2: what a master is made of changes by rolling the masters one at a time, behind the load balancer, with
+//! no member added or removed and no data lost. Before this, a cluster's `machine_type` change replaced every
+//! replica at once and etcd came back empty.
+//!
+//! Each roll runs with a prober at the static IP (every 50 ms), a writer putting keys through whichever replica
+//! answers (every 100 ms) and a sampler of voters down; afterwards every acknowledged key must be there, the
+//! members must be the same ones, and the walk-through's full check must hold.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use acceptance_tests::probe::{keys_under, most_voters_down, probe_static_ip, write_through};
+use acceptance_tests::walk::{
+    check, outputs, replicas_by_zone, set_zones, walk_config_in, write_keys,
+};
+use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
+
+const A: &str = "us-central1-a";
+const B: &str = "us-central1-b";
+const C: &str = "us-central1-c";
+
+/// The walk-through's configuration with extra cluster settings.
+fn config(sim: &Sim, extra: &str) -> String {
+    let base = walk_config_in(sim, A);
+    let anchor = "  multizone                 = true\n";
+    assert!(base.contains(anchor));
+    base.replacen(anchor, &format!("{anchor}{extra}"), 1)
+}
+
+/// etcd's members as (name, id), seen from `vm`.
+fn members(sim: &Sim, vm: &str) -> BTreeMap<String, String> {
+    let list: serde_json::Value =
+        serde_json::from_str(&sim.ssh(vm, &["etcdctl", "member", "list", "-w", "json"])).unwrap();
+    list["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["name"].as_str().unwrap().to_string(), m["ID"].to_string()))
+        .collect()
+}
+
+/// What a roll did, measured while it ran.
+struct Measured {
+    apply: CmdOutput,
+    failed_probes: usize,
+    probes: usize,
+    probe_failures: Vec<String>,
+    most_down: usize,
+    acknowledged: Vec<String>,
+}
+
+/// Applies while probing the static IP, writing keys and sampling voters.
+fn apply_measured(ws: &Workspace, sim: &Sim, prefix: &str) -> Measured {
+    let out = outputs(ws);
+    let ca = out["ca"]["value"].as_str().unwrap().to_string();
+    let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
+    let vms: Vec<String> = replicas_by_zone(ws).into_values().collect();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let prober = s.spawn(|| probe_static_ip(&ca, ip, Duration::from_millis(50), &stop));
+        let writer =
+            s.spawn(|| write_through(sim, &vms, prefix, Duration::from_millis(100), &stop));
+        let sampler = s.spawn(|| most_voters_down(sim, &vms, Duration::from_millis(200), &stop));
+        let apply = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        stop.store(true, Ordering::Relaxed);
+        let probes = prober.join().unwrap();
+        let writes = writer.join().unwrap();
+        Measured {
+            apply,
+            failed_probes: probes.failed,
+            probes: probes.ok + probes.failed,
+            probe_failures: probes.failures,
+            most_down: sampler.join().unwrap(),
+            acknowledged: writes.acknowledged,
+        }
+    })
+}
+
+/// Every acknowledged key is there, seen from every replica.
+#[track_caller]
+fn assert_no_write_lost(client: Client, sim: &Sim, vms: &[String], prefix: &str, acked: &[String]) {
+    assert!(!acked.is_empty(), "[{client}] the writer got no key in");
+    for vm in vms {
+        let have: BTreeSet<String> = keys_under(sim, vm, prefix).into_iter().collect();
+        let lost: Vec<&String> = acked.iter().filter(|k| !have.contains(*k)).collect();
+        assert!(
+            lost.is_empty(),
+            "[{client}] {vm} lost acknowledged writes: {lost:?}"
+        );
+    }
+}
+
+#[test]
+fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("roll-{client}"));
+        let ws = Workspace::new(client, "roll").with_timeout(Duration::from_secs(600));
+        ws.write_main_tf(&config(&sim, ""));
+        ws.init();
+        set_zones(&ws, &[A, B, C]);
+        ws.apply();
+        let by_zone = replicas_by_zone(&ws);
+        let vms: Vec<String> = by_zone.values().cloned().collect();
+        write_keys(&sim, &vms[0]);
+        let before = members(&sim, &vms[0]);
+        let ids = |sim: &Sim| -> BTreeMap<String, String> {
+            vms.iter()
+                .map(|v| (v.clone(), sim.instance(v)["id"].to_string()))
+                .collect()
+        };
+
+        // Machine type: planned in place, with the warning that says how; rolled by stop/set/start.
+        ws.write_main_tf(&config(&sim, "  machine_type = \"e2-standard-4\"\n"));
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains("0 to add, 4 to change, 0 to destroy");
+        plan.assert_contains("will be rolled: machine_type changes");
+        plan.assert_contains("no downtime is expected");
+        plan.assert_contains(r#""e2-standard-2" -> "e2-standard-4""#);
+        let vm_ids = ids(&sim);
+        let m = apply_measured(&ws, &sim, "roll-mt");
+        m.apply.assert_success();
+        assert_eq!(
+            m.failed_probes, 0,
+            "[{client}] failed probes of {}: {:?}",
+            m.probes, m.probe_failures
+        );
+        assert!(
+            m.most_down <= 1,
+            "[{client}] {} voters were down at once",
+            m.most_down
+        );
+        for vm in &vms {
+            assert_eq!(
+                sim.instance(vm)["machineType"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next(),
+                Some("e2-standard-4")
+            );
+        }
+        assert_eq!(
+            ids(&sim),
+            vm_ids,
+            "[{client}] a machine type change keeps the VMs"
+        );
+        assert_eq!(
+            members(&sim, &vms[1]),
+            before,
+            "[{client}] the same members"
+        );
+        assert_no_write_lost(client, &sim, &vms, "roll-mt", &m.acknowledged);
+        check(client, &ws, &sim, 3);
+
+        // Image: the VMs are rebuilt on their data disks; etcd restarts as the same members with their data.
+        ws.write_main_tf(&config(
+            &sim,
+            "  machine_type = \"e2-standard-4\"\n  image = \"projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64\"\n",
+        ));
+        let m = apply_measured(&ws, &sim, "roll-img");
+        m.apply.assert_success();
+        assert_eq!(
+            m.failed_probes, 0,
+            "[{client}] failed probes of {}: {:?}",
+            m.probes, m.probe_failures
+        );
+        assert!(
+            m.most_down <= 1,
+            "[{client}] {} voters were down at once",
+            m.most_down
+        );
+        let rebuilt = ids(&sim);
+        assert!(
+            vm_ids.iter().all(|(vm, id)| rebuilt[vm] != *id),
+            "[{client}] every VM was rebuilt"
+        );
+        assert_eq!(
+            members(&sim, &vms[2]),
+            before,
+            "[{client}] the same members, no add or remove"
+        );
+        assert_no_write_lost(client, &sim, &vms, "roll-img", &m.acknowledged);
+        check(client, &ws, &sim, 3);
+
+        // A setting a master reads at boot: the running masters' configuration has the new value.
+        ws.write_main_tf(&config(
+            &sim,
+            "  machine_type = \"e2-standard-4\"\n  image = \"projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64\"\n  dns_domain = \"corp.example\"\n",
+        ));
+        let m = apply_measured(&ws, &sim, "roll-dns");
+        m.apply.assert_success();
+        assert_eq!(
+            m.failed_probes, 0,
+            "[{client}] failed probes of {}: {:?}",
+            m.probes, m.probe_failures
+        );
+        for vm in &vms {
+            let metadata = sim.instance(vm)["metadata"].to_string();
+            assert!(
+                metadata.contains("corp.example"),
+                "[{client}] {vm} runs with the new DNS domain"
+            );
+        }
+        assert_eq!(members(&sim, &vms[0]), before);
+        assert_no_write_lost(client, &sim, &vms, "roll-dns", &m.acknowledged);
+        check(client, &ws, &sim, 3);
+    });
+}
+
+#[test]
+fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("roll-guard-{client}"));
+        let ws = Workspace::new(client, "roll-guard").with_timeout(Duration::from_secs(600));
+        ws.write_main_tf(&config(&sim, ""));
+        ws.init();
+        set_zones(&ws, &[A, B, C]);
+        ws.apply();
+        let by_zone = replicas_by_zone(&ws);
+        write_keys(&sim, &by_zone[A]);
+        let before = members(&sim, &by_zone[A]);
+
+        // One member down: rolling any other would leave one healthy voter of three. Plan refuses, naming it.
+        sim.fault(&["crash-vm", &by_zone[C]]);
+        ws.write_main_tf(&config(&sim, "  machine_type = \"e2-standard-4\"\n"));
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
+        plan.assert_contains(&format!("Replica {} cannot be rolled now", by_zone[A]));
+        plan.assert_contains(&format!("{} is unhealthy", by_zone[C]));
+        assert_eq!(
+            members(&sim, &by_zone[A]),
+            before,
+            "[{client}] nothing changed"
+        );
+
+        // The down replica first (its own roll restarts it on the new machine type), then the rest.
+        let target = format!("-target=ha_master_replica.r[\"{C}\"]");
+        ws.run(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            &target,
+        ])
+        .assert_success();
+        ws.apply();
+        check(client, &ws, &sim, 3);
+        assert_eq!(
+            members(&sim, &by_zone[B]),
+            before,
+            "[{client}] the same members"
+        );
+
+        // Down to one replica, then a roll: plan warns that the API goes down; the data stays.
+        set_zones(&ws, &[A]);
+        ws.apply();
+        ws.write_main_tf(&config(&sim, "  machine_type = \"e2-standard-8\"\n"));
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains(
+            "This is the only replica: the Kubernetes API is down while its VM restarts",
+        );
+        ws.apply();
+        assert_eq!(
+            sim.instance(&by_zone[A])["machineType"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next(),
+            Some("e2-standard-8")
+        );
+        check(client, &ws, &sim, 1);
+    });
+}
