@@ -72,10 +72,12 @@ impl<R: Resource> Typed<R> {
         match from_value::<R::Model>(v) {
             Ok(m) => Some(m),
             Err(e) => {
-                diags.error(
-                    format!("Could not read the {what} of {}", self.r.type_name()),
-                    format!("{e}. This is a bug in the provider; please report it."),
-                );
+                // A number the model's type cannot hold is the user's to fix, at its attribute; plan reads the
+                // config and the planned value, and the identical diagnostic is kept once.
+                diags.push(e.diagnostic(&format!(
+                    "Could not read the {what} of {}",
+                    self.r.type_name()
+                )));
                 None
             }
         }

@@ -130,10 +130,7 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
         diags.extend(validate_config(&self.provider_schema, &v));
         match from_value::<P::Config>(&v) {
             Ok(cfg) => self.provider.validate(&cfg, &mut diags),
-            Err(e) => diags.error(
-                "Could not read the provider configuration",
-                format!("{e}. This is a bug in the provider."),
-            ),
+            Err(e) => diags.push(e.diagnostic("Could not read the provider configuration")),
         }
         diags
     }
@@ -155,10 +152,7 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                     .configure(cfg, &req.terraform_version, &mut diags)
                     .await
             }
-            Err(e) => diags.error(
-                "Could not read the provider configuration",
-                format!("{e}. This is a bug in the provider."),
-            ),
+            Err(e) => diags.push(e.diagnostic("Could not read the provider configuration")),
         }
         diags
     }

@@ -210,10 +210,10 @@ fn every_contract_file_is_written_and_every_manifest_is_a_pod() {
 #[test]
 fn private_keys_are_0600_and_no_ca_key_reaches_a_master() {
     let files = files(base());
-    let mut keys = 0;
+    let mut keys = Vec::new();
     for f in files.values() {
         if f.content.contains("PRIVATE KEY") {
-            keys += 1;
+            keys.push(f.path.as_str());
             assert_eq!(f.permissions, "0600", "{}", f.path);
         } else if f.path.ends_with(".key") {
             panic!("{} has no key", f.path);
@@ -235,8 +235,26 @@ fn private_keys_are_0600_and_no_ca_key_reaches_a_master() {
             f.path
         );
     }
-    // 10 leaf keys + the service account key.
-    assert_eq!(keys, 11);
+    // One key per leaf certificate (11, since the kube-apiserver-healthcheck sidecar got its client cert) and the
+    // service account key; named, so a key that appears or disappears says which.
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "/etc/srv/kubernetes/etcd-peer.key",
+            "/etc/srv/kubernetes/pki/apiserver-kubelet-client.key",
+            "/etc/srv/kubernetes/pki/apiserver.key",
+            "/etc/srv/kubernetes/pki/cluster-autoscaler.key",
+            "/etc/srv/kubernetes/pki/etcd-apiserver-client.key",
+            "/etc/srv/kubernetes/pki/etcd-apiserver-server.key",
+            "/etc/srv/kubernetes/pki/kube-addon-manager.key",
+            "/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
+            "/etc/srv/kubernetes/pki/kube-controller-manager.key",
+            "/etc/srv/kubernetes/pki/kube-scheduler.key",
+            "/etc/srv/kubernetes/pki/kubelet.key",
+            "/etc/srv/kubernetes/pki/service-account.key",
+        ]
+    );
 }
 
 fn contract_etcd(state: &str) -> Vec<String> {

@@ -138,9 +138,16 @@ fn api_server_cert_covers_static_internal_service_ip_and_kubernetes_names_only()
     let (cas, req, certs) = fixture();
     let p = parse(&certs.api_server.cert_pem);
     assert_eq!(p.issuer, "CN=prod-ca");
+    // The static external IP, the internal IP, the first service IP, and loopback (the health-check sidecar and
+    // the control-plane kubeconfigs reach their own apiserver at https://127.0.0.1); never the ephemeral IP.
     assert_eq!(
         p.ips,
-        vec![ip("34.1.2.3"), ip("10.128.0.7"), ip("10.0.0.1")]
+        vec![
+            ip("34.1.2.3"),
+            ip("10.128.0.7"),
+            ip("10.0.0.1"),
+            ip("127.0.0.1")
+        ]
     );
     assert_eq!(
         p.dns,

@@ -119,6 +119,16 @@ async fn validate_and_plan(
     all
 }
 
+/// A number the user wrote is never reported as a bug in the provider.
+fn assert_no_bug_report(diags: &Diagnostics, case: &str) {
+    assert!(
+        !diags
+            .iter()
+            .any(|d| d.detail.contains("bug in the provider")),
+        "{case}: a user's number is reported as a provider bug: {diags:?}"
+    );
+}
+
 fn assert_error_at(diags: &Diagnostics, path: &str, case: &str) {
     assert!(
         diags
@@ -144,6 +154,7 @@ async fn cluster_numbers_and_durations_fail_closed_at_their_attribute() {
             let diags =
                 validate_and_plan(&server, "ha_master_cluster", &ty, &object(&ty, &set)).await;
             assert_error_at(&diags, attr, &format!("{attr} = {label}"));
+            assert_no_bug_report(&diags, &format!("{attr} = {label}"));
         }
     }
     for op in ["create", "update", "delete"] {
@@ -210,6 +221,7 @@ async fn replica_durations_and_spec_numbers_fail_closed() {
             m.insert(attr.into(), v.clone());
             let cfg = object(&ty, &[("cluster", Value::Object(m))]);
             let diags = validate_and_plan(&server, "ha_master_replica", &ty, &cfg).await;
+            assert_no_bug_report(&diags, &format!("cluster.{attr} = {label}"));
             let integer = matches!(&v, Value::Number(n) if n.as_i64().is_some());
             if !integer {
                 assert!(diags.has_error(), "cluster.{attr} = {label}: {diags:?}");

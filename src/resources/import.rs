@@ -213,10 +213,7 @@ pub async fn list_replicas(
     let cfg: ReplicaListConfig = match tfplugin_framework::model::from_value(config) {
         Ok(c) => c,
         Err(e) => {
-            diags.error(
-                "Could not read the list configuration",
-                format!("{e}. This is a bug in the provider; please report it."),
-            );
+            diags.push(e.diagnostic("Could not read the list configuration"));
             return Vec::new();
         }
     };

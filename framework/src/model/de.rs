@@ -52,18 +52,19 @@ impl<'a> De<'a> {
         }
     }
 
-    fn int<T: TryFrom<i64>>(&self, what: &str) -> Result<T, ModelError> {
+    /// An integer of type `T`, whose range is `min..=max`. A number outside it, or not whole, is the user's to fix:
+    /// the schema's number type accepts it, the model's Rust type cannot hold it.
+    fn int<T: TryFrom<i128>>(&self, what: &str, min: i128, max: i128) -> Result<T, ModelError> {
         let n = self.number(what)?;
         n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
             .and_then(|i| T::try_from(i).ok())
-            .ok_or_else(|| ModelError::new(format!("{n} is not {what}")))
-    }
-
-    fn uint<T: TryFrom<u64>>(&self, what: &str) -> Result<T, ModelError> {
-        let n = self.number(what)?;
-        n.as_u64()
-            .and_then(|i| T::try_from(i).ok())
-            .ok_or_else(|| ModelError::new(format!("{n} is not {what}")))
+            .ok_or_else(|| {
+                ModelError::input(format!(
+                    "must be a whole number between {min} and {max}; {n} is not"
+                ))
+            })
     }
 }
 
@@ -81,9 +82,9 @@ fn describe(v: &Value) -> &'static str {
 }
 
 macro_rules! ints {
-    ($($method:ident $visit:ident $ty:ty, $kind:ident, $what:literal;)*) => {$(
+    ($($method:ident $visit:ident $ty:ty, $what:literal;)*) => {$(
         fn $method<V: Visitor<'a>>(self, v: V) -> Result<V::Value, ModelError> {
-            v.$visit(self.$kind::<$ty>($what)?)
+            v.$visit(self.int::<$ty>($what, i128::from(<$ty>::MIN), i128::from(<$ty>::MAX))?)
         }
     )*};
 }
@@ -122,14 +123,14 @@ impl<'a> de::Deserializer<'a> for De<'a> {
     }
 
     ints! {
-        deserialize_i8 visit_i8 i8, int, "an i8";
-        deserialize_i16 visit_i16 i16, int, "an i16";
-        deserialize_i32 visit_i32 i32, int, "an i32";
-        deserialize_i64 visit_i64 i64, int, "an i64";
-        deserialize_u8 visit_u8 u8, uint, "a u8";
-        deserialize_u16 visit_u16 u16, uint, "a u16";
-        deserialize_u32 visit_u32 u32, uint, "a u32";
-        deserialize_u64 visit_u64 u64, uint, "a u64";
+        deserialize_i8 visit_i8 i8, "an i8";
+        deserialize_i16 visit_i16 i16, "an i16";
+        deserialize_i32 visit_i32 i32, "an i32";
+        deserialize_i64 visit_i64 i64, "an i64";
+        deserialize_u8 visit_u8 u8, "a u8";
+        deserialize_u16 visit_u16 u16, "a u16";
+        deserialize_u32 visit_u32 u32, "a u32";
+        deserialize_u64 visit_u64 u64, "a u64";
     }
 
     fn deserialize_f32<V: Visitor<'a>>(self, v: V) -> Result<V::Value, ModelError> {
@@ -138,10 +139,13 @@ impl<'a> de::Deserializer<'a> for De<'a> {
 
     fn deserialize_f64<V: Visitor<'a>>(self, v: V) -> Result<V::Value, ModelError> {
         let n = self.number("a number")?;
-        v.visit_f64(
-            n.as_f64()
-                .ok_or_else(|| ModelError::new(format!("{n} is beyond the range of f64")))?,
-        )
+        v.visit_f64(n.as_f64().ok_or_else(|| {
+            ModelError::input(format!(
+                "must be a number between {:e} and {:e}; {n} is not",
+                f64::MIN,
+                f64::MAX
+            ))
+        })?)
     }
 
     fn deserialize_char<V: Visitor<'a>>(self, v: V) -> Result<V::Value, ModelError> {

@@ -157,11 +157,20 @@ fn type_mismatches_and_ranges_name_the_attribute() {
         (e.path(), e.message()),
         ("count", "expected an i64, found a string")
     );
-    *v.get_mut("count").unwrap() = 1.5.into();
-    assert_eq!(
-        from_value::<Model>(&v).unwrap_err().message(),
-        "1.5 is not an i64"
+    // A string for a number cannot come from a config that matches the schema: a bug, not the user's.
+    assert!(!e.is_input());
+    assert!(
+        e.diagnostic("Could not read")
+            .detail
+            .ends_with("This is a bug in the provider; please report it.")
     );
+    *v.get_mut("count").unwrap() = 1.5.into();
+    let e = from_value::<Model>(&v).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "must be a whole number between -9223372036854775808 and 9223372036854775807; 1.5 is not"
+    );
+    assert!(e.is_input());
     assert!(
         to_value(&Disk {
             size_gb: 1,
@@ -171,6 +180,125 @@ fn type_mismatches_and_ranges_name_the_attribute() {
         .to_string()
         .starts_with("attribute `ratio`")
     );
+}
+
+/// Numbers are arbitrary in cty, so any number the user writes reaches the model; one its Rust type cannot hold is
+/// the user's to fix, reported at its attribute (nested, in lists, in a Val) with the range, never as a bug.
+#[test]
+fn numbers_a_field_cannot_hold_are_input_errors_at_their_attribute() {
+    use tfplugin::diag::{AttributePath, Severity};
+    use tfplugin::value::Number;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Spec {
+        boot_disk_size_gb: Val<i64>,
+        api_port: u16,
+        mtu: Option<u32>,
+    }
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Outer {
+        cluster: Spec,
+        pools: Vec<Spec>,
+    }
+    fn spec(attr: &str, n: Number) -> Value {
+        let mut m: BTreeMap<String, Value> = [
+            ("boot_disk_size_gb", Value::Number(10i64.into())),
+            ("api_port", Value::Number(443i64.into())),
+            ("mtu", Value::Null),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        m.insert(attr.to_string(), Value::Number(n));
+        Value::Object(m)
+    }
+    let ok = spec("mtu", 1460i64.into());
+    let huge: Number = "1e400".parse().unwrap();
+    let cases: Vec<(&str, Number, &str)> = vec![
+        (
+            "boot_disk_size_gb",
+            u64::MAX.into(),
+            "-9223372036854775808 and 9223372036854775807; 18446744073709551615",
+        ),
+        (
+            "boot_disk_size_gb",
+            1.5f64.into(),
+            "-9223372036854775808 and 9223372036854775807; 1.5",
+        ),
+        (
+            "boot_disk_size_gb",
+            huge.clone(),
+            "-9223372036854775808 and 9223372036854775807; 1e400",
+        ),
+        ("api_port", 70_000i64.into(), "0 and 65535; 70000"),
+        ("api_port", (-1i64).into(), "0 and 65535; -1"),
+        ("api_port", 80.5f64.into(), "0 and 65535; 80.5"),
+        (
+            "mtu",
+            4_294_967_297i64.into(),
+            "0 and 4294967295; 4294967297",
+        ),
+        ("mtu", (-1i64).into(), "0 and 4294967295; -1"),
+        ("mtu", 0.25f64.into(), "0 and 4294967295; 0.25"),
+    ];
+    for (attr, n, range) in cases {
+        // Nested in an object, and in the second element of a list.
+        for (v, path, shown) in [
+            (
+                Value::object([
+                    ("cluster", spec(attr, n.clone())),
+                    ("pools", Value::list([])),
+                ]),
+                AttributePath::attr("cluster").then_attr(attr),
+                format!("cluster.{attr}"),
+            ),
+            (
+                Value::object([
+                    ("cluster", ok.clone()),
+                    ("pools", Value::list([ok.clone(), spec(attr, n.clone())])),
+                ]),
+                AttributePath::attr("pools").then_index(1).then_attr(attr),
+                format!("pools[1].{attr}"),
+            ),
+        ] {
+            let e = from_value::<Outer>(&v).unwrap_err();
+            assert!(e.is_input(), "{shown} = {n}: {e}");
+            assert_eq!(e.attribute_path(), path, "{shown} = {n}");
+            let d = e.diagnostic("Could not read the configuration");
+            assert_eq!(d.severity, Severity::Error);
+            assert_eq!(d.attribute.as_ref(), Some(&path), "{shown} = {n}");
+            assert_eq!(d.summary, "Invalid number");
+            let want = format!("`{shown}` must be a whole number between {range} is not.");
+            assert!(
+                d.detail.starts_with(&want),
+                "{shown} = {n}: {:?} vs {want:?}",
+                d.detail
+            );
+            assert!(
+                d.detail.contains("Set it to a value in that range"),
+                "{}",
+                d.detail
+            );
+            assert!(!d.detail.contains("bug"), "{}", d.detail);
+        }
+    }
+    // The edges of each range still fit.
+    for (attr, n) in [
+        ("boot_disk_size_gb", Number::from(i64::MIN)),
+        ("boot_disk_size_gb", Number::from(i64::MAX)),
+        ("api_port", Number::from(65_535i64)),
+        ("api_port", Number::from(0i64)),
+        ("mtu", Number::from(4_294_967_295i64)),
+        ("mtu", Number::from(2.0f64)),
+    ] {
+        let v = Value::object([
+            ("cluster", spec(attr, n.clone())),
+            ("pools", Value::list([])),
+        ]);
+        assert!(from_value::<Outer>(&v).is_ok(), "{attr} = {n}");
+    }
 }
 
 #[test]
