@@ -99,6 +99,26 @@ pub fn replicas_by_zone(ws: &Workspace) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The us-central1 zones the three-replica scenarios use (the region has a fourth, `-f`, for a grow).
+pub const THREE_ZONES: [&str; 3] = ["us-central1-a", "us-central1-b", "us-central1-c"];
+
+/// A private sim and a workspace with the walk-through's cluster (primary zone us-central1-a) and one replica in
+/// each of [`THREE_ZONES`], applied. Returns the replicas by zone.
+pub fn three_replicas(
+    client: Client,
+    scenario: &str,
+    timeout: Duration,
+) -> (Sim, Workspace, BTreeMap<String, String>) {
+    let sim = Sim::start(&format!("{scenario}-{client}"));
+    let ws = Workspace::new(client, scenario).with_timeout(timeout);
+    ws.write_main_tf(&walk_config_in(&sim, THREE_ZONES[0]));
+    ws.init();
+    set_zones(&ws, &THREE_ZONES);
+    ws.apply();
+    let by_zone = replicas_by_zone(&ws);
+    (sim, ws, by_zone)
+}
+
 /// How many keys `write_keys` writes and `check` expects.
 pub const KEYS: usize = 5;
 

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config_in, write_keys};
-use acceptance_tests::{Sim, Workspace, for_each_client};
+use acceptance_tests::walk::{check, set_zones, three_replicas, write_keys};
+use acceptance_tests::{Sim, for_each_client};
 
 const A: &str = "us-central1-a";
 const B: &str = "us-central1-b";
@@ -27,13 +27,7 @@ fn members(sim: &Sim, vm: &str) -> Vec<String> {
 #[test]
 fn a_removal_with_etcd_unreachable_from_terraform_is_refused_and_resumes_once_reachable() {
     for_each_client(|client| {
-        let sim = Sim::start(&format!("fail-closed-{client}"));
-        let ws = Workspace::new(client, "fail-closed").with_timeout(Duration::from_secs(300));
-        ws.write_main_tf(&walk_config_in(&sim, A));
-        ws.init();
-        set_zones(&ws, &[A, B, C]);
-        ws.apply();
-        let by_zone = replicas_by_zone(&ws);
+        let (sim, ws, by_zone) = three_replicas(client, "fail-closed", Duration::from_secs(300));
         let (a, b, c) = (&by_zone[A], &by_zone[B], &by_zone[C]);
         write_keys(&sim, b);
         let before = members(&sim, b);

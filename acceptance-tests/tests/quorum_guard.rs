@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config_in, write_keys};
-use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
+use acceptance_tests::walk::{check, replicas_by_zone, set_zones, three_replicas, write_keys};
+use acceptance_tests::{Client, CmdOutput, Workspace, for_each_client};
 
 const A: &str = "us-central1-a";
 const B: &str = "us-central1-b";
@@ -27,13 +27,7 @@ fn plan_refuses(client: Client, ws: &Workspace, needles: &[&str]) -> CmdOutput {
 #[test]
 fn plan_refuses_what_would_lose_quorum_and_a_plain_apply_recovers() {
     for_each_client(|client| {
-        let sim = Sim::start(&format!("quorum-guard-{client}"));
-        let ws = Workspace::new(client, "quorum-guard").with_timeout(Duration::from_secs(300));
-        ws.write_main_tf(&walk_config_in(&sim, A));
-        ws.init();
-        set_zones(&ws, &[A, B, C]);
-        ws.apply();
-        let by_zone = replicas_by_zone(&ws);
+        let (sim, ws, by_zone) = three_replicas(client, "quorum-guard", Duration::from_secs(300));
         let (a, b, c) = (&by_zone[A], &by_zone[B], &by_zone[C]);
         write_keys(&sim, a);
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use acceptance_tests::probe::{keys_under, most_voters_down, probe_static_ip, write_through};
 use acceptance_tests::walk::{
-    check, outputs, replicas_by_zone, set_zones, walk_config_in, write_keys,
+    check, outputs, replicas_by_zone, set_zones, three_replicas, walk_config_in, write_keys,
 };
 use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
 
@@ -78,6 +78,24 @@ fn apply_measured(ws: &Workspace, sim: &Sim, prefix: &str) -> Measured {
     })
 }
 
+/// The roll applied with zero failed probes at the static IP, at most one voter down at a time, and every
+/// acknowledged write still there on every replica.
+#[track_caller]
+fn assert_rolled_cleanly(client: Client, sim: &Sim, vms: &[String], prefix: &str, m: &Measured) {
+    m.apply.assert_success();
+    assert_eq!(
+        m.failed_probes, 0,
+        "[{client}] failed probes of {}: {:?}",
+        m.probes, m.probe_failures
+    );
+    assert!(
+        m.most_down <= 1,
+        "[{client}] {} voters were down at once",
+        m.most_down
+    );
+    assert_no_write_lost(client, sim, vms, prefix, &m.acknowledged);
+}
+
 /// Every acknowledged key is there, seen from every replica.
 #[track_caller]
 fn assert_no_write_lost(client: Client, sim: &Sim, vms: &[String], prefix: &str, acked: &[String]) {
@@ -95,13 +113,7 @@ fn assert_no_write_lost(client: Client, sim: &Sim, vms: &[String], prefix: &str,
 #[test]
 fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
     for_each_client(|client| {
-        let sim = Sim::start(&format!("roll-{client}"));
-        let ws = Workspace::new(client, "roll").with_timeout(Duration::from_secs(600));
-        ws.write_main_tf(&config(&sim, ""));
-        ws.init();
-        set_zones(&ws, &[A, B, C]);
-        ws.apply();
-        let by_zone = replicas_by_zone(&ws);
+        let (sim, ws, by_zone) = three_replicas(client, "roll", Duration::from_secs(600));
         let vms: Vec<String> = by_zone.values().cloned().collect();
         write_keys(&sim, &vms[0]);
         let before = members(&sim, &vms[0]);
@@ -121,17 +133,7 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
         plan.assert_contains(r#""e2-standard-2" -> "e2-standard-4""#);
         let vm_ids = ids(&sim);
         let m = apply_measured(&ws, &sim, "roll-mt");
-        m.apply.assert_success();
-        assert_eq!(
-            m.failed_probes, 0,
-            "[{client}] failed probes of {}: {:?}",
-            m.probes, m.probe_failures
-        );
-        assert!(
-            m.most_down <= 1,
-            "[{client}] {} voters were down at once",
-            m.most_down
-        );
+        assert_rolled_cleanly(client, &sim, &vms, "roll-mt", &m);
         for vm in &vms {
             assert_eq!(
                 sim.instance(vm)["machineType"]
@@ -152,7 +154,6 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
             before,
             "[{client}] the same members"
         );
-        assert_no_write_lost(client, &sim, &vms, "roll-mt", &m.acknowledged);
         check(client, &ws, &sim, 3);
 
         // Image: the VMs are rebuilt on their data disks; etcd restarts as the same members with their data.
@@ -161,17 +162,7 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
             "  machine_type = \"e2-standard-4\"\n  image = \"projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64\"\n",
         ));
         let m = apply_measured(&ws, &sim, "roll-img");
-        m.apply.assert_success();
-        assert_eq!(
-            m.failed_probes, 0,
-            "[{client}] failed probes of {}: {:?}",
-            m.probes, m.probe_failures
-        );
-        assert!(
-            m.most_down <= 1,
-            "[{client}] {} voters were down at once",
-            m.most_down
-        );
+        assert_rolled_cleanly(client, &sim, &vms, "roll-img", &m);
         let rebuilt = ids(&sim);
         assert!(
             vm_ids.iter().all(|(vm, id)| rebuilt[vm] != *id),
@@ -182,7 +173,6 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
             before,
             "[{client}] the same members, no add or remove"
         );
-        assert_no_write_lost(client, &sim, &vms, "roll-img", &m.acknowledged);
         check(client, &ws, &sim, 3);
 
         // A setting a master reads at boot: the running masters' configuration has the new value.
@@ -191,12 +181,7 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
             "  machine_type = \"e2-standard-4\"\n  image = \"projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64\"\n  dns_domain = \"corp.example\"\n",
         ));
         let m = apply_measured(&ws, &sim, "roll-dns");
-        m.apply.assert_success();
-        assert_eq!(
-            m.failed_probes, 0,
-            "[{client}] failed probes of {}: {:?}",
-            m.probes, m.probe_failures
-        );
+        assert_rolled_cleanly(client, &sim, &vms, "roll-dns", &m);
         for vm in &vms {
             let metadata = sim.instance(vm)["metadata"].to_string();
             assert!(
@@ -205,7 +190,6 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
             );
         }
         assert_eq!(members(&sim, &vms[0]), before);
-        assert_no_write_lost(client, &sim, &vms, "roll-dns", &m.acknowledged);
         check(client, &ws, &sim, 3);
     });
 }
@@ -213,13 +197,7 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
 #[test]
 fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime() {
     for_each_client(|client| {
-        let sim = Sim::start(&format!("roll-guard-{client}"));
-        let ws = Workspace::new(client, "roll-guard").with_timeout(Duration::from_secs(600));
-        ws.write_main_tf(&config(&sim, ""));
-        ws.init();
-        set_zones(&ws, &[A, B, C]);
-        ws.apply();
-        let by_zone = replicas_by_zone(&ws);
+        let (sim, ws, by_zone) = three_replicas(client, "roll-guard", Duration::from_secs(600));
         write_keys(&sim, &by_zone[A]);
         let before = members(&sim, &by_zone[A]);
 
