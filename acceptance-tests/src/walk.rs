@@ -34,6 +34,17 @@ variable "zones" {{
   type = list(string)
 }}
 
+# What the masters are made of; the defaults are the provider's, so only scenarios that roll set them.
+variable "machine_type" {{
+  type    = string
+  default = "e2-standard-2"
+}}
+
+variable "image" {{
+  type    = string
+  default = "projects/cos-cloud/global/images/family/cos-stable"
+}}
+
 provider "ha" {{
   project                 = "walk"
   zone                    = "{primary_zone}"
@@ -47,6 +58,8 @@ resource "ha_master_cluster" "c" {{
   multizone                 = true
   etcd_client_source_ranges = ["127.0.0.0/8"]
   deletion_protection       = false # scenarios end with a destroy
+  machine_type              = var.machine_type
+  image                     = var.image
 }}
 
 resource "ha_master_replica" "r" {{
@@ -76,10 +89,16 @@ output "by_zone" {{
 }
 
 pub fn set_zones(ws: &Workspace, zones: &[&str]) {
-    ws.write_file(
-        "terraform.tfvars.json",
-        &serde_json::json!({ "zones": zones }).to_string(),
-    );
+    set_vars(ws, zones, &[]);
+}
+
+/// The replicas' zones and other variables of the walk-through's configuration (`machine_type`, `image`).
+pub fn set_vars(ws: &Workspace, zones: &[&str], vars: &[(&str, &str)]) {
+    let mut all = serde_json::json!({ "zones": zones });
+    for (k, v) in vars {
+        all[*k] = Value::String(v.to_string());
+    }
+    ws.write_file("terraform.tfvars.json", &all.to_string());
 }
 
 /// `output -json`, parsed.

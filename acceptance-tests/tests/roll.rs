@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use acceptance_tests::probe::{keys_under, most_voters_down, probe_static_ip, write_through};
 use acceptance_tests::walk::{
-    check, outputs, replicas_by_zone, set_zones, three_replicas, walk_config_in, write_keys,
+    THREE_ZONES, check, outputs, replicas_by_zone, set_vars, three_replicas, walk_config_in,
+    write_keys,
 };
 use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
 
 const A: &str = "us-central1-a";
+const UBUNTU: &str = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64";
 const B: &str = "us-central1-b";
 const C: &str = "us-central1-c";
 
@@ -124,7 +126,7 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
         };
 
         // Machine type: planned in place, with the warning that says how; rolled by stop/set/start.
-        ws.write_main_tf(&config(&sim, "  machine_type = \"e2-standard-4\"\n"));
+        set_vars(&ws, &THREE_ZONES, &[("machine_type", "e2-standard-4")]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_success();
         plan.assert_contains("0 to add, 4 to change, 0 to destroy");
@@ -157,10 +159,11 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
         check(client, &ws, &sim, 3);
 
         // Image: the VMs are rebuilt on their data disks; etcd restarts as the same members with their data.
-        ws.write_main_tf(&config(
-            &sim,
-            "  machine_type = \"e2-standard-4\"\n  image = \"projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64\"\n",
-        ));
+        set_vars(
+            &ws,
+            &THREE_ZONES,
+            &[("machine_type", "e2-standard-4"), ("image", UBUNTU)],
+        );
         let m = apply_measured(&ws, &sim, "roll-img");
         assert_rolled_cleanly(client, &sim, &vms, "roll-img", &m);
         let rebuilt = ids(&sim);
@@ -176,10 +179,7 @@ fn three_replicas_roll_one_at_a_time_with_no_downtime_and_no_data_lost() {
         check(client, &ws, &sim, 3);
 
         // A setting a master reads at boot: the running masters' configuration has the new value.
-        ws.write_main_tf(&config(
-            &sim,
-            "  machine_type = \"e2-standard-4\"\n  image = \"projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64\"\n  dns_domain = \"corp.example\"\n",
-        ));
+        ws.write_main_tf(&config(&sim, "  dns_domain = \"corp.example\"\n"));
         let m = apply_measured(&ws, &sim, "roll-dns");
         assert_rolled_cleanly(client, &sim, &vms, "roll-dns", &m);
         for vm in &vms {
@@ -203,7 +203,7 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
 
         // One member down: rolling any other would leave one healthy voter of three. Plan refuses, naming it.
         sim.fault(&["crash-vm", &by_zone[C]]);
-        ws.write_main_tf(&config(&sim, "  machine_type = \"e2-standard-4\"\n"));
+        set_vars(&ws, &THREE_ZONES, &[("machine_type", "e2-standard-4")]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
         plan.assert_contains(&format!("Replica {} cannot be rolled now", by_zone[A]));
@@ -233,9 +233,9 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
         );
 
         // Down to one replica, then a roll: plan warns that the API goes down; the data stays.
-        set_zones(&ws, &[A]);
+        set_vars(&ws, &[A], &[("machine_type", "e2-standard-4")]);
         ws.apply();
-        ws.write_main_tf(&config(&sim, "  machine_type = \"e2-standard-8\"\n"));
+        set_vars(&ws, &[A], &[("machine_type", "e2-standard-8")]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_success();
         plan.assert_contains(
