@@ -148,6 +148,7 @@ mod tests {
                         id: i as u64 + 1,
                         is_learner: false,
                         healthy: *healthy,
+                        answered: *healthy,
                     })
                     .collect(),
             ),

@@ -44,6 +44,7 @@ mod tests {
             id: i as u64 + 1,
             is_learner,
             healthy: true,
+            answered: true,
         };
         Observed {
             instances: instances.iter().map(|s| s.to_string()).collect(),

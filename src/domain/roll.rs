@@ -136,11 +136,14 @@ pub fn preflight(world: &Observed, me: &str) -> Result<(), Refusal> {
             ),
         ));
     }
+    // A roll resumed after its own member went down: with two members (or half of an even cluster) the others
+    // then have no quorum and answer without a leader. Alive is enough for them; the restart brings quorum back.
+    let me_down = members.iter().any(|m| m.name == me && !m.healthy);
     let mut problems = Vec::new();
     for m in members.iter().filter(|m| m.name != me) {
         if m.is_learner {
             problems.push(format!("{} is a learner still joining", m.name));
-        } else if !m.healthy {
+        } else if !(m.healthy || me_down && m.answered) {
             problems.push(format!("{} is unhealthy", m.name));
         } else if !world.instances.contains(&m.name) {
             problems.push(format!("{} has no VM", m.name));
@@ -247,6 +250,10 @@ pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, S
     let impact = if replicas <= 1 {
         "This is the only replica: the Kubernetes API is down while its VM restarts (about as long as a VM boot). Add a replica first to roll with no downtime."
             .to_string()
+    } else if super::quorum::fault_tolerance(replicas as u64) == 0 {
+        format!(
+            "With {replicas} replicas etcd needs every member for a majority, so the Kubernetes API is down while each VM restarts. Add a replica first (three tolerate one member down) to roll with no downtime."
+        )
     } else {
         format!(
             "The other {} replica(s) keep serving behind the load balancer, so no downtime is expected; replicas roll one at a time under the cluster lock, each rejoining the pool only once its etcd member is caught up and its API server answers.",
@@ -293,6 +300,7 @@ mod tests {
                         id: i as u64 + 1,
                         is_learner: false,
                         healthy: !unhealthy.contains(n),
+                        answered: !unhealthy.contains(n),
                     })
                     .collect(),
             ),
@@ -429,6 +437,22 @@ mod tests {
         // Its own member being down is part of a resumed roll, not a reason to stop.
         let stopped = vm("TERMINATED", "e2-standard-2", &old);
         assert!(roll_steps(&world(&["a", "b", "c"], &["a"]), "a", Some(&stopped), &want).is_ok());
+        // Two members, this one stopped by a killed roll: the other answers without a leader. That is the quorum
+        // this roll took away, not a reason to stop; a member that does not answer at all is.
+        let mut two = world(&["a", "b"], &["a", "b"]);
+        two.members.as_mut().unwrap()[1].answered = true;
+        assert!(roll_steps(&two, "a", Some(&stopped), &want).is_ok());
+        two.members.as_mut().unwrap()[1].answered = false;
+        assert!(
+            roll_steps(&two, "a", Some(&stopped), &want)
+                .unwrap_err()
+                .1
+                .contains("b is unhealthy")
+        );
+        // While this member is healthy, the other must be healthy too.
+        let mut running = world(&["a", "b"], &["b"]);
+        running.members.as_mut().unwrap()[1].answered = true;
+        assert!(roll_steps(&running, "a", Some(&v), &want).is_err());
         // A learner mid-join, a member without a VM, a VM without a member: all refused, each named.
         let mut w = world(&["a", "b", "c"], &[]);
         w.members.as_mut().unwrap()[1].is_learner = true;

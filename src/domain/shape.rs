@@ -252,6 +252,7 @@ mod tests {
             id,
             is_learner: false,
             healthy: true,
+            answered: true,
         }
     }
 

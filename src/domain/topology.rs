@@ -26,6 +26,9 @@ pub struct MemberView {
     pub is_learner: bool,
     /// Whether the member answered a health check.
     pub healthy: bool,
+    /// Whether it answered at all (healthy or not): a member that answers without a leader is alive, and may only
+    /// be waiting for a quorum that another member's restart took away.
+    pub answered: bool,
 }
 
 /// A snapshot of one cluster, read once per operation.
@@ -328,6 +331,7 @@ mod tests {
             id,
             is_learner: false,
             healthy: true,
+            answered: true,
         }
     }
 

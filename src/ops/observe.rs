@@ -128,6 +128,7 @@ pub async fn observe(
                         healthy: health
                             .iter()
                             .any(|h| h.health.is_healthy() && h.health.member_id() == Some(m.id)),
+                        answered: health.iter().any(|h| h.health.member_id() == Some(m.id)),
                     })
                     .collect();
                 (members, Some(views))
