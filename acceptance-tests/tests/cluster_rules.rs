@@ -184,16 +184,13 @@ fn a_cluster_with_replicas_refuses_deletion_and_labels_change_in_place() {
         );
         check(client, &ws, &sim, &["rules-a"]);
 
-        // A setting masters read at boot changes in place: the plan says the running replica keeps the old value.
+        // A setting masters read at boot rolls the replica in place: the plan says how, and replaces nothing.
         ws.write_main_tf(&config(&sim).replace(
             "  name                      = \"rules\"\n",
             "  name                      = \"rules\"\n  dns_domain                = \"corp.example\"\n",
         ));
         let plan = ws.plan();
-        plan.assert_contains(
-            "Replica rules-a keeps running with the cluster's previous dns_domain",
-        );
-        plan.assert_contains("-replace=");
+        plan.assert_contains("Replica rules-a will be rolled: dns_domain changes");
         assert!(
             !plan.combined().contains("must be replaced"),
             "[{client}] a DNS domain change must not replace the replica by itself:\n{plan}"

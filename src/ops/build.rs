@@ -21,23 +21,51 @@ pub fn data_disk_name(replica: &str) -> String {
 
 /// What the cluster's settings make of a master (everything a roll compares), as plain strings.
 pub fn build_of(spec: &Spec) -> Build {
-    let mut tags = spec.tags.clone();
+    build_from(&Settings {
+        machine_type: &spec.machine_type,
+        image: &spec.image,
+        boot_disk_size_gb: spec.boot_disk_size_gb,
+        tags: &spec.tags,
+        multizone: spec.multizone,
+        etcd_quorum_read: spec.etcd_quorum_read,
+        api_port: spec.api_port,
+        service_range: spec.service_range,
+        dns_domain: &spec.dns_domain,
+    })
+}
+
+/// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
+pub struct Settings<'a> {
+    pub machine_type: &'a str,
+    pub image: &'a str,
+    pub boot_disk_size_gb: i64,
+    pub tags: &'a [String],
+    pub multizone: bool,
+    pub etcd_quorum_read: bool,
+    pub api_port: u16,
+    pub service_range: ipnet::Ipv4Net,
+    pub dns_domain: &'a str,
+}
+
+/// The one mapping from settings to a build, so plan and apply compare the same strings.
+pub fn build_from(s: &Settings<'_>) -> Build {
+    let mut tags = s.tags.to_vec();
     tags.sort();
     let settings: BTreeMap<String, String> = [
-        ("image", spec.image.clone()),
-        ("boot_disk_size_gb", spec.boot_disk_size_gb.to_string()),
+        ("image", s.image.to_string()),
+        ("boot_disk_size_gb", s.boot_disk_size_gb.to_string()),
         ("tags", tags.join(",")),
-        ("multizone", spec.multizone.to_string()),
-        ("etcd_quorum_read", spec.etcd_quorum_read.to_string()),
-        ("api_port", spec.api_port.to_string()),
-        ("service_cluster_ip_range", spec.service_range.to_string()),
-        ("dns_domain", spec.dns_domain.clone()),
+        ("multizone", s.multizone.to_string()),
+        ("etcd_quorum_read", s.etcd_quorum_read.to_string()),
+        ("api_port", s.api_port.to_string()),
+        ("service_cluster_ip_range", s.service_range.to_string()),
+        ("dns_domain", s.dns_domain.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     Build {
-        machine_type: spec.machine_type.clone(),
+        machine_type: s.machine_type.to_string(),
         settings,
     }
 }
@@ -107,7 +135,14 @@ pub async fn create_instance(
     let data_disk = if joining {
         // A disk of this name without its VM is a leftover (a leave killed between deleting the VM and the
         // disk): a new member must not start on another member's data.
-        ctx.compute.delete_disk(who.zone, &name, deadline).await?;
+        if ctx
+            .compute
+            .get_disk(who.zone, &name, deadline)
+            .await?
+            .is_some()
+        {
+            ctx.compute.delete_disk(who.zone, &name, deadline).await?;
+        }
         DataDisk::Create {
             name,
             size_gb: spec.data_disk_size_gb,

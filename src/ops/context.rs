@@ -29,6 +29,10 @@ pub enum OpError {
     /// A change the domain refuses (quorum): summary and what to do.
     #[error("{0}. {1}")]
     Refused(String, String),
+    /// A change that cannot start yet, for a reason another change under way may lift (a sibling replica still
+    /// rolling): summary and what to do. The caller may wait and ask again.
+    #[error("{0}. {1}")]
+    NotYet(String, String),
     #[error("{0}")]
     Other(String),
 }

@@ -139,7 +139,12 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
         }
     }
     // The VM is gone, so GCE lets its data disk go too (a replica leaving takes its etcd data with it).
-    c.delete_disk(zone, &data_disk_name(name), deadline).await?;
+    if c.get_disk(zone, &data_disk_name(name), deadline)
+        .await?
+        .is_some()
+    {
+        c.delete_disk(zone, &data_disk_name(name), deadline).await?;
+    }
     c.delete_address(&spec.region, &internal_address_name(name), deadline)
         .await?;
     Ok(())

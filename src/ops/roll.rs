@@ -78,7 +78,7 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
         vm.as_ref().map(|v| facts(v, &r.prior)).as_ref(),
         &want,
     )
-    .map_err(|(s, d)| OpError::Refused(s, d))?;
+    .map_err(|(s, d)| OpError::NotYet(s, d))?;
     tracing::debug!(replica = %r.name, steps = ?steps, "roll steps");
     let member_id = snap
         .member_named(&r.name)

@@ -13,6 +13,7 @@ use super::cluster::{ClusterModel, spec_of};
 use super::cluster_apply::endpoint;
 use super::replica::ReplicaModel;
 use crate::config::Settings;
+use crate::domain::roll::BUILD_LABEL;
 use crate::domain::{ids, zones};
 use crate::gce::Compute;
 use crate::ops::adopt::{adopt_cluster, adopt_replica};
@@ -155,7 +156,7 @@ pub async fn replica(
     let own: BTreeMap<String, String> = vm
         .labels
         .iter()
-        .filter(|(k, _)| k.as_str() != CLUSTER_LABEL)
+        .filter(|(k, _)| k.as_str() != CLUSTER_LABEL && k.as_str() != BUILD_LABEL)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let s = |v: &str| Val::Known(v.to_string());

@@ -15,8 +15,6 @@ use super::Timeouts;
 use super::spec::ClusterSpec;
 use crate::domain::roll::Build;
 use crate::domain::{ids, names, zones};
-use crate::ops::build::build_of;
-use crate::ops::context::Spec;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ReplicaModel {
@@ -247,11 +245,11 @@ impl Resource for ReplicaResource {
             {
                 change.requires_replace.push(AttributePath::attr("cluster"));
             }
-            p.master_settings = match Spec::from_cluster(&cluster) {
+            p.master_settings = match cluster.build() {
                 // Just imported: the VM's build is recorded at its first update, not announced as a change.
                 _ if change.prior.is_some_and(|m| m.master_settings.is_null()) => Val::Null,
-                Ok(spec) => Val::Known(build_of(&spec).shown()),
-                Err(_) => Val::Unknown,
+                Some(build) => Val::Known(build.shown()),
+                None => Val::Unknown,
             };
         }
         if let Some(prior) = change.prior

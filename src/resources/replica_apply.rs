@@ -33,6 +33,8 @@ use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
 use crate::ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
+/// How long a roll waits for another replica's member to come back before it reports the refusal.
+const WAIT_FOR_SIBLINGS: Duration = Duration::from_secs(120);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(1200);
 
 /// `<cluster>-<three letters>`, as kube-up names replicas.
@@ -82,7 +84,9 @@ async fn context(
 
 fn report(diags: &mut Diagnostics, what: &str, name: &str, e: OpError) {
     match e {
-        OpError::Refused(summary, detail) => diags.error(summary, detail),
+        OpError::Refused(summary, detail) | OpError::NotYet(summary, detail) => {
+            diags.error(summary, detail)
+        }
         other => diags.error(format!("Could not {what} replica {name}"), other.explain()),
     }
 }
@@ -401,21 +405,33 @@ async fn roll_replica(
 ) -> Option<ReplicaModel> {
     let name = p.name.known().cloned().unwrap_or_default();
     let zone = p.zone.known().cloned().unwrap_or_default();
-    let lock = match lock_cluster(ctx, &format!("roll replica {name}"), until).await {
-        Ok(lock) => lock,
-        Err(e) => {
-            report(diags, "roll", &name, e);
-            return Some(prior);
-        }
-    };
     let req = RollRequest {
         name: name.clone(),
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
         prior: old,
     };
-    let rolled = roll(ctx, &req, until).await;
-    lock.release().await;
+    // Siblings in one apply take the lock in any order: one may find another's member still down from a roll
+    // that was killed and is being resumed by that sibling. Waiting a while (outside the lock) lets it finish;
+    // a member that stays down is reported as plan would have.
+    let patience = Instant::now() + WAIT_FOR_SIBLINGS;
+    let rolled = loop {
+        let lock = match lock_cluster(ctx, &format!("roll replica {name}"), until).await {
+            Ok(lock) => lock,
+            Err(e) => {
+                report(diags, "roll", &name, e);
+                return Some(prior);
+            }
+        };
+        let rolled = roll(ctx, &req, until).await;
+        lock.release().await;
+        match rolled {
+            Err(OpError::NotYet(..)) if Instant::now() < patience.min(until) => {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+            other => break other,
+        }
+    };
     let r = match rolled {
         Ok(r) => r,
         Err(e) => {

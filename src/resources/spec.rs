@@ -91,6 +91,25 @@ impl ClusterSpec {
         }
     }
 
+    /// What these settings make of a master, when every one of them is known (they come from configuration, so
+    /// they are at plan, even while the cluster's IP and CAs are not).
+    pub fn build(&self) -> Option<crate::domain::roll::Build> {
+        let tags = self.tags.known().cloned().unwrap_or_default();
+        Some(crate::ops::build::build_from(
+            &crate::ops::build::Settings {
+                machine_type: self.machine_type.known()?,
+                image: self.image.known()?,
+                boot_disk_size_gb: *self.boot_disk_size_gb.known()?,
+                tags: &tags,
+                multizone: *self.multizone.known()?,
+                etcd_quorum_read: *self.etcd_quorum_read.known()?,
+                api_port: u16::try_from(*self.api_port.known()?).ok()?,
+                service_range: self.service_cluster_ip_range.known()?.parse().ok()?,
+                dns_domain: self.dns_domain.known()?,
+            },
+        ))
+    }
+
     /// Whether a change from `old` to `self` gives a replica a new identity: another cluster, or another
     /// network (its internal IP, and so its etcd peer URL, changes). Such a change replaces the replica; every
     /// other change to what a master is made of rolls it in place (`domain::roll`).

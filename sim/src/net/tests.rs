@@ -202,7 +202,8 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
     let (vm1, vm2) = (boot("vm1", ip(55, 0, 2)), boot("vm2", ip(55, 0, 3)));
     wait_healthy(&[&vm1, &vm2]);
     let ca = pki.cluster.ca_pem.clone();
-    let ports = [443, 8080];
+    // The healthcheck sidecar listens on kops' fixed 3990.
+    let ports = [443, 3990];
 
     // 1. The static IP is vm1's access config.
     let nat = forward(static_ip, vm1.internal_ip(), &ports, PortMap::default()).unwrap();
@@ -211,7 +212,7 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
         BTreeSet::from(["vm1".to_string()])
     );
     // Removing the NAT cuts connections that were open through it, not just the listener.
-    let mut held = std::net::TcpStream::connect((static_ip, 8080)).unwrap();
+    let mut held = std::net::TcpStream::connect((static_ip, 3990)).unwrap();
     std::thread::sleep(Duration::from_millis(100));
     nat.stop();
     held.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -232,7 +233,7 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
         backends: vec![vm1.internal_ip(), vm2.internal_ip()],
         health_check: Some(
             HealthCheckSpec {
-                port: 8080,
+                port: 3990,
                 request_path: "/healthz".into(),
                 ..HealthCheckSpec::default()
             }
@@ -261,7 +262,7 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
     );
     // The plain health endpoint travels with the IP too.
     let plain = block_on(async {
-        let s = tokio::net::TcpStream::connect((static_ip, 8080))
+        let s = tokio::net::TcpStream::connect((static_ip, 3990))
             .await
             .unwrap();
         http::get(s, "x", "/healthz").await.unwrap()
