@@ -152,6 +152,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            stopped: Default::default(),
             without_external_ip: Default::default(),
             etcd_unreachable: None,
         }

@@ -15,6 +15,7 @@ pub mod protection;
 pub mod quorum;
 pub mod roll;
 pub mod shape;
+pub mod step;
 pub mod topology;
 pub mod zones;
 

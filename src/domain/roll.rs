@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use super::step::Step;
 use super::topology::{Observed, Refusal, unknown_membership};
 
 /// What a replica VM is built from, minus its machine type (which GCE changes in place on a stopped VM). The
@@ -85,28 +86,43 @@ pub struct VmFacts {
     pub has_data_disk: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RollStep {
-    /// Out of the target pool, so new connections stop reaching this replica.
-    LeavePool,
-    /// Hand etcd leadership to another voter if this member leads.
-    MoveLeadership,
-    StopVm,
-    SetMachineType,
-    StartVm,
-    /// Delete the VM, keeping its data disk and reserved internal IP.
-    DeleteVm,
-    /// Create the VM again with the new build, on the same data disk and internal IP.
-    CreateVm,
-    /// The same member answers healthy and has applied what the leader committed.
-    AwaitMember,
-    /// The replica's own API server answers `/healthz` over TLS.
-    AwaitApi,
-    JoinPool,
-    /// A sole replica: the static IP serves the API again.
-    AwaitEndpoint,
-    /// Consecutive healthy checks before the lock goes to the next replica.
-    Soak,
+/// Siblings of `me` whose own roll was interrupted: their VM is stopped or gone and the target pool no longer
+/// lists them, a state only a roll leaves a replica in (GCE keeps a stopped VM in its pool, and the cluster's
+/// repairs put only running replicas back). Their replicas resume those rolls in the same apply, so at plan they
+/// are no reason to refuse `me`'s roll; at apply it waits for them (`preflight` stays strict).
+pub fn resuming_siblings(world: &Observed, me: &str) -> Vec<String> {
+    let Some(pool) = &world.pool else {
+        return Vec::new();
+    };
+    let members = world.members.as_deref().unwrap_or_default();
+    members
+        .iter()
+        .filter(|m| m.name != me && !m.is_learner && !m.healthy && !pool.contains(&m.name))
+        .filter(|m| world.stopped.contains(&m.name) || !world.instances.contains(&m.name))
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+/// The plan's verdict on rolling `me`: a refusal for what this apply cannot mend, otherwise the siblings whose
+/// interrupted rolls it resumes first (for the plan's warning).
+pub fn plan_preflight(world: &Observed, me: &str) -> Result<Vec<String>, Refusal> {
+    let resuming = resuming_siblings(world, me);
+    if resuming.is_empty() {
+        return preflight(world, me).map(|()| resuming);
+    }
+    // Judge the rest as if the resumed rolls had finished: those members healthy, their VMs back.
+    let mut after = world.clone();
+    for name in &resuming {
+        after.instances.insert(name.clone());
+        after.stopped.remove(name);
+    }
+    if let Some(members) = after.members.as_mut() {
+        for m in members.iter_mut().filter(|m| resuming.contains(&m.name)) {
+            m.healthy = true;
+            m.answered = true;
+        }
+    }
+    preflight(&after, me).map(|()| resuming)
 }
 
 /// Why the roll of `me` may not start: membership unknown, or another member not healthy (rolling makes this
@@ -178,7 +194,7 @@ pub fn roll_steps(
     me: &str,
     vm: Option<&VmFacts>,
     want: &Build,
-) -> Result<Vec<RollStep>, Refusal> {
+) -> Result<Vec<Step>, Refusal> {
     preflight(world, me)?;
     let alone = world.instances.iter().all(|n| n == me);
     let in_pool = world.pool.as_ref().map(|p| p.contains(me));
@@ -201,40 +217,40 @@ pub fn roll_steps(
     let disruptive = vm.is_some() && (rebuild || resize);
     if disruptive && running && !alone {
         if in_pool == Some(true) {
-            steps.push(RollStep::LeavePool);
+            steps.push(Step::RemoveFromPool);
         }
-        steps.push(RollStep::MoveLeadership);
+        steps.push(Step::MoveLeadership);
     }
     if rebuild {
         if vm.is_some() {
-            steps.push(RollStep::DeleteVm);
+            steps.push(Step::DeleteInstance);
         }
-        steps.push(RollStep::CreateVm);
+        steps.push(Step::RebuildInstance);
     } else if resize {
         if vm.is_some_and(|v| v.status != "TERMINATED") {
-            steps.push(RollStep::StopVm);
+            steps.push(Step::StopInstance);
         }
-        steps.push(RollStep::SetMachineType);
-        steps.push(RollStep::StartVm);
+        steps.push(Step::SetMachineType);
+        steps.push(Step::StartInstance);
     } else if !running {
-        steps.push(RollStep::StartVm);
+        steps.push(Step::StartInstance);
     }
     let touched = !steps.is_empty();
     if touched {
-        steps.push(RollStep::AwaitMember);
+        steps.push(Step::AwaitMember);
     }
     if alone {
         if touched {
-            steps.push(RollStep::AwaitEndpoint);
+            steps.push(Step::AwaitEndpoint);
         }
     } else if touched || in_pool == Some(false) {
-        steps.push(RollStep::AwaitApi);
-        if in_pool != Some(true) || steps.contains(&RollStep::LeavePool) {
-            steps.push(RollStep::JoinPool);
+        steps.push(Step::AwaitApi);
+        if in_pool != Some(true) || steps.contains(&Step::RemoveFromPool) {
+            steps.push(Step::AddToPool);
         }
     }
     if touched {
-        steps.push(RollStep::Soak);
+        steps.push(Step::Soak);
     }
     Ok(steps)
 }
@@ -317,7 +333,32 @@ mod tests {
         }
     }
 
-    use RollStep::*;
+    use Step::*;
+
+    #[test]
+    fn a_sibling_whose_roll_was_interrupted_is_resumed_not_refused_at_plan() {
+        let mut w = world(&["m1", "m2", "m3"], &["m2"]);
+        // A crashed VM stays in the pool: plan refuses, naming it.
+        w.stopped.insert("m2".into());
+        let (_, detail) = plan_preflight(&w, "m1").unwrap_err();
+        assert!(detail.contains("m2 is unhealthy"), "{detail}");
+        // Stopped and out of the pool: only a roll leaves a replica so, and its own apply resumes it.
+        w.pool.as_mut().unwrap().remove("m2");
+        assert_eq!(plan_preflight(&w, "m1").unwrap(), vec!["m2".to_string()]);
+        // Gone between delete and create: the same.
+        w.instances.remove("m2");
+        w.stopped.remove("m2");
+        assert_eq!(plan_preflight(&w, "m1").unwrap(), vec!["m2".to_string()]);
+        // Apply stays strict: it waits for m2 instead.
+        assert!(preflight(&w, "m1").is_err());
+        // Another member down as well is still a refusal.
+        let mut both = world(&["m1", "m2", "m3"], &["m2", "m3"]);
+        both.pool.as_mut().unwrap().remove("m2");
+        both.stopped.insert("m2".into());
+        let (_, detail) = plan_preflight(&both, "m1").unwrap_err();
+        assert!(detail.contains("m3 is unhealthy"), "{detail}");
+        assert!(!detail.contains("m2"), "{detail}");
+    }
 
     #[test]
     fn the_cheapest_safe_change_from_any_point_of_a_roll() {
@@ -329,7 +370,7 @@ mod tests {
         let mut a_out = three.clone();
         a_out.pool.as_mut().unwrap().remove("a");
         // (world, vm, want, steps)
-        let cases: Vec<(&Observed, Option<VmFacts>, &Build, Vec<RollStep>)> = vec![
+        let cases: Vec<(&Observed, Option<VmFacts>, &Build, Vec<Step>)> = vec![
             // Nothing to do.
             (
                 &three,
@@ -343,14 +384,14 @@ mod tests {
                 Some(vm("RUNNING", "e2-standard-2", &old)),
                 &bigger,
                 vec![
-                    LeavePool,
+                    RemoveFromPool,
                     MoveLeadership,
-                    StopVm,
+                    StopInstance,
                     SetMachineType,
-                    StartVm,
+                    StartInstance,
                     AwaitMember,
                     AwaitApi,
-                    JoinPool,
+                    AddToPool,
                     Soak,
                 ],
             ),
@@ -361,10 +402,10 @@ mod tests {
                 &bigger,
                 vec![
                     SetMachineType,
-                    StartVm,
+                    StartInstance,
                     AwaitMember,
                     AwaitApi,
-                    JoinPool,
+                    AddToPool,
                     Soak,
                 ],
             ),
@@ -373,14 +414,14 @@ mod tests {
                 &a_out,
                 Some(vm("TERMINATED", "e2-standard-4", &old)),
                 &bigger,
-                vec![StartVm, AwaitMember, AwaitApi, JoinPool, Soak],
+                vec![StartInstance, AwaitMember, AwaitApi, AddToPool, Soak],
             ),
             // Killed after the start, before rejoining the pool.
             (
                 &a_out,
                 Some(vm("RUNNING", "e2-standard-4", &old)),
                 &bigger,
-                vec![AwaitApi, JoinPool],
+                vec![AwaitApi, AddToPool],
             ),
             // Anything else: rebuild on the data disk.
             (
@@ -388,13 +429,13 @@ mod tests {
                 Some(vm("RUNNING", "e2-standard-2", &old)),
                 &newer,
                 vec![
-                    LeavePool,
+                    RemoveFromPool,
                     MoveLeadership,
-                    DeleteVm,
-                    CreateVm,
+                    DeleteInstance,
+                    RebuildInstance,
                     AwaitMember,
                     AwaitApi,
-                    JoinPool,
+                    AddToPool,
                     Soak,
                 ],
             ),
@@ -403,14 +444,20 @@ mod tests {
                 &a_out,
                 None,
                 &newer,
-                vec![CreateVm, AwaitMember, AwaitApi, JoinPool, Soak],
+                vec![RebuildInstance, AwaitMember, AwaitApi, AddToPool, Soak],
             ),
             // A sole replica: no pool, no leadership to move; the static IP must serve again.
             (
                 &sole,
                 Some(vm("RUNNING", "e2-standard-2", &old)),
                 &newer,
-                vec![DeleteVm, CreateVm, AwaitMember, AwaitEndpoint, Soak],
+                vec![
+                    DeleteInstance,
+                    RebuildInstance,
+                    AwaitMember,
+                    AwaitEndpoint,
+                    Soak,
+                ],
             ),
         ];
         for (w, v, want, steps) in cases {

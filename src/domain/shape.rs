@@ -14,7 +14,8 @@
 
 use std::collections::BTreeSet;
 
-use super::topology::{IpHolder, Observed, Step};
+use super::step::Step;
+use super::topology::{IpHolder, Observed};
 
 /// One way the cluster is out of shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,9 +209,14 @@ pub fn cluster_repairs(world: &Observed, running: &BTreeSet<String>) -> Vec<Step
                     instances: world.instances.iter().cloned().collect(),
                 });
             }
-            Drift::NotInPool { replica } => steps.push(Step::AddPoolMember {
-                name: replica.clone(),
-            }),
+            // A stopped replica is started by its own replica's apply, which puts it back once its API answers
+            // (a roll that was interrupted, resumed); adding it here would put a dead backend in the pool.
+            Drift::NotInPool { replica } if running.contains(replica) => {
+                steps.push(Step::AddPoolMember {
+                    name: replica.clone(),
+                })
+            }
+            Drift::NotInPool { .. } => {}
             Drift::StrangerInPool { name } => {
                 steps.push(Step::RemovePoolMember { name: name.clone() })
             }
@@ -276,6 +282,7 @@ mod tests {
                     .map(|(i, n)| member(n, i as u64 + 1))
                     .collect(),
             ),
+            stopped: BTreeSet::new(),
             without_external_ip: BTreeSet::new(),
             etcd_unreachable: None,
         }
@@ -388,6 +395,16 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_stopped_replica_out_of_the_pool_waits_for_its_own_apply() {
+        // A roll killed after its replica left the pool and stopped: the replica's own apply resumes the roll
+        // and rejoins the pool once its API answers; the cluster's repair must not add a dead backend first.
+        let mut w = lb(&["m1", "m2", "m3"]);
+        w.pool = Some(["m1", "m3"].iter().map(|s| s.to_string()).collect());
+        let running: BTreeSet<String> = ["m1", "m3"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(cluster_repairs(&w, &running), Vec::<Step>::new());
     }
 
     #[test]

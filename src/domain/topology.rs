@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::quorum;
+use super::step::Step;
 
 /// What holds the static IP now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,63 +48,11 @@ pub struct Observed {
     /// provider runs (a firewall, a network path, or etcd down on every one). Membership is then *unknown*, not
     /// empty, and no membership change may be decided from it.
     pub etcd_unreachable: Option<String>,
+    /// Replica VMs that exist but are not RUNNING (stopped, crashed, being stopped or started).
+    pub stopped: BTreeSet<String>,
     /// Replica VMs with no external IP at all: an IP move (delete the access config, then add one) stopped half
     /// way. The provider reaches etcd through external IPs, so their members cannot be asked.
     pub without_external_ip: BTreeSet<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// A learner left by an interrupted join of another replica blocks new joins: remove it first.
-    RemoveStaleMember {
-        name: String,
-        id: u64,
-    },
-    /// Bootstrap: the first replica founds etcd (initial-cluster-state new).
-    CreateFoundingInstance {
-        with_static_ip: bool,
-    },
-    AddLearner,
-    /// Joiners start with initial-cluster-state existing and an ephemeral IP.
-    CreateJoiningInstance,
-    AwaitCaughtUpAndPromote,
-    CreateHealthCheck,
-    /// Create the pool with these instances.
-    CreatePool {
-        instances: Vec<String>,
-    },
-    AddToPool,
-    /// Replace the holder's access config with an ephemeral one.
-    DetachStaticIp {
-        from: String,
-    },
-    CreateForwardingRule,
-    /// Check the static IP really serves the API over TLS again.
-    AwaitEndpoint,
-    // Leaving:
-    RemoveFromPool,
-    MoveLeadership,
-    RemoveMember {
-        id: u64,
-    },
-    DeleteInstance,
-    DeleteForwardingRule,
-    AttachStaticIp {
-        to: String,
-    },
-    DeletePool,
-    DeleteHealthCheck,
-    // Repairing the cluster's shape (`domain::shape`), by name since no replica is "me" there:
-    /// Give a VM that lost its access config an ephemeral external IP again.
-    AttachEphemeralIp {
-        to: String,
-    },
-    AddPoolMember {
-        name: String,
-    },
-    RemovePoolMember {
-        name: String,
-    },
 }
 
 /// A refusal: the summary and what to do.
@@ -300,6 +249,10 @@ pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
             steps.push(Step::DeleteHealthCheck);
         }
     }
+    // Once the VM is gone GCE lets its data disk go (a replica leaving takes its etcd data with it), and its
+    // internal IP. Neither is observed: both steps accept "already gone".
+    steps.push(Step::DeleteDataDisk);
+    steps.push(Step::ReleaseInternalAddress);
     Ok(steps)
 }
 
@@ -349,6 +302,7 @@ mod tests {
             pool: pool.map(|p| p.iter().map(|s| s.to_string()).collect()),
             forwarding_rule: rule,
             members: Some(members.to_vec()),
+            stopped: BTreeSet::new(),
             without_external_ip: BTreeSet::new(),
             etcd_unreachable: None,
         }
@@ -549,7 +503,9 @@ mod tests {
                 Step::RemoveFromPool,
                 Step::MoveLeadership,
                 Step::RemoveMember { id: 3 },
-                Step::DeleteInstance
+                Step::DeleteInstance,
+                Step::DeleteDataDisk,
+                Step::ReleaseInternalAddress,
             ]
         );
     }
@@ -575,6 +531,8 @@ mod tests {
                 Step::AwaitEndpoint,
                 Step::DeletePool,
                 Step::DeleteHealthCheck,
+                Step::DeleteDataDisk,
+                Step::ReleaseInternalAddress,
             ]
         );
     }
@@ -606,6 +564,13 @@ mod tests {
             false,
             &[member("m1", 1)],
         );
-        assert_eq!(leave_steps(&w, "m1").unwrap(), vec![Step::DeleteInstance]);
+        assert_eq!(
+            leave_steps(&w, "m1").unwrap(),
+            vec![
+                Step::DeleteInstance,
+                Step::DeleteDataDisk,
+                Step::ReleaseInternalAddress
+            ]
+        );
     }
 }

@@ -6,6 +6,7 @@ pub mod build;
 pub mod cluster;
 pub mod context;
 pub mod endpoint;
+pub mod execute;
 pub mod join;
 pub mod leave;
 pub mod lock;

@@ -159,6 +159,11 @@ pub async fn observe(
             forwarding_rule: rule.is_some(),
             members: member_views,
             etcd_unreachable,
+            stopped: instances
+                .values()
+                .filter(|i| i.status != "RUNNING")
+                .map(|i| i.name.clone())
+                .collect(),
             without_external_ip: instances
                 .values()
                 .filter(|i| i.external_ip.is_none())

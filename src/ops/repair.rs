@@ -1,7 +1,7 @@
 //! Repairs after the world moved behind Terraform's back.
 //!
 //! `repair_shape` puts a cluster's load balancer and static IP back into the shape its replicas call for: observe,
-//! ask `domain::shape::cluster_repairs`, run the steps. Every step is an "ensure" (membership changes skip members
+//! ask `domain::shape::cluster_repairs`, run the steps (`ops::execute`). Every step is an "ensure" (membership changes skip members
 //! already in or out, deletes accept "not found"), so a repair that is interrupted, or followed by a replica's join
 //! or leave in the same apply, resumes and composes cleanly. The caller holds the cluster's lock.
 //!
@@ -16,168 +16,36 @@ use tokio::time::Instant;
 
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::await_static_ip;
+use super::execute::Run;
 use super::observe::{Snapshot, etcd_target, observe};
-use super::shared::{HEALTH_PORT, zone_of};
 use crate::domain::metadata::metadata_drift;
 use crate::domain::shape::{cluster_repairs, reachability_repairs};
-use crate::domain::topology::Step;
-use crate::gce::{ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, TargetPoolSpec};
+use crate::domain::step::Step;
+use crate::gce::InstanceInfo;
 
-/// Before a join or a leave: gives replica VMs that lost their external IP to an interrupted IP move an ephemeral
-/// one again, so their etcd members can be asked (`domain::shape::reachability_repairs`). Returns whether anything
-/// changed, in which case `snap` is stale. The caller holds the cluster's lock.
+/// Before a join, a leave or a roll: gives replica VMs that lost their external IP to an interrupted IP move an
+/// ephemeral one again, so their etcd members can be asked (`domain::shape::reachability_repairs`). Returns
+/// whether anything changed, in which case `snap` is stale. The caller holds the cluster's lock.
 pub async fn restore_reachability(
     ctx: &ClusterCtx,
     snap: &Snapshot,
     deadline: Instant,
 ) -> Result<bool> {
     let steps = reachability_repairs(&snap.observed);
-    for step in &steps {
-        if let Step::AttachEphemeralIp { to } = step {
-            tracing::info!(
-                "{}: giving {to} an ephemeral external IP again, which an interrupted IP move took away",
-                ctx.spec.name
-            );
-            let zone = snap
-                .instances
-                .get(to)
-                .map(zone_of)
-                .unwrap_or_else(|| ctx.spec.zone.clone());
-            ctx.compute
-                .swap_access_config(&zone, to, None, deadline)
-                .await?;
-        }
-    }
+    Run::for_cluster(ctx, snap, deadline)
+        .execute(&steps)
+        .await?;
     Ok(!steps.is_empty())
 }
 
 /// Repairs the cluster's shape; returns the steps taken (empty when it was in shape).
 pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<Step>> {
-    let spec = &ctx.spec;
-    let c = &ctx.compute;
     let snap = observe(ctx, &[], deadline).await?;
     let steps = cluster_repairs(&snap.observed, &snap.running());
-    tracing::debug!(cluster = %spec.name, steps = ?steps, "repair steps");
-    let replica_ref = |name: &str| InstanceRef {
-        zone: snap
-            .instances
-            .get(name)
-            .map(zone_of)
-            .unwrap_or_else(|| spec.zone.clone()),
-        name: name.to_string(),
-    };
-    for step in &steps {
-        match step {
-            Step::CreateHealthCheck => {
-                let mut hc = HealthCheckSpec::new(ctx.names.health_check.clone());
-                hc.port = HEALTH_PORT;
-                hc.request_path = "/healthz".into();
-                c.ensure_http_health_check(&hc, deadline).await?;
-            }
-            Step::CreatePool { instances } => {
-                tracing::info!("{}: recreating the load balancer's target pool", spec.name);
-                let pool = TargetPoolSpec {
-                    name: ctx.names.target_pool.clone(),
-                    region: spec.region.clone(),
-                    health_check: Some(ctx.names.health_check.clone()),
-                    instances: instances.iter().map(|n| replica_ref(n)).collect(),
-                    description: Some(format!("API servers of {}", spec.name)),
-                };
-                c.ensure_target_pool(&pool, deadline).await?;
-            }
-            Step::AddPoolMember { name } => {
-                tracing::info!("{}: putting {name} back into the load balancer", spec.name);
-                c.add_target_pool_instance(
-                    &spec.region,
-                    &ctx.names.target_pool,
-                    &replica_ref(name),
-                    deadline,
-                )
-                .await?;
-            }
-            Step::RemovePoolMember { name } => {
-                // Not a replica VM, so it is not in `instances`: the pool's own reference says its zone.
-                let member = snap
-                    .pool_members
-                    .iter()
-                    .find(|r| &r.name == name)
-                    .cloned()
-                    .unwrap_or_else(|| replica_ref(name));
-                tracing::info!(
-                    "{}: removing {name}, which is not a replica VM, from the load balancer",
-                    spec.name
-                );
-                c.remove_target_pool_instance(
-                    &spec.region,
-                    &ctx.names.target_pool,
-                    &member,
-                    deadline,
-                )
-                .await?;
-            }
-            Step::AttachEphemeralIp { to } => {
-                tracing::info!(
-                    "{}: giving {to} an ephemeral external IP again, which an interrupted IP move took away",
-                    spec.name
-                );
-                let zone = replica_ref(to).zone;
-                c.swap_access_config(&zone, to, None, deadline).await?;
-            }
-            Step::DetachStaticIp { from } => {
-                tracing::info!(
-                    "{}: moving the static IP off {from} to the load balancer",
-                    spec.name
-                );
-                let zone = replica_ref(from).zone;
-                c.swap_access_config(&zone, from, None, deadline).await?;
-            }
-            Step::CreateForwardingRule => {
-                tracing::info!(
-                    "{}: recreating the forwarding rule on the static IP",
-                    spec.name
-                );
-                let rule = ForwardingRuleSpec {
-                    name: ctx.names.forwarding_rule.clone(),
-                    region: spec.region.clone(),
-                    ip_address: spec.external_ip.clone(),
-                    port_range: format!("{0}-{0}", spec.api_port),
-                    target_pool: ctx.names.target_pool.clone(),
-                    description: Some(format!("API endpoint of {}", spec.name)),
-                };
-                c.ensure_forwarding_rule(&rule, deadline).await?;
-            }
-            Step::DeleteForwardingRule => {
-                tracing::info!(
-                    "{}: deleting the forwarding rule left with one replica",
-                    spec.name
-                );
-                c.delete_forwarding_rule(&spec.region, &ctx.names.forwarding_rule, deadline)
-                    .await?;
-            }
-            Step::AttachStaticIp { to } => {
-                tracing::info!("{}: giving the static IP back to {to}", spec.name);
-                let zone = replica_ref(to).zone;
-                c.swap_access_config(&zone, to, Some(&spec.external_ip), deadline)
-                    .await?;
-            }
-            Step::AwaitEndpoint => {
-                await_static_ip(ctx, deadline).await?;
-            }
-            Step::DeletePool => {
-                c.delete_target_pool(&spec.region, &ctx.names.target_pool, deadline)
-                    .await?;
-            }
-            Step::DeleteHealthCheck => {
-                c.delete_http_health_check(&ctx.names.health_check, deadline)
-                    .await?;
-            }
-            other => {
-                return Err(OpError::Other(format!(
-                    "a repair cannot take the step {other:?}; this is a bug"
-                )));
-            }
-        }
-    }
+    tracing::debug!(cluster = %ctx.spec.name, steps = ?steps, "repair steps");
+    Run::for_cluster(ctx, &snap, deadline)
+        .execute(&steps)
+        .await?;
     Ok(steps)
 }
 

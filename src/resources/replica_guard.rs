@@ -8,7 +8,7 @@ use tfplugin::diag::Diagnostics;
 use super::replica::ReplicaModel;
 use crate::config::Settings;
 use crate::domain::guard::{Verdict, check_join, check_leave};
-use crate::domain::roll::{Build, preflight, roll_warning};
+use crate::domain::roll::{Build, plan_preflight, roll_warning};
 use crate::ops::context::Spec;
 use crate::ops::refresh::observe_shared;
 use crate::ops::{ClusterCtx, OpError};
@@ -81,7 +81,7 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
 }
 
 /// A replica whose `master_settings` change: the plan says how it will be rolled and what the user will see, and
-/// refuses, naming the member, when the roll could not start now (`domain::roll::preflight`).
+/// refuses, naming the member, when the roll could not start now (`domain::roll::plan_preflight`).
 pub async fn check_roll(
     settings: &Settings,
     prior: &ReplicaModel,
@@ -102,15 +102,29 @@ pub async fn check_roll(
     };
     let changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
     let mut replicas = None;
+    let mut resuming = Vec::new();
     observe_and_judge(settings, prior, diags, |w| {
-        replicas = Some(w.instances.len());
-        match preflight(w, &name) {
-            Ok(()) => Verdict::Fine,
+        replicas = Some(
+            w.instances
+                .len()
+                .max(w.members.as_ref().map_or(0, Vec::len)),
+        );
+        match plan_preflight(w, &name) {
+            Ok(r) => {
+                resuming = r;
+                Verdict::Fine
+            }
             Err(refusal) => Verdict::Refuse(refusal),
         }
     })
     .await;
     // Without a look (the cluster is busy or could not be observed), assume company: apply checks again.
-    let (summary, detail) = roll_warning(&name, &changes, replicas.unwrap_or(2));
+    let (summary, mut detail) = roll_warning(&name, &changes, replicas.unwrap_or(2));
+    if !resuming.is_empty() {
+        detail.push_str(&format!(
+            " The roll of {} was interrupted (stopped and out of the load balancer): this apply resumes it, and {name} rolls once that member is healthy again.",
+            resuming.join(", ")
+        ));
+    }
     diags.warning(summary, detail);
 }

@@ -1,0 +1,91 @@
+//! The steps every change to a cluster is made of, as data. `domain` decides which steps remain from an observed
+//! snapshot (`topology::join_steps`, `topology::leave_steps`, `roll::roll_steps`, `shape::cluster_repairs`); one
+//! executor, `ops::execute`, carries out any list of them. A step is idempotent where it can be (an "ensure", a
+//! delete that accepts "not found"), so a list decided again after a kill resumes where the last one stopped.
+//!
+//! Steps about "the replica" act on the one replica the change is about (the one joining, leaving or rolling);
+//! steps that name a replica (`{ name }`, `{ to }`, `{ from }`) act on that one, for repairs where no replica is
+//! "me". Adding a step family: add variants here, decide them in a `domain` function, implement each variant
+//! once in `ops::execute`.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    // etcd membership.
+    /// A learner left by an interrupted join of another replica blocks new joins: remove it first.
+    RemoveStaleMember {
+        name: String,
+        id: u64,
+    },
+    /// The replica is added to etcd as a learner (non-voting) before its VM starts.
+    AddLearner,
+    /// The learner has applied what the leader committed: promote it to a voting member.
+    AwaitCaughtUpAndPromote,
+    /// Hand etcd leadership to another voter if the replica's member leads.
+    MoveLeadership,
+    RemoveMember {
+        id: u64,
+    },
+    /// The replica's member (the same one, after a restart or rebuild) answers healthy and is caught up.
+    AwaitMember,
+    /// Consecutive healthy checks (member healthy, API serving) before the cluster lock goes to the next replica.
+    Soak,
+
+    // The replica's VM.
+    /// Bootstrap: the first replica founds etcd (initial-cluster-state new).
+    CreateFoundingInstance {
+        with_static_ip: bool,
+    },
+    /// Joiners start with initial-cluster-state existing and an ephemeral IP.
+    CreateJoiningInstance,
+    /// Create the VM again with the cluster's current settings on its own etcd data disk and internal IP.
+    RebuildInstance,
+    StopInstance,
+    /// The cluster's machine type, on the stopped VM.
+    SetMachineType,
+    StartInstance,
+    /// Delete the VM; its etcd data disk (`autoDelete=false`) and reserved internal IP stay.
+    DeleteInstance,
+    /// Delete the replica's etcd data disk, if it exists; only once its VM is gone.
+    DeleteDataDisk,
+    /// Release the replica's reserved internal IP, if still reserved.
+    ReleaseInternalAddress,
+    /// Give a VM that lost its access config an ephemeral external IP again.
+    AttachEphemeralIp {
+        to: String,
+    },
+
+    // The load balancer.
+    CreateHealthCheck,
+    /// Create the pool with these instances.
+    CreatePool {
+        instances: Vec<String>,
+    },
+    /// The replica's own API server answers `/healthz` over TLS.
+    AwaitApi,
+    /// The replica joins the pool, once its API server answers, so the LB never sends to it early.
+    AddToPool,
+    /// The replica leaves the pool, then the drain delay passes so requests in flight finish.
+    RemoveFromPool,
+    /// Repairs, by name: put a replica back into the pool, or take a VM that is no replica out of it.
+    AddPoolMember {
+        name: String,
+    },
+    RemovePoolMember {
+        name: String,
+    },
+    CreateForwardingRule,
+    DeleteForwardingRule,
+    DeletePool,
+    DeleteHealthCheck,
+
+    // The static IP.
+    /// Replace the holder's access config with an ephemeral one.
+    DetachStaticIp {
+        from: String,
+    },
+    AttachStaticIp {
+        to: String,
+    },
+    /// The static IP really serves the API over TLS again.
+    AwaitEndpoint,
+}
