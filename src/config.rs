@@ -2,13 +2,14 @@
 //! environment fallbacks; plus how the provider reaches etcd.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tfplugin::diag::{AttributePath, Diagnostics};
 use tfplugin_framework::validator::{duration, parse_duration, string_check};
 use tfplugin_framework::{Attribute, Schema, Val};
+
+pub use crate::settings::{Auth, Settings, SharedSettings};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProviderConfig {
@@ -56,46 +57,6 @@ pub fn validate(cfg: &ProviderConfig, diags: &mut Diagnostics) {
         );
     }
 }
-
-/// How the provider authenticates to the Compute API.
-#[derive(Clone, Default)]
-pub enum Auth {
-    /// Application Default Credentials.
-    #[default]
-    Default,
-    /// A key file path or its JSON contents.
-    Credentials(String),
-    AccessToken(String),
-}
-
-impl std::fmt::Debug for Auth {
-    // Secrets never reach a log line, even at trace level.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Auth::Default => write!(f, "application-default-credentials"),
-            Auth::Credentials(_) => write!(f, "credentials(redacted)"),
-            Auth::AccessToken(_) => write!(f, "access-token(redacted)"),
-        }
-    }
-}
-
-/// The provider block resolved against the environment: what resources use.
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    pub project: Option<String>,
-    pub region: Option<String>,
-    pub zone: Option<String>,
-    pub auth: Auth,
-    pub impersonate_service_account: Option<String>,
-    pub compute_endpoint: Option<String>,
-    pub etcd_dial_timeout: Duration,
-    pub etcd_via_internal_ip: bool,
-    /// How long a replica out of the pool keeps serving before it stops (see the schema).
-    pub drain_delay: Duration,
-}
-
-/// Settings shared by the provider and its resources; set by ConfigureProvider.
-pub type SharedSettings = Arc<RwLock<Settings>>;
 
 fn first_env(env: &HashMap<String, String>, names: &[&str]) -> Option<String> {
     names

@@ -11,3 +11,4 @@ pub mod ops;
 pub mod pki;
 pub mod provider;
 pub mod resources;
+pub mod settings;

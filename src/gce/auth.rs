@@ -3,7 +3,7 @@
 //! Tokens and keys are never logged or put into error messages.
 
 use super::error::{Error, Result};
-use crate::config::Auth;
+use crate::settings::Auth;
 use google_cloud_auth::credentials::{
     self, CacheableResource, Credentials, CredentialsProvider, EntityTag, external_account,
     impersonated, service_account, user_account,

@@ -27,7 +27,7 @@ pub use call::Backoff;
 pub use error::{Error, Result};
 pub use types::*;
 
-use crate::config::Settings;
+use crate::settings::Settings;
 use google_cloud_compute_v1::client;
 use google_cloud_gax::retry_policy::NeverRetry;
 

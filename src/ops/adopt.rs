@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::cloud::Cloud;
 use super::context::{OpError, Result};
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, zone_of};
-use crate::config::Settings;
 use crate::domain::adopt::{is_replica_name, primary_zone, shared_labels};
 use crate::domain::names::DerivedNames;
 use crate::etcd::{Etcd, EtcdTarget, EtcdTls};
@@ -20,6 +20,7 @@ use crate::gce::{Compute, InstanceInfo};
 use crate::master::paths;
 use crate::master::read::{MasterFiles, read_user_data};
 use crate::pki::CertKey;
+use crate::settings::Settings;
 
 /// What import reads back of a cluster.
 #[derive(Debug, Clone)]
@@ -71,6 +72,15 @@ fn last_segment(s: &str) -> String {
 /// by name, because the cluster finds its replicas by label ever after (`observe`), and a name alone could claim
 /// a VM that is no master of this cluster.
 pub async fn find_replicas(
+    cloud: &Cloud,
+    region: &str,
+    cluster: &str,
+    deadline: Instant,
+) -> Result<Vec<InstanceInfo>> {
+    replicas_of(&cloud.compute, region, cluster, deadline).await
+}
+
+async fn replicas_of(
     c: &Compute,
     region: &str,
     cluster: &str,
@@ -133,11 +143,12 @@ fn cert_key(files: &MasterFiles, crt: &str, key: &str) -> Result<CertKey> {
 }
 
 pub async fn adopt_cluster(
-    c: &Compute,
+    cloud: &Cloud,
     region: &str,
     name: &str,
     deadline: Instant,
 ) -> Result<AdoptedCluster> {
+    let c = &cloud.compute;
     let names = DerivedNames::for_cluster(name);
     let address = c
         .get_address(region, &names.address, deadline)
@@ -157,7 +168,7 @@ pub async fn adopt_cluster(
     };
     let api = fw(names.firewall_api.clone()).await?;
     let etcd_client = fw(names.firewall_etcd_client.clone()).await?;
-    let replicas = find_replicas(c, region, name, deadline).await?;
+    let replicas = replicas_of(c, region, name, deadline).await?;
     // The first master kube-up made, if any, else the first found.
     let Some(vm) = replicas
         .iter()
@@ -257,11 +268,12 @@ fn target(settings: &Settings, vm: &InstanceInfo) -> Option<EtcdTarget> {
 
 pub async fn adopt_replica(
     settings: &Settings,
-    c: &Compute,
+    cloud: &Cloud,
     zone: &str,
     name: &str,
     deadline: Instant,
 ) -> Result<AdoptedReplica> {
+    let c = &cloud.compute;
     let vm = c.get_instance(zone, name, deadline).await?.ok_or_else(|| {
         other(format!(
             "there is no VM {name} in {zone} to import (the id is <project>/<zone>/<name>)"
@@ -338,7 +350,7 @@ pub async fn etcd_client_from_replicas(
         return Ok(ck.clone());
     }
     let deadline = Instant::now() + Duration::from_secs(60);
-    let replicas = find_replicas(c, region, cluster, deadline).await?;
+    let replicas = replicas_of(c, region, cluster, deadline).await?;
     let found = replicas.iter().find_map(|vm| {
         let files = files_of(vm).ok()?;
         cert_key(

@@ -4,10 +4,11 @@
 
 use tokio::time::Instant;
 
+use super::cloud::Cloud;
 use super::context::{OpError, Result};
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT};
 use crate::domain::names::DerivedNames;
-use crate::gce::{Compute, FirewallSpec};
+use crate::gce::FirewallSpec;
 
 /// Where legacy HTTP health checks come from (GCE's documented prober ranges).
 const HEALTH_CHECK_RANGES: [&str; 3] = ["35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"];
@@ -68,7 +69,8 @@ fn firewalls(n: &ClusterNetwork<'_>) -> Vec<FirewallSpec> {
 }
 
 /// Creates (or finds, when resuming) the address and firewall rules; returns the static IP.
-pub async fn create(c: &Compute, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<String> {
+pub async fn create(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<String> {
+    let c = &cloud.compute;
     let names = DerivedNames::for_cluster(n.name);
     let address = c
         .reserve_external_address(n.region, &names.address, deadline)
@@ -80,7 +82,8 @@ pub async fn create(c: &Compute, n: &ClusterNetwork<'_>, deadline: Instant) -> R
 }
 
 /// Brings firewall rules in line with the configuration (ranges and ports change in place).
-pub async fn update(c: &Compute, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
+pub async fn update(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
+    let c = &cloud.compute;
     for fw in firewalls(n) {
         c.update_firewall(&fw, deadline).await?;
     }
@@ -88,7 +91,8 @@ pub async fn update(c: &Compute, n: &ClusterNetwork<'_>, deadline: Instant) -> R
 }
 
 /// Deletes everything the cluster owns, refusing while replicas exist.
-pub async fn delete(c: &Compute, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
+pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
+    let c = &cloud.compute;
     let names = DerivedNames::for_cluster(n.name);
     let region = c.get_region(n.region, deadline).await?;
     let labels = [(CLUSTER_LABEL.to_string(), n.name.to_string())].into();
@@ -120,4 +124,14 @@ pub async fn delete(c: &Compute, n: &ClusterNetwork<'_>, deadline: Instant) -> R
     }
     c.delete_address(n.region, &names.address, deadline).await?;
     Ok(())
+}
+
+/// Whether the cluster's static address exists: it is the cluster's identity, so without it the cluster is gone.
+pub async fn exists(cloud: &Cloud, region: &str, name: &str, deadline: Instant) -> Result<bool> {
+    let address = DerivedNames::for_cluster(name).address;
+    Ok(cloud
+        .compute
+        .get_address(region, &address, deadline)
+        .await?
+        .is_some())
 }

@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use ipnet::Ipv4Net;
 
-use crate::config::Settings;
 use crate::domain::names::DerivedNames;
 use crate::etcd::{Etcd, EtcdTls};
 use crate::gce::Compute;
-use crate::pki::{self, CertKey, ClusterCas};
-use crate::resources::spec::ClusterSpec;
+use crate::pki::{self, ClusterCas};
+use crate::settings::Settings;
 
 /// Why an operation failed. Display is the sentence the user reads.
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +56,8 @@ impl OpError {
 
 pub type Result<T, E = OpError> = std::result::Result<T, E>;
 
-/// The cluster spec with every value known, as at apply time.
+/// The cluster's settings with every value known, as at apply time: plain values, so `ops` knows nothing of
+/// Terraform (`resources::spec::ClusterSpec::to_ops` makes one from the Terraform attribute).
 #[derive(Clone)]
 pub struct Spec {
     pub id: String,
@@ -90,65 +90,7 @@ pub struct Spec {
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
 pub const DEFAULT_DATA_DISK_TYPE: &str = "pd-ssd";
 
-fn need<T: Clone>(v: &crate::resources::Val<T>, what: &str) -> Result<T> {
-    v.known().cloned().ok_or_else(|| {
-        OpError::Other(format!(
-            "the cluster's {what} is not known yet; apply the cluster first (Terraform does when the replica references `ha_master_cluster.<name>.spec`)"
-        ))
-    })
-}
-
 impl Spec {
-    pub fn from_cluster(s: &ClusterSpec) -> Result<Spec> {
-        let range = need(&s.service_cluster_ip_range, "service range")?;
-        Ok(Spec {
-            id: need(&s.id, "id")?,
-            name: need(&s.name, "name")?,
-            project: need(&s.project, "project")?,
-            region: need(&s.region, "region")?,
-            zone: need(&s.zone, "zone")?,
-            multizone: need(&s.multizone, "multizone")?,
-            etcd_quorum_read: need(&s.etcd_quorum_read, "etcd_quorum_read")?,
-            machine_type: need(&s.machine_type, "machine_type")?,
-            image: need(&s.image, "image")?,
-            boot_disk_size_gb: need(&s.boot_disk_size_gb, "boot_disk_size_gb")?,
-            data_disk_size_gb: need(&s.data_disk_size_gb, "data_disk_size_gb")?,
-            data_disk_type: s
-                .data_disk_type
-                .known()
-                .cloned()
-                .unwrap_or_else(|| DEFAULT_DATA_DISK_TYPE.to_string()),
-            network: need(&s.network, "network")?,
-            subnetwork: s.subnetwork.known().cloned(),
-            tags: s.tags.known().cloned().unwrap_or_default(),
-            labels: s.labels.known().cloned().unwrap_or_default(),
-            api_port: u16::try_from(need(&s.api_port, "api_port")?)
-                .map_err(|_| OpError::Other("api_port is not a TCP port".into()))?,
-            service_range: range.parse().map_err(|_| {
-                OpError::Other(format!("service range {range:?} is not an IPv4 range"))
-            })?,
-            dns_domain: need(&s.dns_domain, "dns_domain")?,
-            external_ip: need(&s.external_ip, "external IP")?,
-            cas: ClusterCas {
-                cluster_ca: CertKey {
-                    cert_pem: need(&s.ca_certificate, "CA")?,
-                    key_pem: need(&s.ca_private_key, "CA key")?,
-                },
-                etcd_peer_ca: CertKey {
-                    cert_pem: need(&s.etcd_peer_ca_certificate, "etcd peer CA")?,
-                    key_pem: need(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
-                },
-                etcd_client_ca: CertKey {
-                    cert_pem: need(&s.etcd_client_ca_certificate, "etcd client CA")?,
-                    key_pem: need(&s.etcd_client_ca_private_key, "etcd client CA key")?,
-                },
-            },
-            service_account_key: need(&s.service_account_key, "service account key")?,
-            // Unknown or absent (a state from before the setting): protected, the safe side.
-            deletion_protection: s.deletion_protection.known() != Some(&false),
-        })
-    }
-
     pub fn names(&self) -> DerivedNames {
         DerivedNames::for_cluster(&self.name)
     }
@@ -157,8 +99,8 @@ impl Spec {
 /// Clients and settings for one cluster.
 pub struct ClusterCtx {
     pub spec: Spec,
-    pub compute: Compute,
-    pub etcd: Etcd,
+    pub(in crate::ops) compute: Compute,
+    pub(in crate::ops) etcd: Etcd,
     pub etcd_via_internal_ip: bool,
     /// How long a replica out of the pool keeps serving before it stops.
     pub drain_delay: Duration,

@@ -3,6 +3,7 @@
 
 pub mod adopt;
 pub mod build;
+pub mod cloud;
 pub mod cluster;
 pub mod context;
 pub mod endpoint;

@@ -198,3 +198,14 @@ fn member_name(
     }
     m.label()
 }
+
+/// Replica `name`'s VM, read by name: the cluster finds its VMs by label, and one whose labels were edited by
+/// hand is still this replica.
+pub async fn replica_vm(
+    ctx: &ClusterCtx,
+    zone: &str,
+    name: &str,
+    deadline: Instant,
+) -> Result<Option<InstanceInfo>> {
+    Ok(ctx.compute.get_instance(zone, name, deadline).await?)
+}

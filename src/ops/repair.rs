@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::build::vm_labels;
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::await_static_ip;
 use super::execute::Run;
@@ -47,6 +48,21 @@ pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<Ste
         .execute(&steps)
         .await?;
     Ok(steps)
+}
+
+/// Writes the replica VM's labels as the provider sets them (the cluster's, the replica's own, and the provider's
+/// own: cluster, build), over whatever was edited by hand.
+pub async fn restore_labels(
+    ctx: &ClusterCtx,
+    zone: &str,
+    name: &str,
+    own: &std::collections::BTreeMap<String, String>,
+    deadline: Instant,
+) -> Result<InstanceInfo> {
+    Ok(ctx
+        .compute
+        .set_labels(zone, name, &vm_labels(ctx, own), deadline)
+        .await?)
 }
 
 /// How often a restarted VM and its etcd member are looked at: they have no operation to wait on.

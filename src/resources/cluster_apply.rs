@@ -10,10 +10,9 @@ use super::cluster::{ClusterModel, spec_of};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::shape::drift_sentences;
-use crate::gce::Compute;
 use crate::ops::ClusterCtx;
+use crate::ops::cloud::Cloud;
 use crate::ops::cluster::{self as objects, ClusterNetwork};
-use crate::ops::context::Spec;
 use crate::ops::lock::lock_cluster;
 use crate::ops::refresh::observe_shared;
 use crate::ops::repair::repair_shape;
@@ -37,9 +36,9 @@ async fn compute(
     project: &str,
     name: &str,
     diags: &mut Diagnostics,
-) -> Option<Compute> {
-    match Compute::new(settings).await {
-        Ok(c) => Some(c.for_project(project.to_string())),
+) -> Option<Cloud> {
+    match Cloud::connect(settings, project).await {
+        Ok(c) => Some(c),
         Err(e) => failed(diags, "reach the Compute API for", name, e),
     }
 }
@@ -134,11 +133,10 @@ pub async fn read(
         return Some(s);
     };
     let c = compute(settings, &project, net.name, diags).await?;
-    let name = crate::domain::names::DerivedNames::for_cluster(net.name).address;
     let until = tokio::time::Instant::now() + Duration::from_secs(60);
-    match c.get_address(net.region, &name, until).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return None,
+    match crate::ops::cluster::exists(&c, net.region, net.name, until).await {
+        Ok(true) => {}
+        Ok(false) => return None,
         Err(e) => {
             failed::<()>(diags, "read", net.name, e);
             return Some(s);
@@ -179,7 +177,7 @@ async fn context(
 ) -> Option<ClusterCtx> {
     let name = m.name.known().cloned().unwrap_or_default();
     let spec = m.spec.known()?;
-    let built = match Spec::from_cluster(spec) {
+    let built = match spec.to_ops() {
         Ok(spec) => ClusterCtx::new(settings, spec).await,
         Err(e) => Err(e),
     };

@@ -15,8 +15,8 @@ use super::replica::ReplicaModel;
 use crate::config::Settings;
 use crate::domain::roll::BUILD_LABEL;
 use crate::domain::{ids, zones};
-use crate::gce::Compute;
 use crate::ops::adopt::{adopt_cluster, adopt_replica};
+use crate::ops::cloud::Cloud;
 use crate::ops::shared::{CLUSTER_LABEL, zone_of};
 
 const IMPORT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -25,9 +25,9 @@ fn some_if<T>(v: T, non_empty: bool) -> Val<T> {
     if non_empty { Val::Known(v) } else { Val::Null }
 }
 
-async fn compute(settings: &Settings, project: &str, diags: &mut Diagnostics) -> Option<Compute> {
-    match Compute::new(settings).await {
-        Ok(c) => Some(c.for_project(project.to_string())),
+async fn compute(settings: &Settings, project: &str, diags: &mut Diagnostics) -> Option<Cloud> {
+    match Cloud::connect(settings, project).await {
+        Ok(c) => Some(c),
         Err(e) => {
             diags.error("Could not reach the Compute API to import", e.to_string());
             None

@@ -19,8 +19,7 @@ use crate::domain::ids;
 use crate::domain::metadata::metadata_drift;
 use crate::domain::roll::{BUILD_LABEL, Build};
 use crate::domain::topology::shape_warnings;
-use crate::ops::build::{build_of, vm_labels};
-use crate::ops::context::Spec;
+use crate::ops::build::build_of;
 use crate::ops::join::{JoinRequest, Joined, join};
 use crate::ops::leave::leave;
 use crate::ops::lock::{ClusterLock, lock_cluster};
@@ -69,7 +68,7 @@ async fn context(
         );
         return None;
     };
-    let built = match Spec::from_cluster(cluster) {
+    let built = match cluster.to_ops() {
         Ok(spec) => ClusterCtx::new(settings, spec).await,
         Err(e) => Err(e),
     };
@@ -260,7 +259,7 @@ pub async fn read(
     let vm = match listed {
         Some(i) => Some(i),
         // The cluster finds its VMs by label; one whose labels were edited by hand is still this replica.
-        None => match ctx.compute.get_instance(&zone, &name, until).await {
+        None => match crate::ops::observe::replica_vm(&ctx, &zone, &name, until).await {
             Ok(i) => i,
             Err(e) => {
                 diags.error(format!("Could not read replica {name}"), e.to_string());
@@ -366,11 +365,7 @@ pub async fn update(
         }
     };
     let own = p.labels.known().cloned().unwrap_or_default();
-    let vm = match ctx
-        .compute
-        .set_labels(&zone, &name, &vm_labels(&ctx, &own), until)
-        .await
-    {
+    let vm = match crate::ops::repair::restore_labels(&ctx, &zone, &name, &own, until).await {
         Ok(vm) => vm,
         Err(e) => {
             diags.error(

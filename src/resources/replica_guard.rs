@@ -9,13 +9,12 @@ use super::replica::ReplicaModel;
 use crate::config::Settings;
 use crate::domain::guard::{Verdict, check_join, check_leave};
 use crate::domain::roll::{Build, plan_preflight, roll_warning};
-use crate::ops::context::Spec;
 use crate::ops::refresh::observe_shared;
 use crate::ops::{ClusterCtx, OpError};
 
 /// The cluster's context when everything about it is known (it exists); `None` while it is still planned.
 async fn context(settings: &Settings, r: &ReplicaModel) -> Option<Result<ClusterCtx, OpError>> {
-    let spec = Spec::from_cluster(r.cluster.known()?).ok()?;
+    let spec = r.cluster.known()?.to_ops().ok()?;
     Some(ClusterCtx::new(settings, spec).await)
 }
 

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use tfplugin::value::Type;
 use tfplugin_framework::Val;
 
+use crate::ops::context::{DEFAULT_DATA_DISK_TYPE, OpError, Spec};
+use crate::pki::{CertKey, ClusterCas};
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClusterSpec {
     pub id: Val<String>,
@@ -87,7 +90,7 @@ impl ClusterSpec {
             self.deletion_protection = Val::Known(true);
         }
         if self.data_disk_type.is_null() {
-            self.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());
+            self.data_disk_type = Val::Known(DEFAULT_DATA_DISK_TYPE.into());
         }
     }
 
@@ -115,6 +118,68 @@ impl ClusterSpec {
     /// other change to what a master is made of rolls it in place (`domain::roll`).
     pub fn changes_identity(&self, old: &ClusterSpec) -> bool {
         self.id != old.id || self.network != old.network || self.subnetwork != old.subnetwork
+    }
+}
+
+fn need<T: Clone>(v: &Val<T>, what: &str) -> Result<T, OpError> {
+    v.known().cloned().ok_or_else(|| {
+        OpError::Other(format!(
+            "the cluster's {what} is not known yet; apply the cluster first (Terraform does when the replica references `ha_master_cluster.<name>.spec`)"
+        ))
+    })
+}
+
+impl ClusterSpec {
+    /// The settings as `ops` takes them: every value known, as at apply time.
+    pub fn to_ops(&self) -> Result<Spec, OpError> {
+        let s = self;
+        let range = need(&s.service_cluster_ip_range, "service range")?;
+        Ok(Spec {
+            id: need(&s.id, "id")?,
+            name: need(&s.name, "name")?,
+            project: need(&s.project, "project")?,
+            region: need(&s.region, "region")?,
+            zone: need(&s.zone, "zone")?,
+            multizone: need(&s.multizone, "multizone")?,
+            etcd_quorum_read: need(&s.etcd_quorum_read, "etcd_quorum_read")?,
+            machine_type: need(&s.machine_type, "machine_type")?,
+            image: need(&s.image, "image")?,
+            boot_disk_size_gb: need(&s.boot_disk_size_gb, "boot_disk_size_gb")?,
+            data_disk_size_gb: need(&s.data_disk_size_gb, "data_disk_size_gb")?,
+            data_disk_type: s
+                .data_disk_type
+                .known()
+                .cloned()
+                .unwrap_or_else(|| DEFAULT_DATA_DISK_TYPE.to_string()),
+            network: need(&s.network, "network")?,
+            subnetwork: s.subnetwork.known().cloned(),
+            tags: s.tags.known().cloned().unwrap_or_default(),
+            labels: s.labels.known().cloned().unwrap_or_default(),
+            api_port: u16::try_from(need(&s.api_port, "api_port")?)
+                .map_err(|_| OpError::Other("api_port is not a TCP port".into()))?,
+            service_range: range.parse().map_err(|_| {
+                OpError::Other(format!("service range {range:?} is not an IPv4 range"))
+            })?,
+            dns_domain: need(&s.dns_domain, "dns_domain")?,
+            external_ip: need(&s.external_ip, "external IP")?,
+            cas: ClusterCas {
+                cluster_ca: CertKey {
+                    cert_pem: need(&s.ca_certificate, "CA")?,
+                    key_pem: need(&s.ca_private_key, "CA key")?,
+                },
+                etcd_peer_ca: CertKey {
+                    cert_pem: need(&s.etcd_peer_ca_certificate, "etcd peer CA")?,
+                    key_pem: need(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
+                },
+                etcd_client_ca: CertKey {
+                    cert_pem: need(&s.etcd_client_ca_certificate, "etcd client CA")?,
+                    key_pem: need(&s.etcd_client_ca_private_key, "etcd client CA key")?,
+                },
+            },
+            service_account_key: need(&s.service_account_key, "service account key")?,
+            // Unknown or absent (a state from before the setting): protected, the safe side.
+            deletion_protection: s.deletion_protection.known() != Some(&false),
+        })
     }
 }
 

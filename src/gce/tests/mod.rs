@@ -10,7 +10,7 @@ mod lb;
 mod retries;
 
 use super::{Backoff, Compute};
-use crate::config::{Auth, Settings};
+use crate::settings::{Auth, Settings};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
