@@ -98,24 +98,30 @@ fn a_removed_etcd_member_or_a_vanished_vm_replaces_the_replica() {
             "[{client}] {victim} came back under its old name"
         );
 
-        // The VM is deleted in the console: its member and reserved IP must not leak.
+        // The VM is deleted in the console: its etcd data disk is not, so the VM is created again on it and
+        // etcd restarts as the same member with its data (nothing replaced, nothing leaked).
         let victim = replicas_by_zone(&ws)[D].clone();
         sim.fault(&["delete-instance", &victim]);
         plan_sees(
             client,
             &ws,
             &[
-                "must be replaced",
-                &format!("The VM of replica {victim} is gone"),
+                &format!("The VM of replica {victim} is gone; its etcd data disk is not"),
+                r#"~ status = "DELETED" -> "RUNNING""#,
                 // The pool still lists the dead VM: the cluster shows it and the apply removes it.
                 &format!("target pool lists {victim}, which is not an existing replica VM"),
             ],
         );
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert!(
+            !plan.stdout.contains("must be replaced"),
+            "[{client}] a VM with its data disk is rebuilt, not replaced:\n{plan}"
+        );
         ws.apply();
         check(client, &ws, &sim, 3);
         assert!(
-            !instances(&sim).contains(&victim),
-            "[{client}] {victim} came back under its old name"
+            instances(&sim).contains(&victim),
+            "[{client}] {victim} is rebuilt under its own name"
         );
     });
 }

@@ -135,6 +135,34 @@ fn files_of(vm: &InstanceInfo) -> Result<MasterFiles> {
     read_user_data(ud).map_err(|e| other(format!("VM {}: {e}", vm.name)))
 }
 
+/// The replica certificates state records (the others live only on the VM), as a VM's startup configuration
+/// carries them.
+pub struct RecordedCerts {
+    pub api_server: CertKey,
+    pub etcd_peer: CertKey,
+    pub etcd_server: CertKey,
+}
+
+impl RecordedCerts {
+    pub fn of(certs: &crate::pki::ReplicaCerts) -> Self {
+        RecordedCerts {
+            api_server: certs.api_server.clone(),
+            etcd_peer: certs.etcd_peer.clone(),
+            etcd_server: certs.etcd_server.clone(),
+        }
+    }
+}
+
+/// The certificates replica VM `vm` runs with, read from its startup configuration.
+pub fn certs_on(vm: &InstanceInfo) -> Result<RecordedCerts> {
+    let files = files_of(vm)?;
+    Ok(RecordedCerts {
+        api_server: cert_key(&files, paths::APISERVER_CRT, paths::APISERVER_KEY)?,
+        etcd_peer: cert_key(&files, paths::ETCD_PEER_CRT, paths::ETCD_PEER_KEY)?,
+        etcd_server: cert_key(&files, paths::ETCD_SERVER_CRT, paths::ETCD_SERVER_KEY)?,
+    })
+}
+
 fn cert_key(files: &MasterFiles, crt: &str, key: &str) -> Result<CertKey> {
     Ok(CertKey {
         cert_pem: files.require(crt).map_err(other)?.to_string(),

@@ -392,36 +392,16 @@ impl<'a> Run<'a> {
             Step::AwaitApi => {
                 let me = self.me(step)?;
                 let vm = self.fresh_vm(&me.name).await?;
-                let ext = vm.external_ip.clone().ok_or_else(|| {
-                    OpError::Other(format!("replica {} has no external IP", me.name))
-                })?;
-                await_serving(
-                    &spec.cas.cluster_ca.cert_pem,
-                    IpAddr::V4(ip(&ext, "the replica's external IP")?),
-                    IpAddr::V4(me.internal_ip),
-                    spec.api_port,
-                    deadline,
-                )
-                .await?;
+                self.api_serves(me, &vm, deadline).await?;
                 self.progress.instance = Some(vm);
             }
             Step::AddToPool => {
                 let me = self.me(step)?;
                 // Only once this replica's API server answers, so the LB never sends traffic to it early.
-                if let Some(ext) = self
-                    .progress
-                    .instance
-                    .as_ref()
-                    .and_then(|i| i.external_ip.clone())
+                if let Some(vm) = &self.progress.instance
+                    && vm.external_ip.is_some()
                 {
-                    await_serving(
-                        &spec.cas.cluster_ca.cert_pem,
-                        IpAddr::V4(ip(&ext, "the replica's external IP")?),
-                        IpAddr::V4(me.internal_ip),
-                        spec.api_port,
-                        deadline,
-                    )
-                    .await?;
+                    self.api_serves(me, vm, deadline).await?;
                 }
                 tracing::info!("{} API server healthy, joining the load balancer", me.name);
                 c.add_target_pool_instance(
@@ -599,11 +579,29 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The replica's own API server answers `/healthz` over TLS at the VM's external IP (verified against the
+    /// cluster CA for its internal IP) by `until`.
+    async fn api_serves(&self, me: &Replica, vm: &InstanceInfo, until: Instant) -> Result<()> {
+        let spec = &self.ctx.spec;
+        let ext = vm
+            .external_ip
+            .as_deref()
+            .ok_or_else(|| OpError::Other(format!("replica {} has no external IP", me.name)))?;
+        await_serving(
+            &spec.cas.cluster_ca.cert_pem,
+            IpAddr::V4(ip(ext, "the replica's external IP")?),
+            IpAddr::V4(me.internal_ip),
+            spec.api_port,
+            until,
+        )
+        .await?;
+        Ok(())
+    }
+
     /// SOAK_CHECKS consecutive rounds in which the member is healthy and the replica's API serves; a failure
     /// starts the count again, until the deadline.
     async fn soak(&self, me: &Replica, member_id: u64) -> Result<()> {
         let ctx = self.ctx;
-        let spec = &ctx.spec;
         let mut good = 0;
         let mut last = String::new();
         while good < SOAK_CHECKS {
@@ -626,21 +624,8 @@ impl<'a> Run<'a> {
                     }),
                 None => false,
             };
-            let api_ok = match vm.external_ip.as_deref().map(|s| ip(s, "external IP")) {
-                Some(Ok(ext)) => {
-                    let quick = Instant::now() + Duration::from_secs(5);
-                    await_serving(
-                        &spec.cas.cluster_ca.cert_pem,
-                        IpAddr::V4(ext),
-                        IpAddr::V4(me.internal_ip),
-                        spec.api_port,
-                        quick.min(self.deadline),
-                    )
-                    .await
-                    .is_ok()
-                }
-                _ => false,
-            };
+            let quick = (Instant::now() + Duration::from_secs(5)).min(self.deadline);
+            let api_ok = self.api_serves(me, &vm, quick).await.is_ok();
             if member_ok && api_ok {
                 good += 1;
             } else {

@@ -209,3 +209,18 @@ pub async fn replica_vm(
 ) -> Result<Option<InstanceInfo>> {
     Ok(ctx.compute.get_instance(zone, name, deadline).await?)
 }
+
+/// Whether replica `name`'s etcd data disk exists: a replica whose VM is gone (deleted by hand, or by a roll that
+/// was interrupted before creating it again) is rebuilt on it, as the same member with its data.
+pub async fn data_disk_exists(
+    ctx: &ClusterCtx,
+    zone: &str,
+    name: &str,
+    deadline: Instant,
+) -> Result<bool> {
+    Ok(ctx
+        .compute
+        .get_disk(zone, &super::build::data_disk_name(name), deadline)
+        .await?
+        .is_some())
+}

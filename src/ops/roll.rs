@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 
 use tokio::time::Instant;
 
+use super::adopt::{RecordedCerts, certs_on};
 use super::build::{build_of, vm_labels};
 use super::context::{ClusterCtx, OpError, Result};
 use super::execute::{Progress, Replica, Run, ip};
@@ -17,7 +18,6 @@ use super::repair::restore_reachability;
 use crate::domain::roll::{BUILD_LABEL, Build, VmFacts, roll_steps};
 use crate::gce::InstanceInfo;
 use crate::master::DATA_DEVICE;
-use crate::pki::ReplicaCerts;
 
 pub struct RollRequest {
     pub name: String,
@@ -30,9 +30,11 @@ pub struct RollRequest {
 /// The replica as the roll left it.
 pub struct Rolled {
     pub instance: InstanceInfo,
-    /// Issued anew (same CAs) when the VM was rebuilt: the settings they name may have changed. A machine type
-    /// change keeps the VM and its certificates.
-    pub certs: Option<ReplicaCerts>,
+    /// The certificates the VM runs with: issued anew (same CAs) when this roll rebuilt it, since the settings
+    /// they name may have changed; otherwise read from the VM (a machine type change keeps them; a VM rebuilt by
+    /// a roll that was killed before Terraform saved anything carries ones no state knows). `None` when the VM's
+    /// startup configuration cannot be read: state keeps what it has.
+    pub certs: Option<RecordedCerts>,
     pub member_id: u64,
 }
 
@@ -104,6 +106,10 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
             .set_labels(&r.zone, &r.name, &vm_labels(ctx, &r.labels), deadline)
             .await?;
     }
+    let certs = match certs {
+        Some(issued) => Some(RecordedCerts::of(&issued)),
+        None => certs_on(&now).ok(),
+    };
     Ok(Rolled {
         instance: now,
         certs,

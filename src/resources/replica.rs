@@ -70,7 +70,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("external_ip").computed().description("The VM's external IP: the cluster's static IP while it is the only replica, otherwise an ephemeral one (never in a certificate)."))
         .attribute(Attribute::bool("holds_static_ip").computed().description("Whether this VM holds the cluster's static IP directly (true only for a sole replica)."))
         .attribute(stable(Attribute::string("etcd_member_id")).description("The etcd member id, in hex. Empty after refresh when etcd answers without this replica's member (removed out of band): the plan then replaces the replica."))
-        .attribute(Attribute::string("status").computed().description("GCE's status of the VM as refresh found it (`RUNNING`, `TERMINATED`, …). Planned `RUNNING`: an apply starts a stopped or crashed VM again and waits until its etcd member is healthy."))
+        .attribute(Attribute::string("status").computed().description("GCE's status of the VM as refresh found it (`RUNNING`, `TERMINATED`, …), or `DELETED` when the VM is gone but its etcd data disk and member remain. Planned `RUNNING`: an apply starts a stopped or crashed VM again, or creates a deleted one again on its data disk, and waits until its etcd member is healthy."))
         .attribute(stable(Attribute::string("api_server_certificate")).description("PEM of the API server's serving certificate: the static IP, the internal IP, the first service IP and the `kubernetes` DNS names."))
         .attribute(stable(Attribute::string("api_server_private_key")).sensitive().description("Its private key."))
         .attribute(stable(Attribute::string("etcd_peer_certificate")).description("PEM of the etcd peer certificate (mutual TLS between members)."))
@@ -82,6 +82,10 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("master_settings", Type::map(Type::String)).computed().description("What this replica's master is made of, from the cluster's settings: `machine_type`, `image`, `boot_disk_size_gb`, `tags` and the settings a master reads at boot (`multizone`, `etcd_quorum_read`, `api_port`, `service_cluster_ip_range`, `dns_domain`). When the cluster changes any of them, the plan shows the change here and the apply rolls this replica in place, one replica of the cluster at a time: a machine type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd data disk and internal IP, so etcd restarts as the same member with its data."))
         .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
 }
+
+/// The `status` refresh records for a replica whose VM is gone while its etcd data disk and member remain: not
+/// one of GCE's statuses, since there is no VM to have one. The plan rebuilds the VM on the disk.
+pub const VM_DELETED: &str = "DELETED";
 
 /// What refresh found wrong with a replica whose VM exists, planned as its repair: a removed etcd member replaces the
 /// replica (a removed member cannot rejoin with its old data), and a VM that is not running is started again.
@@ -116,6 +120,19 @@ fn plan_repairs(
                 capitalize(&drift.join("; "))
             ),
         );
+    }
+    if prior.status.known().is_some_and(|s| s == VM_DELETED) {
+        diags.warning(
+            format!("The VM of replica {name} is gone; its etcd data disk is not"),
+            format!(
+                "Refresh found no VM for replica {name} in {zone}, but its etcd data disk and member remain (the VM was deleted by hand, or a roll was interrupted between deleting and creating it). `terraform apply` creates the VM again on that disk and internal IP, so etcd restarts as the same member with its data, and puts it back behind the load balancer once its API answers."
+            ),
+        );
+        p.status = Val::Known("RUNNING".into());
+        p.external_ip = Val::Unknown;
+        p.holds_static_ip = Val::Unknown;
+        plan_rebuild(p);
+        return;
     }
     if let Some(status) = prior.status.known().filter(|s| !s.is_empty())
         && status != "RUNNING"
@@ -154,18 +171,24 @@ fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
     p.holds_static_ip = Val::Unknown;
     let changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
     if changes.iter().any(|c| c != "machine_type") {
-        p.instance_id = Val::Unknown;
-        p.startup_metadata = Val::Unknown;
-        for cert in [
-            &mut p.api_server_certificate,
-            &mut p.api_server_private_key,
-            &mut p.etcd_peer_certificate,
-            &mut p.etcd_peer_private_key,
-            &mut p.etcd_server_certificate,
-            &mut p.etcd_server_private_key,
-        ] {
-            *cert = Val::Unknown;
-        }
+        plan_rebuild(p);
+    }
+}
+
+/// A VM created again on its data disk: a new instance, startup metadata and certificates (issued anew from the
+/// same CAs, for settings they name such as the service range).
+fn plan_rebuild(p: &mut ReplicaModel) {
+    p.instance_id = Val::Unknown;
+    p.startup_metadata = Val::Unknown;
+    for cert in [
+        &mut p.api_server_certificate,
+        &mut p.api_server_private_key,
+        &mut p.etcd_peer_certificate,
+        &mut p.etcd_peer_private_key,
+        &mut p.etcd_server_certificate,
+        &mut p.etcd_server_private_key,
+    ] {
+        *cert = Val::Unknown;
     }
 }
 

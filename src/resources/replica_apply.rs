@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{report_interrupted, unless_stopped};
-use super::replica::ReplicaModel;
+use super::replica::{ReplicaModel, VM_DELETED};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::ids;
@@ -268,6 +268,24 @@ pub async fn read(
         },
     };
     let Some(i) = vm else {
+        // The VM is gone but its etcd data disk is not (deleted by hand, or a roll killed between deleting and
+        // creating it): the replica is rebuilt on the disk as the same member, unless etcd has removed that member.
+        let member_removed = snap.observed.members.is_some()
+            && s.etcd_member_id.known().is_some_and(|id| {
+                !id.is_empty() && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
+            });
+        if !member_removed
+            && matches!(
+                crate::ops::observe::data_disk_exists(&ctx, &zone, &name, until).await,
+                Ok(true)
+            )
+        {
+            s.status = Val::Known(VM_DELETED.into());
+            s.external_ip = Val::Known(String::new());
+            s.holds_static_ip = Val::Known(false);
+            s.drift = Val::Known(Vec::new());
+            return Some(s);
+        }
         // The VM is gone but its etcd member and reserved IP may not be: keep the replica in state, marked, so the
         // plan replaces it (the delete removes the dead member, then a fresh replica joins) instead of forgetting
         // what it owned.
@@ -348,6 +366,11 @@ pub async fn update(
         && old != new
     {
         let old = Build::from_shown(old);
+        return roll_replica(&ctx, prior, p, old, until, diags).await;
+    }
+    // The VM is gone and its data disk is not: the roll's steps create it again on the disk.
+    if prior.status.known().is_some_and(|s| s == VM_DELETED) {
+        let old = build_of(&ctx.spec);
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
     // Metadata edited by hand is written back first: a VM that is about to start boots from it.
@@ -443,7 +466,12 @@ async fn roll_replica(
     p.external_ip = Val::Known(external);
     p.status = Val::Known(vm.status.clone());
     p.etcd_member_id = Val::Known(format!("{:x}", r.member_id));
-    if let Some(certs) = &r.certs {
+    // Planned unknown when the roll rebuilds the VM; a machine type change keeps the planned (prior) ones.
+    if let Some(certs) = r
+        .certs
+        .as_ref()
+        .filter(|_| p.api_server_certificate.is_unknown())
+    {
         p.api_server_certificate = Val::Known(certs.api_server.cert_pem.clone());
         p.api_server_private_key = Val::Known(certs.api_server.key_pem.clone());
         p.etcd_peer_certificate = Val::Known(certs.etcd_peer.cert_pem.clone());
