@@ -13,6 +13,7 @@ pub mod network;
 pub mod orphans;
 pub mod protection;
 pub mod quorum;
+pub mod replica_drift;
 pub mod roll;
 pub mod shape;
 pub mod step;

@@ -1,6 +1,7 @@
 //! `ha_master_replica`: one master VM in one zone, running an etcd member, an API server on its local etcd and the
 //! leader-elected controllers. This file is schema and glue: placement rules live in `crate::domain::zones`.
 
+use crate::domain::replica_drift::{MemberSeen, Repair, ReplicaSeen, VmSeen, replica_repairs};
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
@@ -87,72 +88,70 @@ pub fn schema() -> Schema {
 /// one of GCE's statuses, since there is no VM to have one. The plan rebuilds the VM on the disk.
 pub const VM_DELETED: &str = "DELETED";
 
-/// What refresh found wrong with a replica whose VM exists, planned as its repair: a removed etcd member replaces the
-/// replica (a removed member cannot rejoin with its old data), and a VM that is not running is started again.
+/// What refresh recorded of a replica, as `domain::replica_drift` reads it: an empty `instance_id` is a VM gone
+/// for good, the status `DELETED` one gone with its data disk, an empty `etcd_member_id` a removed member.
+fn seen<'a>(prior: &'a ReplicaModel, drift: &'a [String]) -> ReplicaSeen<'a> {
+    let status = prior.status.known().cloned().unwrap_or_default();
+    let vm = if prior.instance_id.known().is_some_and(|id| id.is_empty()) {
+        VmSeen::Gone
+    } else if status == VM_DELETED {
+        VmSeen::GoneWithDataDisk
+    } else {
+        VmSeen::Status(status)
+    };
+    let member_id = prior.etcd_member_id.known().map(String::as_str);
+    ReplicaSeen {
+        name: prior.name.known().map_or("", String::as_str),
+        zone: prior.zone.known().map_or("", String::as_str),
+        vm,
+        member: if member_id == Some("") {
+            MemberSeen::Removed
+        } else {
+            MemberSeen::Listed
+        },
+        member_id: member_id.filter(|id| !id.is_empty()),
+        metadata_drift: drift,
+    }
+}
+
+/// What refresh found wrong with the replica, planned as the repair `domain::replica_drift` decides, with its
+/// warning: what each repair changes is planned unknown, and a replacement is marked as such.
 fn plan_repairs(
     prior: &ReplicaModel,
     p: &mut ReplicaModel,
     requires_replace: &mut Vec<AttributePath>,
     diags: &mut Diagnostics,
 ) {
-    let has_vm = prior.instance_id.known().is_some_and(|id| !id.is_empty());
-    if !has_vm {
-        return;
+    let drift = prior.drift.known().cloned().unwrap_or_default();
+    let seen = seen(prior, &drift);
+    let repairs = replica_repairs(&seen);
+    let replacing = repairs.iter().any(|(r, _)| *r == Repair::Replace);
+    for (repair, (summary, detail)) in repairs {
+        diags.warning(summary, detail);
+        match repair {
+            Repair::Replace if seen.vm == VmSeen::Gone => {
+                p.instance_id = Val::Unknown;
+                requires_replace.push(AttributePath::attr("instance_id"));
+            }
+            Repair::Replace => {
+                p.etcd_member_id = Val::Unknown;
+                requires_replace.push(AttributePath::attr("etcd_member_id"));
+            }
+            Repair::Rebuild => {
+                p.external_ip = Val::Unknown;
+                p.holds_static_ip = Val::Unknown;
+                plan_rebuild(p);
+            }
+            // A VM that starts again may get another ephemeral IP.
+            Repair::Start => {
+                p.external_ip = Val::Unknown;
+                p.holds_static_ip = Val::Unknown;
+            }
+            // Planned `drift = []` already says it.
+            Repair::RestoreMetadata => {}
+        }
     }
-    let name = prior.name.known().cloned().unwrap_or_default();
-    let zone = prior.zone.known().cloned().unwrap_or_default();
-    if prior.etcd_member_id.known().is_some_and(|id| id.is_empty()) {
-        diags.warning(
-            format!("The etcd member of replica {name} was removed out of band"),
-            format!(
-                "etcd answers without a member for {name} although its VM in {zone} still exists. A removed member cannot rejoin with its old data, so the plan replaces the replica: the old VM is deleted, then a fresh replica joins in the same zone as a new member."
-            ),
-        );
-        p.etcd_member_id = Val::Unknown;
-        requires_replace.push(AttributePath::attr("etcd_member_id"));
-        return;
-    }
-    if let Some(drift) = prior.drift.known().filter(|d| !d.is_empty()) {
-        diags.warning(
-            format!("The metadata of replica {name} was edited out of band"),
-            format!(
-                "{}. `terraform apply` writes back the metadata the provider set (`startup_metadata`); the VM reads its startup configuration from it at its next boot.",
-                capitalize(&drift.join("; "))
-            ),
-        );
-    }
-    if prior.status.known().is_some_and(|s| s == VM_DELETED) {
-        diags.warning(
-            format!("The VM of replica {name} is gone; its etcd data disk is not"),
-            format!(
-                "Refresh found no VM for replica {name} in {zone}, but its etcd data disk and member remain (the VM was deleted by hand, or a roll was interrupted between deleting and creating it). `terraform apply` creates the VM again on that disk and internal IP, so etcd restarts as the same member with its data, and puts it back behind the load balancer once its API answers."
-            ),
-        );
-        p.status = Val::Known("RUNNING".into());
-        p.external_ip = Val::Unknown;
-        p.holds_static_ip = Val::Unknown;
-        plan_rebuild(p);
-        return;
-    }
-    if let Some(status) = prior.status.known().filter(|s| !s.is_empty())
-        && status != "RUNNING"
-    {
-        let member = prior
-            .etcd_member_id
-            .known()
-            .map(|id| format!("its etcd member {name} (id {id})"))
-            .unwrap_or_else(|| "its etcd member".into());
-        diags.warning(
-            format!("Replica {name} is {status}, and {member} is unhealthy"),
-            format!(
-                "The VM of replica {name} in {zone} is not running, so {member} is down and the cluster tolerates one failure less. `terraform apply` starts the VM again and waits until the member is healthy. If it cannot recover (a broken disk, a corrupt etcd), replace it instead: `terraform apply -replace='<address>'`, where the address is that of the ha_master_replica resource named {name} in {zone}; the dead member is removed before a new replica joins in the same zone."
-            ),
-        );
-        p.status = Val::Known("RUNNING".into());
-        // A VM that starts again may get another ephemeral IP.
-        p.external_ip = Val::Unknown;
-        p.holds_static_ip = Val::Unknown;
-    } else if prior.status.known().is_some_and(|s| !s.is_empty()) {
+    if !replacing && prior.status.known().is_some_and(|s| !s.is_empty()) {
         p.status = Val::Known("RUNNING".into());
     }
 }
@@ -190,14 +189,6 @@ fn plan_rebuild(p: &mut ReplicaModel) {
     ] {
         *cert = Val::Unknown;
     }
-}
-
-fn capitalize(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }
 
 /// A new replica needs certificates signed by the cluster's CAs. An imported cluster has no CA keys (masters
@@ -274,19 +265,6 @@ impl Resource for ReplicaResource {
                 Some(build) => Val::Known(build.shown()),
                 None => Val::Unknown,
             };
-        }
-        if let Some(prior) = change.prior
-            && prior.instance_id.known().is_some_and(|id| id.is_empty())
-        {
-            let name = prior.name.known().cloned().unwrap_or_default();
-            diags.warning(
-                format!("The VM of replica {name} is gone"),
-                "Refresh found no VM for this replica, so the plan replaces it: its etcd member is removed first, then a fresh replica joins in the same zone.",
-            );
-            p.instance_id = Val::Unknown;
-            change
-                .requires_replace
-                .push(AttributePath::attr("instance_id"));
         }
         if let Some(prior) = change.prior {
             plan_repairs(prior, p, change.requires_replace, diags);
@@ -443,12 +421,33 @@ mod tests {
     }
 
     #[test]
-    fn a_vanished_vm_is_left_to_the_vanished_vm_rule() {
+    fn a_vanished_vm_is_replaced_once_whatever_else_is_wrong() {
         let mut s = prior();
         s.instance_id = Val::Known(String::new());
         s.etcd_member_id = Val::Known(String::new());
         s.status = Val::Known(String::new());
-        let (_, replace, diags) = plan(&s);
-        assert!(replace.is_empty() && diags.is_empty());
+        let (p, replace, diags) = plan(&s);
+        assert_eq!(replace, vec![AttributePath::attr("instance_id")]);
+        assert!(p.instance_id.is_unknown());
+        let all: Vec<_> = diags.iter().collect();
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert!(
+            all[0]
+                .summary
+                .contains("The VM of replica walk-abc is gone"),
+            "{all:?}"
+        );
+    }
+
+    #[test]
+    fn a_vm_gone_with_its_data_disk_is_rebuilt_in_place() {
+        let mut s = prior();
+        s.status = Val::Known(VM_DELETED.into());
+        let (p, replace, diags) = plan(&s);
+        assert!(replace.is_empty(), "a rebuild is in place");
+        assert_eq!(p.status, Val::Known("RUNNING".into()));
+        assert!(p.instance_id.is_unknown() && p.api_server_certificate.is_unknown());
+        let d = diags.iter().next().unwrap();
+        assert!(d.summary.contains("its etcd data disk is not"), "{d:?}");
     }
 }

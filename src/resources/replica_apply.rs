@@ -2,6 +2,7 @@
 //! parallel (siblings in one apply, or replicas of other states applied by other processes) change membership one
 //! at a time.
 
+use crate::domain::replica_drift::{MemberSeen, VmSeen, vanished_vm};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -270,16 +271,19 @@ pub async fn read(
     let Some(i) = vm else {
         // The VM is gone but its etcd data disk is not (deleted by hand, or a roll killed between deleting and
         // creating it): the replica is rebuilt on the disk as the same member, unless etcd has removed that member.
-        let member_removed = snap.observed.members.is_some()
+        let member = if snap.observed.members.is_some()
             && s.etcd_member_id.known().is_some_and(|id| {
                 !id.is_empty() && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
-            });
-        if !member_removed
-            && matches!(
-                crate::ops::observe::data_disk_exists(&ctx, &zone, &name, until).await,
-                Ok(true)
-            )
-        {
+            }) {
+            MemberSeen::Removed
+        } else {
+            MemberSeen::Listed
+        };
+        let data_disk = matches!(
+            crate::ops::observe::data_disk_exists(&ctx, &zone, &name, until).await,
+            Ok(true)
+        );
+        if vanished_vm(data_disk, member) == VmSeen::GoneWithDataDisk {
             s.status = Val::Known(VM_DELETED.into());
             s.external_ip = Val::Known(String::new());
             s.holds_static_ip = Val::Known(false);
