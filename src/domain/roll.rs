@@ -86,6 +86,44 @@ pub struct VmFacts {
     pub has_data_disk: bool,
 }
 
+/// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
+pub struct BuildSettings<'a> {
+    pub machine_type: &'a str,
+    pub image: &'a str,
+    pub boot_disk_size_gb: i64,
+    pub tags: &'a [String],
+    pub multizone: bool,
+    pub etcd_quorum_read: bool,
+    pub api_port: u16,
+    pub service_range: ipnet::Ipv4Net,
+    pub dns_domain: &'a str,
+}
+
+impl Build {
+    /// The one mapping from settings to a build, so plan and apply compare the same strings.
+    pub fn from_settings(s: &BuildSettings<'_>) -> Build {
+        let mut tags = s.tags.to_vec();
+        tags.sort();
+        let settings: BTreeMap<String, String> = [
+            ("image", s.image.to_string()),
+            ("boot_disk_size_gb", s.boot_disk_size_gb.to_string()),
+            ("tags", tags.join(",")),
+            ("multizone", s.multizone.to_string()),
+            ("etcd_quorum_read", s.etcd_quorum_read.to_string()),
+            ("api_port", s.api_port.to_string()),
+            ("service_cluster_ip_range", s.service_range.to_string()),
+            ("dns_domain", s.dns_domain.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        Build {
+            machine_type: s.machine_type.to_string(),
+            settings,
+        }
+    }
+}
+
 /// Siblings of `me` whose own roll was interrupted: their VM is stopped or gone and the target pool no longer
 /// lists them, a state only a roll leaves a replica in (GCE keeps a stopped VM in its pool, and the cluster's
 /// repairs put only running replicas back). Their replicas resume those rolls in the same apply, so at plan they

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::context::{ClusterCtx, Result, Spec};
 use super::shared::{JOINING_LABEL, replica_labels};
-use crate::domain::roll::{BUILD_LABEL, Build};
+use crate::domain::roll::{BUILD_LABEL, Build, BuildSettings};
 use crate::gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
 use crate::master::{self, CaCerts, DATA_DEVICE, InitialState, MasterConfig};
 use crate::pki::ReplicaCerts;
@@ -21,7 +21,7 @@ pub fn data_disk_name(replica: &str) -> String {
 
 /// What the cluster's settings make of a master (everything a roll compares), as plain strings.
 pub fn build_of(spec: &Spec) -> Build {
-    build_from(&Settings {
+    Build::from_settings(&BuildSettings {
         machine_type: &spec.machine_type,
         image: &spec.image,
         boot_disk_size_gb: spec.boot_disk_size_gb,
@@ -32,42 +32,6 @@ pub fn build_of(spec: &Spec) -> Build {
         service_range: spec.service_range,
         dns_domain: &spec.dns_domain,
     })
-}
-
-/// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
-pub struct Settings<'a> {
-    pub machine_type: &'a str,
-    pub image: &'a str,
-    pub boot_disk_size_gb: i64,
-    pub tags: &'a [String],
-    pub multizone: bool,
-    pub etcd_quorum_read: bool,
-    pub api_port: u16,
-    pub service_range: ipnet::Ipv4Net,
-    pub dns_domain: &'a str,
-}
-
-/// The one mapping from settings to a build, so plan and apply compare the same strings.
-pub fn build_from(s: &Settings<'_>) -> Build {
-    let mut tags = s.tags.to_vec();
-    tags.sort();
-    let settings: BTreeMap<String, String> = [
-        ("image", s.image.to_string()),
-        ("boot_disk_size_gb", s.boot_disk_size_gb.to_string()),
-        ("tags", tags.join(",")),
-        ("multizone", s.multizone.to_string()),
-        ("etcd_quorum_read", s.etcd_quorum_read.to_string()),
-        ("api_port", s.api_port.to_string()),
-        ("service_cluster_ip_range", s.service_range.to_string()),
-        ("dns_domain", s.dns_domain.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    Build {
-        machine_type: s.machine_type.to_string(),
-        settings,
-    }
 }
 
 /// The labels a replica VM carries once it is done: the cluster's, the replica's own, the cluster label, and the

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -13,6 +14,7 @@ use super::adopt::{RecordedCerts, certs_on};
 use super::build::{build_of, vm_labels};
 use super::context::{ClusterCtx, OpError, Result};
 use super::execute::{Progress, Replica, Run, ip};
+use super::lock::lock_cluster;
 use super::observe::{Snapshot, observe};
 use super::repair::restore_reachability;
 use crate::domain::roll::{BUILD_LABEL, Build, VmFacts, roll_steps};
@@ -52,6 +54,30 @@ fn facts(vm: &InstanceInfo, prior: &Build) -> VmFacts {
     }
 }
 
+/// How long a roll waits (outside the lock) for a sibling whose member is still down: siblings in one apply take
+/// the lock in any order, and one may find another's member down from a roll that was killed and that this
+/// sibling is resuming. Long enough for one replica's roll; a member that stays down is reported as plan would.
+const WAIT_FOR_SIBLINGS: Duration = Duration::from_secs(120);
+const SIBLING_POLL: Duration = Duration::from_secs(3);
+
+/// Rolls replica `r` under the cluster's lock, so replicas roll one at a time; while the roll cannot start yet
+/// (`OpError::NotYet`), releases the lock, waits and asks again, up to `WAIT_FOR_SIBLINGS`.
+pub async fn roll_in_turn(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Result<Rolled> {
+    let patience = (Instant::now() + WAIT_FOR_SIBLINGS).min(deadline);
+    loop {
+        let lock = lock_cluster(ctx, &format!("roll replica {}", r.name), deadline).await?;
+        let rolled = roll(ctx, r, deadline).await;
+        lock.release().await;
+        match rolled {
+            Err(OpError::NotYet(..)) if Instant::now() < patience => {
+                tokio::time::sleep(SIBLING_POLL).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One roll of replica `r`; the caller holds the cluster's lock.
 pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Result<Rolled> {
     let c = &ctx.compute;
     let mut snap = observe(ctx, &[], deadline).await?;

@@ -27,14 +27,12 @@ use crate::ops::lock::{ClusterLock, lock_cluster};
 use crate::ops::observe::observe;
 use crate::ops::refresh::observe_shared;
 use crate::ops::repair::{restart_replica, restore_metadata};
-use crate::ops::roll::{RollRequest, roll};
+use crate::ops::roll::{RollRequest, roll_in_turn};
 use crate::ops::shared::zone_of;
 use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
 use crate::ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
-/// How long a roll waits for another replica's member to come back before it reports the refusal.
-const WAIT_FOR_SIBLINGS: Duration = Duration::from_secs(120);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(1200);
 
 /// `<cluster>-<three letters>`, as kube-up names replicas.
@@ -433,27 +431,7 @@ async fn roll_replica(
         labels: p.labels.known().cloned().unwrap_or_default(),
         prior: old,
     };
-    // Siblings in one apply take the lock in any order: one may find another's member still down from a roll
-    // that was killed and is being resumed by that sibling. Waiting a while (outside the lock) lets it finish;
-    // a member that stays down is reported as plan would have.
-    let patience = Instant::now() + WAIT_FOR_SIBLINGS;
-    let rolled = loop {
-        let lock = match lock_cluster(ctx, &format!("roll replica {name}"), until).await {
-            Ok(lock) => lock,
-            Err(e) => {
-                report(diags, "roll", &name, e);
-                return Some(prior);
-            }
-        };
-        let rolled = roll(ctx, &req, until).await;
-        lock.release().await;
-        match rolled {
-            Err(OpError::NotYet(..)) if Instant::now() < patience.min(until) => {
-                tokio::time::sleep(Duration::from_secs(3)).await;
-            }
-            other => break other,
-        }
-    };
+    let rolled = roll_in_turn(ctx, &req, until).await;
     let r = match rolled {
         Ok(r) => r,
         Err(e) => {

@@ -98,8 +98,8 @@ impl ClusterSpec {
     /// they are at plan, even while the cluster's IP and CAs are not).
     pub fn build(&self) -> Option<crate::domain::roll::Build> {
         let tags = self.tags.known().cloned().unwrap_or_default();
-        Some(crate::ops::build::build_from(
-            &crate::ops::build::Settings {
+        Some(crate::domain::roll::Build::from_settings(
+            &crate::domain::roll::BuildSettings {
                 machine_type: self.machine_type.known()?,
                 image: self.image.known()?,
                 boot_disk_size_gb: *self.boot_disk_size_gb.known()?,
