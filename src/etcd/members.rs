@@ -149,55 +149,51 @@ impl Etcd {
         id: u64,
         timeout: Duration,
     ) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let statuses = self.statuses(endpoints).await;
-            let ok: Vec<&MemberStatus> = statuses.iter().filter_map(|s| s.as_ref().ok()).collect();
-            let learner = ok.iter().find(|s| s.member_id == id);
-            let leader = ok
-                .iter()
-                .find(|s| s.leader_id != 0 && s.member_id == s.leader_id);
-            let last = match (learner, leader) {
-                (Some(l), _) if !l.is_learner => return Ok(()),
-                (Some(l), Some(lead)) if caught_up(l, lead) => return Ok(()),
-                (Some(l), Some(lead)) => {
-                    format!(
+        let waited = self
+            .await_statuses(endpoints, timeout, |statuses| {
+                let ok: Vec<&MemberStatus> =
+                    statuses.iter().filter_map(|s| s.as_ref().ok()).collect();
+                let learner = ok.iter().find(|s| s.member_id == id);
+                match (learner, leader_among(&ok)) {
+                    (Some(l), _) if !l.is_learner => None,
+                    (Some(l), Some(lead)) if caught_up(l, lead) => None,
+                    (Some(l), Some(lead)) => Some(format!(
                         "learner applied index {}, leader committed index {}",
                         l.raft_applied_index, lead.raft_index
-                    )
-                }
-                (Some(_), None) => "no leader answered".to_string(),
-                (None, _) => {
-                    let unanswered: Vec<String> = statuses
-                        .iter()
-                        .filter_map(|s| s.as_ref().err())
-                        .map(|f| f.to_string())
-                        .collect();
-                    if unanswered.is_empty() {
-                        "no endpoint given answers as the learner (is its endpoint among them?)"
-                            .to_string()
-                    } else {
-                        format!("the learner has not answered ({})", unanswered.join("; "))
+                    )),
+                    (Some(_), None) => Some("no leader answered".to_string()),
+                    (None, _) => {
+                        let unanswered: Vec<String> = statuses
+                            .iter()
+                            .filter_map(|s| s.as_ref().err())
+                            .map(|f| f.to_string())
+                            .collect();
+                        Some(if unanswered.is_empty() {
+                            "no endpoint given answers as the learner (is its endpoint among them?)"
+                                .to_string()
+                        } else {
+                            format!("the learner has not answered ({})", unanswered.join("; "))
+                        })
                     }
                 }
-            };
-            if Instant::now() >= deadline {
-                // A learner that vanished is a different problem from a slow one: say which.
-                if !self
-                    .member_list(endpoints)
-                    .await?
-                    .iter()
-                    .any(|m| m.id == id)
-                {
-                    return Err(EtcdError::MemberNotFound {
-                        step: "awaiting a learner",
-                        id,
-                    });
-                }
-                return Err(EtcdError::AwaitLearner { id, timeout, last });
-            }
-            sleep(POLL).await;
+            })
+            .await;
+        let Err(last) = waited else {
+            return Ok(());
+        };
+        // A learner that vanished is a different problem from a slow one: say which.
+        if !self
+            .member_list(endpoints)
+            .await?
+            .iter()
+            .any(|m| m.id == id)
+        {
+            return Err(EtcdError::MemberNotFound {
+                step: "awaiting a learner",
+                id,
+            });
         }
+        Err(EtcdError::AwaitLearner { id, timeout, last })
     }
 
     /// Waits until member `id` (a voter that restarted, e.g. after its VM was rebuilt on its data) answers with a
@@ -209,25 +205,41 @@ impl Etcd {
         id: u64,
         timeout: Duration,
     ) -> Result<()> {
+        self.await_statuses(endpoints, timeout, |statuses| {
+            let ok: Vec<&MemberStatus> = statuses.iter().filter_map(|s| s.as_ref().ok()).collect();
+            let me = ok.iter().find(|s| s.member_id == id && s.leader_id != 0);
+            match (me, leader_among(&ok)) {
+                (Some(m), Some(lead)) if caught_up(m, lead) => None,
+                (Some(m), Some(lead)) => Some(format!(
+                    "applied index {}, leader committed index {}",
+                    m.raft_applied_index, lead.raft_index
+                )),
+                (Some(_), None) => Some("no leader answered".to_string()),
+                (None, _) => Some("the member has not answered with a leader yet".to_string()),
+            }
+        })
+        .await
+        .map_err(|last| EtcdError::AwaitMember { id, timeout, last })
+    }
+
+    /// Asks every endpoint for its status every `POLL` until `judge` finds what it waits for (`None`) or
+    /// `timeout` passes; then the judge's last reason is the error.
+    async fn await_statuses(
+        &self,
+        endpoints: &[EtcdTarget],
+        timeout: Duration,
+        mut judge: impl FnMut(
+            &[std::result::Result<MemberStatus, super::EndpointFailure>],
+        ) -> Option<String>,
+    ) -> std::result::Result<(), String> {
         let deadline = Instant::now() + timeout;
         loop {
             let statuses = self.statuses(endpoints).await;
-            let ok: Vec<&MemberStatus> = statuses.iter().filter_map(|s| s.as_ref().ok()).collect();
-            let me = ok.iter().find(|s| s.member_id == id && s.leader_id != 0);
-            let leader = ok
-                .iter()
-                .find(|s| s.leader_id != 0 && s.member_id == s.leader_id);
-            let last = match (me, leader) {
-                (Some(m), Some(lead)) if caught_up(m, lead) => return Ok(()),
-                (Some(m), Some(lead)) => format!(
-                    "applied index {}, leader committed index {}",
-                    m.raft_applied_index, lead.raft_index
-                ),
-                (Some(_), None) => "no leader answered".to_string(),
-                (None, _) => "the member has not answered with a leader yet".to_string(),
+            let Some(last) = judge(&statuses) else {
+                return Ok(());
             };
             if Instant::now() >= deadline {
-                return Err(EtcdError::AwaitMember { id, timeout, last });
+                return Err(last);
             }
             sleep(POLL).await;
         }
@@ -392,4 +404,11 @@ fn describe(
         })
         .collect();
     parts.join("; ")
+}
+
+/// The status of the member that says it leads.
+fn leader_among<'a>(ok: &[&'a MemberStatus]) -> Option<&'a MemberStatus> {
+    ok.iter()
+        .find(|s| s.leader_id != 0 && s.member_id == s.leader_id)
+        .copied()
 }
