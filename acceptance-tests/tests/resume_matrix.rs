@@ -354,7 +354,6 @@ fn roll_chain(client: Client) {
 }
 
 #[test]
-#[ignore = "fails at one kill point not yet diagnosed (see the stop-8 issue note); run with --ignored"]
 fn a_roll_resumes_after_a_kill_at_every_step() {
     for_each_client(roll_chain);
 }
