@@ -232,10 +232,16 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
             "[{client}] the same members"
         );
 
-        // Down to one replica, then a roll: plan warns that the API goes down; the data stays.
+        // Down to one replica, then a roll that rebuilds it (image and machine type): plan warns that the API
+        // goes down; the VM is created again on its data disk and gets the static IP back; the data stays.
         set_vars(&ws, &[A], &[("machine_type", "e2-standard-4")]);
         ws.apply();
-        set_vars(&ws, &[A], &[("machine_type", "e2-standard-8")]);
+        let sole_id = sim.instance(&by_zone[A])["id"].to_string();
+        set_vars(
+            &ws,
+            &[A],
+            &[("machine_type", "e2-standard-8"), ("image", UBUNTU)],
+        );
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_success();
         plan.assert_contains(
@@ -249,6 +255,16 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
                 .rsplit('/')
                 .next(),
             Some("e2-standard-8")
+        );
+        assert_ne!(
+            sim.instance(&by_zone[A])["id"].to_string(),
+            sole_id,
+            "[{client}] the sole replica was rebuilt"
+        );
+        assert_eq!(
+            members(&sim, &by_zone[A]).len(),
+            1,
+            "[{client}] the same single member"
         );
         check(client, &ws, &sim, 1);
     });
