@@ -5,12 +5,14 @@
 //! moving the IP from one VM to a load balancer (and back) changes where new connections land, exactly as on GCE.
 
 pub(crate) mod background;
+pub mod firewall;
 pub mod http;
 mod lb;
 mod pool;
 mod proxy;
 
-pub use lb::{Backend, HealthCheckSpec, LbConfig, LoadBalancer};
+pub use firewall::{AdmitAll, Ingress, SharedIngress, Source, admit_all};
+pub use lb::{Backend, HealthCheckSpec, LbConfig, LoadBalancer, PROBER_SOURCES};
 pub use pool::{IpPool, MAX_NETWORK_BLOCK, set_network_block};
 pub use proxy::{Forward, forward};
 
