@@ -363,6 +363,58 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     }
 }
 
+/// On a network of their own (no `default-allow-internal`) two masters cannot form etcd until a rule admits their
+/// peer port from each other: the firewall guards VM-to-VM traffic too, judging a connection by the VM whose etcd
+/// opened it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_on_a_custom_network_reach_each_others_peer_port_only_through_a_rule() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    let members: Vec<testkit::Member> = (0..2u8)
+        .map(|n| testkit::member(&format!("p{n}"), Ipv4Addr::new(127, 10, 76, 2 + n)))
+        .collect();
+    let pki = ClusterPki::new();
+    for (m, zone) in members.iter().zip(ZONES) {
+        let md = testkit::master_metadata(&pki, m, &members, "new", Ipv4Addr::new(127, 20, 76, 10));
+        let items: Vec<Value> = md
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect();
+        let body = json!({"name": m.name, "machineType": format!("zones/{zone}/machineTypes/e2-standard-2"),
+            "tags": {"items": ["master"]},
+            "networkInterfaces": [{"network": "global/networks/prod", "networkIP": m.ip.to_string()}],
+            "metadata": {"items": items}});
+        api.ok(&format!("zones/{zone}/instances"), body).await;
+    }
+    let health = async |vm: &'static str| etcd_health_via_ssh(dir.path(), vm).await;
+    // Long enough for two etcd members to elect a leader many times over, had they reached each other.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_ne!(health("p0").await, Ok(0), "no quorum without the peer rule");
+
+    // A rule for another tag admits nothing; the masters' own peer rule makes the cluster.
+    let peer = |name: &str, tag: &str| {
+        json!({"name": name, "network": "global/networks/prod", "allowed": [{"IPProtocol": "tcp", "ports": ["2380"]}],
+            "sourceTags": [tag], "targetTags": [tag]})
+    };
+    api.ok("global/firewalls", peer("nodes", "node")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_ne!(health("p0").await, Ok(0), "a rule for other tags");
+    api.ok("global/firewalls", peer("peers", "master")).await;
+    for vm in ["p0", "p1"] {
+        eventually(
+            Duration::from_secs(60),
+            &format!("{vm} healthy once peers reach each other"),
+            async || health(vm).await == Ok(0),
+        )
+        .await;
+    }
+    running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_sim_boots_its_vms_again_with_their_data() {
     let dir = tempfile::tempdir().expect("temp dir");

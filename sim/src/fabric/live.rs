@@ -79,6 +79,21 @@ struct Actual {
     firewall: SharedIngress,
 }
 
+/// Which VM opened a connection to a peer port: the VM whose etcd process holds its client end (`/proc`), else the
+/// sim's host (a NAT splicing a connection from outside, a user's etcdctl).
+fn identify_vm(vms: Vms) -> net::Identify {
+    Arc::new(move |client, reached| {
+        let etcds: Vec<(u32, Ipv4Addr)> = lock(&vms)
+            .values()
+            .filter_map(|h| Some((h.status().etcd_pid?, h.internal_ip())))
+            .collect();
+        let pids: Vec<u32> = etcds.iter().map(|(pid, _)| *pid).collect();
+        net::socket_owner(client, reached, &pids)
+            .and_then(|owner| etcds.iter().find(|(pid, _)| *pid == owner))
+            .map_or(Source::Client, |(_, ip)| Source::Ip(*ip))
+    })
+}
+
 impl LiveFabric {
     pub fn start(cfg: &SimConfig) -> Result<Self, String> {
         let (tx, rx) = mpsc::channel::<Desired>();
@@ -92,6 +107,8 @@ impl LiveFabric {
                 port_map: PortMap {
                     privileged_offset: cfg.privileged_port_offset,
                 },
+                peer_firewall: ingress.clone(),
+                identify: identify_vm(vms.clone()),
                 ..VmOptions::default()
             },
             vms: vms.clone(),
