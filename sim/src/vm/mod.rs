@@ -32,6 +32,9 @@ pub enum VmError {
     Config(String),
     #[error("TLS: {0}")]
     Tls(String),
+    /// A port of the VM could not be opened (another process holds it).
+    #[error("{0}")]
+    Net(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -204,7 +207,7 @@ impl Vm {
                     opts.peer_firewall.clone(),
                     opts.identify.clone(),
                 )
-                .map_err(|e| VmError::Config(format!("etcd's peer port {port}: {e}")))
+                .map_err(|e| VmError::Net(format!("etcd's peer port {port}: {e}")))
             })
             .collect::<Result<Vec<Guard>, VmError>>()?;
 
