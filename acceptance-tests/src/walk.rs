@@ -45,6 +45,12 @@ variable "image" {{
   default = "projects/cos-cloud/global/images/family/cos-stable"
 }}
 
+# Where Terraform may reach etcd from: ha-sim's host is 127.0.0.1 unless `ha-sim fault client-ip` moves it.
+variable "etcd_client_source_ranges" {{
+  type    = list(string)
+  default = ["127.0.0.0/8"]
+}}
+
 provider "ha" {{
   project                 = "walk"
   zone                    = "{primary_zone}"
@@ -56,7 +62,7 @@ provider "ha" {{
 resource "ha_master_cluster" "c" {{
   name                      = "walk"
   multizone                 = true
-  etcd_client_source_ranges = ["127.0.0.0/8"]
+  etcd_client_source_ranges = var.etcd_client_source_ranges
   deletion_protection       = false # scenarios end with a destroy
   machine_type              = var.machine_type
   image                     = var.image
@@ -98,6 +104,12 @@ pub fn set_vars(ws: &Workspace, zones: &[&str], vars: &[(&str, &str)]) {
     for (k, v) in vars {
         all[*k] = Value::String(v.to_string());
     }
+    ws.write_file("terraform.tfvars.json", &all.to_string());
+}
+
+/// The replicas' zones and the ranges etcd's client port admits (`etcd_client_source_ranges`).
+pub fn set_zones_and_etcd_ranges(ws: &Workspace, zones: &[&str], ranges: &[&str]) {
+    let all = serde_json::json!({ "zones": zones, "etcd_client_source_ranges": ranges });
     ws.write_file("terraform.tfvars.json", &all.to_string());
 }
 

@@ -137,6 +137,9 @@ pub async fn collect(sim: &Sim) -> Value {
         "url": sim.root,
         "stateDir": sim.cfg.state_dir,
         "zonesDown": cloud.zones_down,
+        // The address the VMs' firewall sees this host's connections come from (`fault client-ip`).
+        "clientIp": cloud.client_ip.unwrap_or(crate::fabric::firewall::DEFAULT_CLIENT_IP).to_string(),
+        "blockedPorts": cloud.blocked_external_ports,
         "instances": instances,
         "addresses": addresses,
         "disks": disks,

@@ -100,8 +100,28 @@ fn the_cli_drives_a_running_sim_and_stops_it() {
     let status = ha_sim(dir.path(), &["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
     assert_eq!(v["zonesDown"], serde_json::json!(["us-central1-a"]));
+    assert_eq!(v["clientIp"], "127.0.0.1", "this host's default address");
     let text = ha_sim(dir.path(), &["status"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("zones DOWN: us-central1-a"));
+    // This host moves outside the source ranges, and back.
+    let out = ha_sim(dir.path(), &["fault", "client-ip", "198.51.100.7"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("198.51.100.7"));
+    let text = ha_sim(dir.path(), &["status"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains("as the VMs' firewall sees it: 198.51.100.7")
+    );
+    ha_sim(dir.path(), &["fault", "client-ip", "default"]);
+    let status = ha_sim(dir.path(), &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    assert_eq!(v["clientIp"], "127.0.0.1");
+    let bad = Command::new(BIN)
+        .args(["fault", "client-ip", "not-an-ip", "--state-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run ha-sim");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not an IPv4 address"));
     ha_sim(dir.path(), &["fault", "clear"]);
     let reqs = ha_sim(dir.path(), &["requests", "--reset"]);
     assert!(String::from_utf8_lossy(&reqs.stdout).contains("total"));

@@ -3,6 +3,7 @@
 //! for validation and planning, and the backends never decide anything themselves.
 
 pub mod adopt;
+pub mod exposure;
 pub mod guard;
 pub mod ids;
 pub mod lock;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::{Type, Value};
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
@@ -14,6 +14,7 @@ use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_
 use super::spec::ClusterSpec;
 use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
+use crate::domain::exposure::{Exposure, exposure_warnings};
 use crate::domain::{ids, machine_type, names, network, zones};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -77,12 +78,12 @@ pub fn schema() -> Schema {
         .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
         .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB."))
         .attribute(Attribute::string("data_disk_type").default(s("pd-ssd")).description("Type of each replica's etcd data disk: `pd-ssd` (the default, as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
-        .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules.").modifier(requires_replace()))
+        .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules. On the `default` network GCE's `default-allow-internal` rule admits the whole VPC to every port, so the masters-only etcd peer rule restricts nothing there: plan warns. See docs/guides/network.md.").modifier(requires_replace()))
         .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters, for custom-mode networks."))
         .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
         .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description("Labels for every GCE object of the cluster."))
-        .attribute(Attribute::typed("api_source_ranges", Type::list(Type::String)).default(Value::List(vec![s("0.0.0.0/0")])).description("CIDR ranges allowed to reach the API port.").validator(cidrs()))
-        .attribute(Attribute::typed("etcd_client_source_ranges", Type::list(Type::String)).required().description("CIDR ranges allowed to reach etcd's client port (mutual TLS). They must include where Terraform runs, since the provider manages etcd membership through it.").validator(cidrs()))
+        .attribute(Attribute::typed("api_source_ranges", Type::list(Type::String)).default(Value::List(vec![s("0.0.0.0/0")])).description("CIDR ranges allowed to reach the API port on the static IP and on every replica's external IP. They must include where Terraform runs (the provider checks `/healthz` on the static IP after creating or deleting a replica), and your users and nodes. The default, `0.0.0.0/0`, opens the API to the whole Internet: plan warns when a create or a change sets it. See docs/guides/network.md.").validator(cidrs()))
+        .attribute(Attribute::typed("etcd_client_source_ranges", Type::list(Type::String)).required().description("CIDR ranges allowed to reach etcd's client port 2379 (mutual TLS) on every replica's external IP. They must include where Terraform runs, since the provider reads and changes etcd membership through it: from outside them, plan refuses to add, remove or roll a replica. Plan warns about `0.0.0.0/0`. See docs/guides/network.md.").validator(cidrs()))
         .attribute(Attribute::number("api_port").default(n(443)).description("The API server's port on the static IP."))
         .attribute(Attribute::string("service_cluster_ip_range").default(s("10.0.0.0/16")).description("The Kubernetes service range. Its first address is in every API server certificate.").validator(string_check("An IPv4 CIDR range.", network::check_service_range)))
         .attribute(Attribute::string("dns_domain").default(s("cluster.local")).description("The cluster's DNS domain, for the API server certificate's `kubernetes.default.svc.<domain>` name."))
@@ -176,6 +177,17 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         etcd_client_ca_private_key: carried(|s| &s.etcd_client_ca_private_key),
         service_account_key: carried(|s| &s.service_account_key),
         deletion_protection: p.deletion_protection.clone(),
+    }
+}
+
+/// What the network lets in, as the model says (unknown values are not judged).
+fn exposure_of<'a>(name: &'a str, m: &'a ClusterModel) -> Exposure<'a> {
+    Exposure {
+        name,
+        network: m.network.known().map(String::as_str),
+        api_port: m.api_port.known().copied(),
+        api_source_ranges: m.api_source_ranges.known().map(Vec::as_slice),
+        etcd_client_source_ranges: m.etcd_client_source_ranges.known().map(Vec::as_slice),
     }
 }
 
@@ -276,6 +288,14 @@ impl Resource for ClusterResource {
                     drift.join(" ")
                 ),
             );
+        }
+        if let Some(name) = p.name.known() {
+            let prior = change.prior.map(|m| exposure_of(name, m));
+            for w in exposure_warnings(prior.as_ref(), &exposure_of(name, p)) {
+                diags.push(
+                    Diagnostic::warning(w.summary, w.detail).at(AttributePath::attr(w.attribute)),
+                );
+            }
         }
     }
 

@@ -100,6 +100,13 @@ async fn cluster_create_plan_knows_settings_and_not_generated_material() {
     )
     .await;
     assert!(!diags.has_error(), "{diags:?}");
+    // The defaults open the API to the Internet and put the masters on the default network: a create says so.
+    let warned: Vec<String> = diags
+        .iter()
+        .filter(|d| d.severity == tfplugin::diag::Severity::Warning)
+        .filter_map(|d| d.attribute.as_ref().map(|p| p.to_string()))
+        .collect();
+    assert_eq!(warned, ["api_source_ranges", "network"], "{diags:?}");
     let get = |k: &str| tfplugin_framework::plan::attr(&planned, k).clone();
     assert_eq!(get("id"), s("p/europe-west1/prod"));
     assert_eq!(

@@ -1,5 +1,5 @@
-//! firewalls (global): insert, get, list, patch, delete. Stored and validated, not enforced: every VM is on
-//! loopback (a documented simplification).
+//! firewalls (global): insert, get, list, patch, delete. Stored and validated here; the fabric enforces them on
+//! every connection it carries to a VM (`fabric::firewall`, docs/sim.md "Firewall").
 
 use super::common::{self, body, check_name, to_value};
 use super::error::{ApiError, ApiResult};

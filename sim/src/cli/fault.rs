@@ -80,6 +80,9 @@ pub enum FaultCommand {
     BlockPort { port: u16 },
     /// Make a blocked port reachable from outside again.
     UnblockPort { port: u16 },
+    /// The address this host's connections (Terraform's, the tests') have as the VMs' firewall sees it, e.g.
+    /// 198.51.100.7 to put Terraform outside `etcd_client_source_ranges`; `default` for 127.0.0.1.
+    ClientIp { ip: String },
 }
 
 /// `KEY=VALUE` sets, a bare `KEY` removes (labels and metadata items edited by hand).
@@ -206,6 +209,17 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
         ZoneUp { zone } => return event(c, Event::ZoneUp { zone }).await,
         BlockPort { port } => return event(c, Event::BlockPort { port }).await,
         UnblockPort { port } => return event(c, Event::UnblockPort { port }).await,
+        ClientIp { ip } => {
+            let ip = match ip.as_str() {
+                "default" => None,
+                other => Some(other.parse().map_err(|_| {
+                    format!(
+                        "client-ip: {other:?} is not an IPv4 address (or `default` for 127.0.0.1)"
+                    )
+                })?),
+            };
+            return event(c, Event::SetClientIp { ip }).await;
+        }
     };
     let body = serde_json::to_value(&fp).map_err(|e| format!("encoding failpoint: {e}"))?;
     let added = c.post("faults", Some(body)).await?;

@@ -21,6 +21,16 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
         return Ok(());
     }
     println!("ha-sim at {} (state {})", s(&v["url"]), s(&v["stateDir"]));
+    println!(
+        "this host's address, as the VMs' firewall sees it: {}",
+        s(&v["clientIp"])
+    );
+    if let Some(p) = v["blockedPorts"].as_array().filter(|p| !p.is_empty()) {
+        println!(
+            "ports refused on every external IP: {}",
+            p.iter().map(s).collect::<Vec<_>>().join(", ")
+        );
+    }
     if let Some(z) = v["zonesDown"].as_array().filter(|z| !z.is_empty()) {
         println!(
             "zones DOWN: {}",

@@ -119,6 +119,19 @@ async fn start_live(dir: &std::path::Path) -> Live {
 
 const ZONES: [&str; 3] = ["us-central1-a", "us-central1-b", "us-central1-c"];
 
+/// Connections to `ip:port` are dropped: the TCP handshake completes (a userspace proxy), then nothing answers, as
+/// a GCE VM behind a firewall never answers. A refusal or a reset would be a different failure.
+async fn assert_dropped(ip: Ipv4Addr, port: u16, why: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect((ip, port))
+        .await
+        .unwrap_or_else(|e| panic!("{ip}:{port} must not refuse ({why}): {e}"));
+    let _ = s.write_all(b"GET /healthz HTTP/1.1\r\n\r\n").await;
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_millis(800), s.read(&mut buf)).await;
+    assert!(read.is_err(), "{ip}:{port} answered ({why}): {read:?}");
+}
+
 /// Inserts three masters m0..m2 on 127.10.`net`.2-4 with the static IP 127.20.`net`.10 reserved.
 /// Each test uses its own `net` so test binaries running at the same time do not collide.
 async fn boot_cluster(api: &Api, net: u8) -> (ClusterPki, Vec<testkit::Member>, Ipv4Addr) {
@@ -200,7 +213,9 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
     let zones = ZONES;
     wait_for_three_members(&api).await;
 
-    // A forwarding rule on the static IP, health-checked on the masters' /healthz.
+    // A forwarding rule on the static IP, health-checked on the masters' /healthz. No firewall rule admits the
+    // probers or this host yet (the masters reached each other through the default network's implied
+    // default-allow-internal).
     api.ok("global/httpHealthChecks", json!({"name": "hc", "port": 3990, "requestPath": "/healthz", "checkIntervalSec": 1, "timeoutSec": 1})).await;
     let links: Vec<String> = members
         .iter()
@@ -225,14 +240,6 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
             .unwrap_or_default()
             .to_string()
     };
-    for link in &links {
-        eventually(
-            Duration::from_secs(30),
-            &format!("{link} HEALTHY"),
-            async || health(link).await == "HEALTHY",
-        )
-        .await;
-    }
     eventually(
         Duration::from_secs(10),
         "the rule to carry traffic",
@@ -242,11 +249,49 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
         },
     )
     .await;
+    let port = crate::net::PortMap::default().host_port(443);
+    // Dozens of probe intervals: the firewall drops every probe, so no master turns healthy.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for link in &links {
+        assert_eq!(
+            health(link).await,
+            "UNHEALTHY",
+            "{link}: probes are dropped"
+        );
+    }
+    assert_dropped(static_ip, port, "no rule admits this host to 443").await;
+
+    // The API rule admits this host (127.0.0.1 by default). With no healthy backend the pool sends to all of them.
+    api.ok("global/firewalls", json!({"name": "api", "allowed": [{"IPProtocol": "tcp", "ports": ["443"]}], "sourceRanges": ["127.0.0.0/8"]})).await;
+    let mut replicas = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        let (status, replica) =
+            testkit::https_get(static_ip, port, &pki.cluster.ca_pem, "/healthz")
+                .await
+                .expect("through the LB to unhealthy backends");
+        assert_eq!(status, 200);
+        replicas.insert(replica);
+    }
+    assert!(
+        replicas.len() > 1,
+        "no healthy backend: every backend gets connections: {replicas:?}"
+    );
+    assert!(health(&links[0]).await == "UNHEALTHY");
+
+    // The health-check rule admits GCE's probers to the sidecar: every master turns healthy.
+    api.ok("global/firewalls", json!({"name": "hc", "allowed": [{"IPProtocol": "tcp", "ports": ["3990"]}], "sourceRanges": ["35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"]})).await;
+    for link in &links {
+        eventually(
+            Duration::from_secs(30),
+            &format!("{link} HEALTHY"),
+            async || health(link).await == "HEALTHY",
+        )
+        .await;
+    }
     // Mutual TLS between the members, checked from inside each VM as `gcloud compute ssh` would.
     for vm in ["m0", "m1", "m2"] {
         assert_eq!(etcd_health_via_ssh(dir.path(), vm).await, Ok(0), "{vm}");
     }
-    let port = crate::net::PortMap::default().host_port(443);
     let mut replicas = std::collections::BTreeSet::new();
     for _ in 0..6 {
         let (status, replica) =
@@ -257,6 +302,23 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
         replicas.insert(replica);
     }
     assert!(replicas.len() > 1, "connections are spread: {replicas:?}");
+
+    // The host moves outside the API rule's range: its connections are dropped; back home, they are answered.
+    let client_ip = async |ip: Option<&str>| {
+        api.admin(
+            reqwest::Method::POST,
+            "events",
+            Some(json!({"event": "setClientIp", "ip": ip})),
+        )
+        .await
+    };
+    client_ip(Some("198.51.100.7")).await;
+    assert_dropped(static_ip, port, "this host is outside 127.0.0.0/8 now").await;
+    client_ip(None).await;
+    assert!(matches!(
+        testkit::https_get(static_ip, port, &pki.cluster.ca_pem, "/healthz").await,
+        Ok((200, _))
+    ));
 
     // A crashed VM turns unhealthy; the others keep serving.
     let pids = etcd_pids(&api).await;
@@ -299,6 +361,58 @@ async fn masters_boot_balance_crash_and_stop_cleanly() {
             "etcd {pid} outlived the sim"
         );
     }
+}
+
+/// On a network of their own (no `default-allow-internal`) two masters cannot form etcd until a rule admits their
+/// peer port from each other: the firewall guards VM-to-VM traffic too, judging a connection by the VM whose etcd
+/// opened it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_on_a_custom_network_reach_each_others_peer_port_only_through_a_rule() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    let members: Vec<testkit::Member> = (0..2u8)
+        .map(|n| testkit::member(&format!("p{n}"), Ipv4Addr::new(127, 10, 76, 2 + n)))
+        .collect();
+    let pki = ClusterPki::new();
+    for (m, zone) in members.iter().zip(ZONES) {
+        let md = testkit::master_metadata(&pki, m, &members, "new", Ipv4Addr::new(127, 20, 76, 10));
+        let items: Vec<Value> = md
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect();
+        let body = json!({"name": m.name, "machineType": format!("zones/{zone}/machineTypes/e2-standard-2"),
+            "tags": {"items": ["master"]},
+            "networkInterfaces": [{"network": "global/networks/prod", "networkIP": m.ip.to_string()}],
+            "metadata": {"items": items}});
+        api.ok(&format!("zones/{zone}/instances"), body).await;
+    }
+    let health = async |vm: &'static str| etcd_health_via_ssh(dir.path(), vm).await;
+    // Long enough for two etcd members to elect a leader many times over, had they reached each other.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_ne!(health("p0").await, Ok(0), "no quorum without the peer rule");
+
+    // A rule for another tag admits nothing; the masters' own peer rule makes the cluster.
+    let peer = |name: &str, tag: &str| {
+        json!({"name": name, "network": "global/networks/prod", "allowed": [{"IPProtocol": "tcp", "ports": ["2380"]}],
+            "sourceTags": [tag], "targetTags": [tag]})
+    };
+    api.ok("global/firewalls", peer("nodes", "node")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_ne!(health("p0").await, Ok(0), "a rule for other tags");
+    api.ok("global/firewalls", peer("peers", "master")).await;
+    for vm in ["p0", "p1"] {
+        eventually(
+            Duration::from_secs(60),
+            &format!("{vm} healthy once peers reach each other"),
+            async || health(vm).await == Ok(0),
+        )
+        .await;
+    }
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

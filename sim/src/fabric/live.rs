@@ -9,9 +9,10 @@
 //! - `net::LoadBalancer::start(net::LbConfig) -> Result<LoadBalancer, NetError>`, `.set_backends(&[Ipv4Addr])`,
 //!   `.backends() -> Vec<net::Backend{ip, healthy}>`, `.is_serving()`; dropping it removes the rule.
 
+use super::firewall::Policy;
 use super::{Desired, Fabric, LbHealth, LbSpec};
 use crate::config::SimConfig;
-use crate::net::{self, Forward, LbConfig, LoadBalancer, PortMap};
+use crate::net::{self, Forward, Ingress, LbConfig, LoadBalancer, PortMap, SharedIngress, Source};
 use crate::vm::{Vm, VmHandle, VmOptions};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -27,8 +28,34 @@ type Lbs = Arc<Mutex<BTreeMap<String, (LbSpec, Arc<LoadBalancer>)>>>;
 type Vms = Arc<Mutex<BTreeMap<String, VmHandle>>>;
 type Problems = Arc<Mutex<BTreeMap<String, String>>>;
 
+/// The firewall the running proxies consult. `sync` swaps in the newest policy under the state lock, so a changed
+/// rule or client address applies to the next connection, before the reconciler even wakes.
+#[derive(Default)]
+struct LiveIngress(Mutex<Arc<Policy>>);
+
+impl Ingress for LiveIngress {
+    fn admits(&self, from: Source, to: Ipv4Addr, guest_port: u16) -> bool {
+        let policy = lock(&self.0).clone();
+        let (from, v) = match from {
+            Source::Client => (policy.client(), policy.verdict_for_client(to, guest_port)),
+            Source::Ip(ip) => (ip, policy.verdict(ip, to, guest_port)),
+        };
+        if !v.admitted {
+            // What a user debugging "connection timed out" wants to know (HA_SIM_LOG=debug).
+            let why = v
+                .rule
+                .map_or("no rule admits it (implied deny)".to_string(), |r| {
+                    format!("denied by rule {r}")
+                });
+            tracing::debug!("firewall drops {from} -> {to}:{guest_port}: {why}");
+        }
+        v.admitted
+    }
+}
+
 pub struct LiveFabric {
     tx: Mutex<Option<mpsc::Sender<Desired>>>,
+    ingress: Arc<LiveIngress>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     vms: Vms,
     lbs: Lbs,
@@ -49,6 +76,22 @@ struct Actual {
     nat_ports: Vec<u16>,
     lbs: Lbs,
     problems: Problems,
+    firewall: SharedIngress,
+}
+
+/// Which VM opened a connection to a peer port: the VM whose etcd process holds its client end (`/proc`), else the
+/// sim's host (a NAT splicing a connection from outside, a user's etcdctl).
+fn identify_vm(vms: Vms) -> net::Identify {
+    Arc::new(move |client, reached| {
+        let etcds: Vec<(u32, Ipv4Addr)> = lock(&vms)
+            .values()
+            .filter_map(|h| Some((h.status().etcd_pid?, h.internal_ip())))
+            .collect();
+        let pids: Vec<u32> = etcds.iter().map(|(pid, _)| *pid).collect();
+        net::socket_owner(client, reached, &pids)
+            .and_then(|owner| etcds.iter().find(|(pid, _)| *pid == owner))
+            .map_or(Source::Client, |(_, ip)| Source::Ip(*ip))
+    })
 }
 
 impl LiveFabric {
@@ -57,12 +100,15 @@ impl LiveFabric {
         let lbs: Lbs = Arc::default();
         let vms: Vms = Arc::default();
         let problems: Problems = Arc::default();
+        let ingress: Arc<LiveIngress> = Arc::default();
         let mut actual = Actual {
             cfg: cfg.clone(),
             opts: VmOptions {
                 port_map: PortMap {
                     privileged_offset: cfg.privileged_port_offset,
                 },
+                peer_firewall: ingress.clone(),
+                identify: identify_vm(vms.clone()),
                 ..VmOptions::default()
             },
             vms: vms.clone(),
@@ -70,6 +116,7 @@ impl LiveFabric {
             nat_ports: cfg.nat_ports.clone(),
             lbs: lbs.clone(),
             problems: problems.clone(),
+            firewall: ingress.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("fabric".into())
@@ -95,6 +142,7 @@ impl LiveFabric {
             .map_err(|e| format!("starting the fabric thread: {e}"))?;
         Ok(LiveFabric {
             tx: Mutex::new(Some(tx)),
+            ingress,
             thread: Mutex::new(Some(thread)),
             vms,
             lbs,
@@ -105,6 +153,7 @@ impl LiveFabric {
 
 impl Fabric for LiveFabric {
     fn sync(&self, desired: &Desired) {
+        *lock(&self.ingress.0) = Arc::new(desired.firewall.clone());
         if let Some(tx) = lock(&self.tx).as_ref() {
             let _ = tx.send(desired.clone());
         }
@@ -205,7 +254,14 @@ impl Actual {
             if self.nats.contains_key(&(ext, int)) {
                 continue;
             }
-            match net::forward(ext, int, &self.nat_ports, self.opts.port_map) {
+            let nat = net::forward(
+                ext,
+                int,
+                &self.nat_ports,
+                self.opts.port_map,
+                self.firewall.clone(),
+            );
+            match nat {
                 Ok(f) => {
                     self.problem(&key, None);
                     self.nats.insert((ext, int), f);
@@ -234,6 +290,7 @@ impl Actual {
                 health_check: spec.health_check.clone(),
                 propagation_delay: self.cfg.latency.lb_propagation,
                 port_map: self.opts.port_map,
+                firewall: self.firewall.clone(),
             };
             match LoadBalancer::start(config) {
                 Ok(lb) => {

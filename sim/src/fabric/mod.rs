@@ -7,6 +7,7 @@
 
 #[cfg(test)]
 mod e2e_tests;
+pub mod firewall;
 pub mod live;
 
 use crate::config::SimConfig;
@@ -54,6 +55,8 @@ pub struct Desired {
     pub blocked_external_ports: BTreeSet<u16>,
     /// Host directories of every disk resource: made if missing; others under `state_dir/disks` are removed.
     pub disk_dirs: BTreeSet<PathBuf>,
+    /// The VPC firewall every NAT, balancer, health check and peer port applies to the next connection.
+    pub firewall: firewall::Policy,
 }
 
 /// What `ha-sim status` and `targetPools.getHealth` learn from the fabric.
@@ -121,6 +124,7 @@ fn ip(s: Option<&str>) -> Option<Ipv4Addr> {
 pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
     let mut d = Desired {
         blocked_external_ports: cloud.blocked_external_ports.clone(),
+        firewall: firewall::policy(cloud),
         ..Desired::default()
     };
     let mut internal_of = BTreeMap::new();

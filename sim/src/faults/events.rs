@@ -43,6 +43,13 @@ pub enum Event {
     BlockPort { port: u16 },
     /// The port is reachable from outside again.
     UnblockPort { port: u16 },
+    /// Connections from the sim's host (Terraform, tests) come from this address as the VMs' firewall sees it; no
+    /// `ip` = back to the default, 127.0.0.1. A host outside a rule's `sourceRanges` gets no answer from the ports
+    /// the rule opens, as on GCE (its connections are dropped, not refused).
+    SetClientIp {
+        #[serde(default)]
+        ip: Option<std::net::Ipv4Addr>,
+    },
 }
 
 /// Finds an instance key from `name`, `zone/name`, or a full or relative link.
@@ -236,6 +243,13 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
                 return Err(format!("port {port} is not blocked"));
             }
             Ok(format!("port {port} reachable again"))
+        }
+        Event::SetClientIp { ip } => {
+            cloud.client_ip = *ip;
+            let now = ip.unwrap_or(crate::fabric::firewall::DEFAULT_CLIENT_IP);
+            Ok(format!(
+                "connections from this host now come from {now} as the firewall sees them"
+            ))
         }
     }
 }

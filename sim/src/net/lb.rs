@@ -1,8 +1,11 @@
 //! A forwarding rule + target pool: a TCP load balancer on the rule's IP that round-robins new connections over the
-//! pool's instances which pass the (legacy) HTTP health check.
+//! pool's instances which pass the (legacy) HTTP health check, or over all of them when none does (GCE's rule).
+//! Connections keep the client's address, so the backends' firewall judges the client, not the balancer; health
+//! probes come from GCE's prober ranges and pass the same firewall.
 
 use super::background::Background;
-use super::proxy::{Chooser, bind_all, serve};
+use super::firewall::{SharedIngress, Source};
+use super::proxy::{Chooser, Route, bind_all, serve};
 use super::{NetError, PortMap, http};
 use serde::{Deserialize, Serialize};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -51,8 +54,17 @@ impl HealthCheckSpec {
     }
 }
 
+/// Where legacy health checks of a target pool come from: one address from each of GCE's documented prober ranges
+/// for target-pool-based network load balancers (35.191.0.0/16, 209.85.152.0/22, 209.85.204.0/22). Probes take
+/// them in turn, so a firewall that admits only some ranges makes a backend flap, as on GCE.
+pub const PROBER_SOURCES: [Ipv4Addr; 3] = [
+    Ipv4Addr::new(35, 191, 0, 1),
+    Ipv4Addr::new(209, 85, 152, 1),
+    Ipv4Addr::new(209, 85, 204, 1),
+];
+
 /// Everything a forwarding rule pointing at a target pool decides.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LbConfig {
     /// The rule's IP address (usually the cluster's reserved static IP).
     pub ip: Ipv4Addr,
@@ -66,6 +78,21 @@ pub struct LbConfig {
     /// `ip` are accepted and closed at once.
     pub propagation_delay: Duration,
     pub port_map: PortMap,
+    /// The backends' VPC firewall: client connections and health probes reach a backend only if it admits them.
+    pub firewall: SharedIngress,
+}
+
+impl std::fmt::Debug for LbConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LbConfig")
+            .field("ip", &self.ip)
+            .field("ports", &self.ports)
+            .field("backends", &self.backends)
+            .field("health_check", &self.health_check)
+            .field("propagation_delay", &self.propagation_delay)
+            .field("port_map", &self.port_map)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A backend and whether the balancer currently sends it traffic (targetPools.getHealth).
@@ -102,6 +129,10 @@ impl Shared {
         }
     }
 
+    /// The backend of a new connection: the next healthy one, or, when no backend is healthy, the next of all of
+    /// them. GCE's TargetPool reference (field `backupPool`): without a backup pool, traffic is spread "to the healthy
+    /// instances with the best effort, or to all instances when no instance is healthy". None before propagation or
+    /// with an empty pool.
     fn choose(&self) -> Option<Ipv4Addr> {
         if Instant::now() < self.serving_from {
             return None;
@@ -112,11 +143,16 @@ impl Shared {
             .filter(|b| b.healthy)
             .map(|b| b.ip)
             .collect();
-        if healthy.is_empty() {
+        let candidates = if healthy.is_empty() {
+            backends.iter().map(|b| b.ip).collect()
+        } else {
+            healthy
+        };
+        if candidates.is_empty() {
             return None;
         }
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Some(healthy[n % healthy.len()])
+        Some(candidates[n % candidates.len()])
     }
 
     fn record(&self, ip: Ipv4Addr, ok: bool, spec: &HealthCheckSpec) {
@@ -163,13 +199,25 @@ impl LoadBalancer {
         set_backends(&shared, &config.backends);
 
         let for_proxy = shared.clone();
-        let choose: Chooser = Arc::new(move || for_proxy.choose());
+        let (map, firewall) = (config.port_map, config.firewall.clone());
+        let choose: Chooser = Arc::new(move |guest, _| match for_proxy.choose() {
+            // The pool passes the client's address through: the backend's firewall must admit the client.
+            Some(ip) if firewall.admits(Source::Client, ip, guest) => {
+                Route::To(SocketAddr::V4(SocketAddrV4::new(ip, map.host_port(guest))))
+            }
+            Some(_) => Route::Drop,
+            None => Route::Close,
+        });
         let for_checks = shared.clone();
-        let (check, map) = (config.health_check.clone(), config.port_map);
+        let check = config.health_check.clone();
+        let firewall = config.firewall.clone();
         let background = Background::spawn(&format!("lb-{}", config.ip), move || async move {
             match check {
                 Some(spec) => {
-                    tokio::join!(serve(listeners, choose), health_loop(for_checks, spec, map));
+                    tokio::join!(
+                        serve(listeners, choose),
+                        health_loop(for_checks, spec, map, firewall)
+                    );
                 }
                 None => serve(listeners, choose).await,
             }
@@ -258,16 +306,25 @@ fn dedup(ips: &[Ipv4Addr]) -> Vec<Ipv4Addr> {
     out
 }
 
-/// Probes every backend each interval, all in parallel, like GCE's prober fleet does.
-async fn health_loop(shared: Arc<Shared>, spec: HealthCheckSpec, map: PortMap) {
+/// Probes every backend each interval, all in parallel, like GCE's prober fleet does. A probe the backend's firewall
+/// drops fails, as it would time out.
+async fn health_loop(
+    shared: Arc<Shared>,
+    spec: HealthCheckSpec,
+    map: PortMap,
+    firewall: SharedIngress,
+) {
     let mut ticker = tokio::time::interval(spec.check_interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut round = 0usize;
     loop {
         ticker.tick().await;
         let ips: Vec<Ipv4Addr> = {
             let backends = shared.backends.lock().unwrap_or_else(|e| e.into_inner());
             backends.iter().map(|b| b.ip).collect()
         };
+        let from = PROBER_SOURCES[round % PROBER_SOURCES.len()];
+        round = round.wrapping_add(1);
         let mut probes = tokio::task::JoinSet::new();
         for ip in ips {
             let (path, port, timeout) = (
@@ -275,7 +332,11 @@ async fn health_loop(shared: Arc<Shared>, spec: HealthCheckSpec, map: PortMap) {
                 map.host_port(spec.port),
                 spec.timeout,
             );
-            probes.spawn(async move { (ip, probe(ip, port, &path, timeout).await) });
+            let admitted = firewall.admits(Source::Ip(from), ip, spec.port);
+            probes.spawn(async move {
+                let ok = admitted && probe(ip, port, &path, timeout).await;
+                (ip, ok)
+            });
         }
         while let Some(Ok((ip, ok))) = probes.join_next().await {
             shared.record(ip, ok, &spec);

@@ -5,13 +5,19 @@
 //! moving the IP from one VM to a load balancer (and back) changes where new connections land, exactly as on GCE.
 
 pub(crate) mod background;
+pub mod firewall;
+mod guard;
 pub mod http;
 mod lb;
 mod pool;
+mod procfs;
 mod proxy;
 
-pub use lb::{Backend, HealthCheckSpec, LbConfig, LoadBalancer};
+pub use firewall::{AdmitAll, Ingress, SharedIngress, Source, admit_all};
+pub use guard::{Guard, Identify, from_host, guard};
+pub use lb::{Backend, HealthCheckSpec, LbConfig, LoadBalancer, PROBER_SOURCES};
 pub use pool::{IpPool, MAX_NETWORK_BLOCK, set_network_block};
+pub use procfs::socket_owner;
 pub use proxy::{Forward, forward};
 
 use serde::{Deserialize, Serialize};

@@ -53,6 +53,13 @@ impl IpPool {
         .expect("static range is valid")
     }
 
+    /// The /16 the internal pool lies in: the sim's VPC range, which stands for GCE's 10.128.0.0/9 in the
+    /// `default` network's `default-allow-internal` rule.
+    pub fn internal_cidr() -> (Ipv4Addr, u8) {
+        let (internal, _) = block_octets();
+        (Ipv4Addr::new(127, internal, 0, 0), 16)
+    }
+
     /// The pool for external addresses (static and ephemeral): 127.20.0.0/16, or the network block's.
     pub fn external() -> IpPool {
         let (_, external) = block_octets();

@@ -1,24 +1,49 @@
-//! TCP splicing: the data path shared by 1:1 NAT ([`forward`]) and load balancers.
+//! TCP splicing: the data path shared by 1:1 NAT ([`forward`]) and load balancers, with the VPC firewall's verdict
+//! on each connection.
 
 use super::background::{Background, bind};
+use super::firewall::{SharedIngress, Source};
 use super::{NetError, PortMap};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 
-/// Picks the backend for a new connection; None drops the connection (no route, nothing healthy, not yet propagated).
-pub(crate) type Chooser = Arc<dyn Fn() -> Option<Ipv4Addr> + Send + Sync>;
+/// Where one new connection goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Splice it to this address.
+    To(SocketAddr),
+    /// A firewall drops it: the client hears nothing and gives up on its own timeout, as on GCE.
+    Drop,
+    /// Nothing to deliver to (no backend, not yet propagated): close it at once.
+    Close,
+}
+
+/// Decides the route of a new connection from its guest port and the client's socket address.
+pub(crate) type Chooser = Arc<dyn Fn(u16, SocketAddr) -> Route + Send + Sync>;
 
 /// How long a proxy waits for a backend to accept before giving up on that client connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a dropped connection is held open without an answer. GCE drops the SYN, so the client's connect times
+/// out; a userspace proxy cannot refuse one SYN and accept the next (the kernel completes every handshake before
+/// the proxy sees the connection), so it swallows what the client sends instead, longer than any client waits.
+const DROP_HOLD: Duration = Duration::from_secs(120);
+
+/// One bound listener: the guest port it stands for and the host port it is bound on.
+pub(crate) struct Bound {
+    listener: std::net::TcpListener,
+    guest: u16,
+}
 
 /// Binds `listen_ip` on the host port of every guest port; failing early (e.g. address in use) beats a silent NAT.
 pub(crate) fn bind_all(
     listen_ip: Ipv4Addr,
     ports: &[u16],
     map: PortMap,
-) -> Result<Vec<(std::net::TcpListener, u16)>, NetError> {
+) -> Result<Vec<Bound>, NetError> {
     if ports.is_empty() {
         return Err(NetError::Invalid(format!(
             "no ports to listen on at {listen_ip}"
@@ -32,40 +57,57 @@ pub(crate) fn bind_all(
             let listener = bind(addr).map_err(NetError::io(format!(
                 "listen on {addr} (guest port {guest})"
             )))?;
-            Ok((listener, host))
+            Ok(Bound { listener, guest })
         })
         .collect()
 }
 
-/// Accepts on every listener and splices each connection to `choose()` on the same host port. Runs until cancelled.
-pub(crate) async fn serve(listeners: Vec<(std::net::TcpListener, u16)>, choose: Chooser) {
+/// Accepts on every listener and routes each connection as `choose` says. Runs until cancelled.
+pub(crate) async fn serve(listeners: Vec<Bound>, choose: Chooser) {
     let mut loops = tokio::task::JoinSet::new();
-    for (std_listener, port) in listeners {
+    for Bound { listener, guest } in listeners {
         let choose = choose.clone();
         loops.spawn(async move {
-            let listener = match TcpListener::from_std(std_listener) {
+            let listener = match TcpListener::from_std(listener) {
                 Ok(l) => l,
                 Err(e) => {
-                    tracing::error!("proxy listener on port {port} unusable: {e}");
+                    tracing::error!("proxy listener for guest port {guest} unusable: {e}");
                     return;
                 }
             };
             loop {
-                let Ok((client, _)) = listener.accept().await else {
+                let Ok((client, peer)) = listener.accept().await else {
                     // Accept errors (e.g. EMFILE) are transient; back off briefly instead of spinning.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
-                // Dropping `client` here closes it: that is what "no route" looks like to the caller.
-                let Some(target) = choose() else { continue };
-                tokio::spawn(splice(
-                    client,
-                    SocketAddr::V4(SocketAddrV4::new(target, port)),
-                ));
+                let choose = choose.clone();
+                // Decided off the accept loop: a chooser may read /proc to learn who connected.
+                tokio::spawn(async move {
+                    match choose(guest, peer) {
+                        Route::To(target) => splice(client, target).await,
+                        Route::Drop => hold_silently(client).await,
+                        // Dropping `client` closes it: that is what "no route" looks like to the caller.
+                        Route::Close => {}
+                    }
+                });
             }
         });
     }
     while loops.join_next().await.is_some() {}
+}
+
+/// A connection the firewall drops: read and discard until the client gives up (or [`DROP_HOLD`]), never answer.
+async fn hold_silently(mut client: TcpStream) {
+    let mut sink = [0u8; 4096];
+    let swallow = async {
+        while let Ok(n) = client.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DROP_HOLD, swallow).await;
 }
 
 async fn splice(mut client: TcpStream, target: SocketAddr) {
@@ -89,7 +131,8 @@ pub struct Forward {
     background: Background,
 }
 
-/// Starts NAT from `listen_ip` to `target_ip` for the given guest ports (each mapped through `map`).
+/// Starts NAT from `listen_ip` to `target_ip` for the given guest ports (each mapped through `map`). Every connection
+/// comes from the sim's host ([`Source::Client`]); the ones `firewall` does not admit to the VM are dropped.
 ///
 /// Real 1:1 NAT carries every port; a userspace proxy needs a listener per port, so the caller names the ports a master
 /// serves (e.g. 443 and the 3990 health port).
@@ -98,9 +141,19 @@ pub fn forward(
     target_ip: Ipv4Addr,
     ports: &[u16],
     map: PortMap,
+    firewall: SharedIngress,
 ) -> Result<Forward, NetError> {
     let listeners = bind_all(listen_ip, ports, map)?;
-    let choose: Chooser = Arc::new(move || Some(target_ip));
+    let choose: Chooser = Arc::new(move |guest, _| {
+        if firewall.admits(Source::Client, target_ip, guest) {
+            Route::To(SocketAddr::V4(SocketAddrV4::new(
+                target_ip,
+                map.host_port(guest),
+            )))
+        } else {
+            Route::Drop
+        }
+    });
     let background = Background::spawn(&format!("nat-{listen_ip}"), move || {
         serve(listeners, choose)
     })

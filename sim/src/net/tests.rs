@@ -115,6 +115,7 @@ async fn load_balancer_waits_for_propagation_and_skips_unhealthy_backends() {
         health_check: Some(check),
         propagation_delay: Duration::from_millis(700),
         port_map: PortMap::default(),
+        firewall: admit_all(),
     })
     .unwrap();
     // Before propagation the rule carries nothing, healthy backends or not.
@@ -158,6 +159,111 @@ async fn load_balancer_waits_for_propagation_and_skips_unhealthy_backends() {
         who(vip, 6443).await.is_err(),
         "a deleted rule must not answer"
     );
+}
+
+/// A firewall for tests: admits the client to every backend but `denied`, and health probes only to `probed`.
+struct TestWall {
+    denied: Ipv4Addr,
+    probed: Vec<Ipv4Addr>,
+}
+
+impl Ingress for TestWall {
+    fn admits(&self, from: Source, to: Ipv4Addr, _: u16) -> bool {
+        match from {
+            Source::Client => to != self.denied,
+            Source::Ip(prober) => PROBER_SOURCES.contains(&prober) && self.probed.contains(&to),
+        }
+    }
+}
+
+#[tokio::test]
+async fn with_no_healthy_backend_the_pool_sends_to_all_and_the_firewall_drops_what_it_does_not_admit()
+ {
+    let (a, b, c, vip) = (ip(57, 0, 2), ip(57, 0, 3), ip(57, 0, 4), ip(57, 1, 2));
+    // All three would pass their checks, but the firewall admits probes to none of them.
+    for (at, name) in [(a, "a"), (b, "b"), (c, "c")] {
+        fake_backend(at, 6443, name, 200).await;
+    }
+    let check = HealthCheckSpec {
+        port: 8080,
+        request_path: "/healthz".into(),
+        ..HealthCheckSpec::default()
+    }
+    .scaled(0.01);
+    let firewall = std::sync::Arc::new(TestWall {
+        denied: c,
+        probed: vec![],
+    });
+    let lb = LoadBalancer::start(LbConfig {
+        ip: vip,
+        ports: vec![443],
+        backends: vec![a, b, c],
+        health_check: Some(check.clone()),
+        propagation_delay: Duration::ZERO,
+        port_map: PortMap::default(),
+        firewall,
+    })
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        lb.backends().iter().all(|x| !x.healthy),
+        "{:?}",
+        lb.backends()
+    );
+    // Round robin over all three: a and b answer, the connection to c is dropped (accepted, never answered).
+    let mut seen = BTreeSet::new();
+    let mut dropped = 0;
+    for _ in 0..6 {
+        match who(vip, 6443).await {
+            Ok(name) => drop(seen.insert(name)),
+            Err(_) => dropped += 1,
+        }
+    }
+    assert_eq!(seen, BTreeSet::from(["a".to_string(), "b".to_string()]));
+    assert_eq!(
+        dropped, 2,
+        "every third connection goes to c and is dropped"
+    );
+    drop(lb);
+
+    // Probes admitted to b only: b alone is healthy and takes every connection.
+    let lb = LoadBalancer::start(LbConfig {
+        ip: vip,
+        ports: vec![443],
+        backends: vec![a, b, c],
+        health_check: Some(check),
+        propagation_delay: Duration::ZERO,
+        port_map: PortMap::default(),
+        firewall: std::sync::Arc::new(TestWall {
+            denied: c,
+            probed: vec![b],
+        }),
+    })
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..3 {
+        assert_eq!(who(vip, 6443).await.unwrap(), "b");
+    }
+    drop(lb);
+
+    // A NAT the firewall does not admit the client through: accepted, never answered, not refused.
+    let nat = forward(
+        vip,
+        c,
+        &[443],
+        PortMap::default(),
+        std::sync::Arc::new(TestWall {
+            denied: c,
+            probed: vec![],
+        }),
+    )
+    .unwrap();
+    let err = who(vip, 6443).await.unwrap_err();
+    assert!(
+        err.contains("no answer") && err.contains("Elapsed"),
+        "{err}"
+    );
+    nat.stop();
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -206,7 +312,14 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
     let ports = [443, 3990];
 
     // 1. The static IP is vm1's access config.
-    let nat = forward(static_ip, vm1.internal_ip(), &ports, PortMap::default()).unwrap();
+    let nat = forward(
+        static_ip,
+        vm1.internal_ip(),
+        &ports,
+        PortMap::default(),
+        admit_all(),
+    )
+    .unwrap();
     assert_eq!(
         replicas_behind(static_ip, &ca, 3).unwrap(),
         BTreeSet::from(["vm1".to_string()])
@@ -241,6 +354,7 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
         ),
         propagation_delay: Duration::from_secs(1),
         port_map: PortMap::default(),
+        firewall: admit_all(),
     })
     .unwrap();
     assert!(
@@ -255,7 +369,14 @@ fn static_ip_moves_from_vm1_to_a_load_balancer_to_vm2() {
     drop(lb);
 
     // 3. The last replica standing gets the IP back as its access config.
-    let _nat = forward(static_ip, vm2.internal_ip(), &ports, PortMap::default()).unwrap();
+    let _nat = forward(
+        static_ip,
+        vm2.internal_ip(),
+        &ports,
+        PortMap::default(),
+        admit_all(),
+    )
+    .unwrap();
     assert_eq!(
         replicas_behind(static_ip, &ca, 5).unwrap(),
         BTreeSet::from(["vm2".to_string()])

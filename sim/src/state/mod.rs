@@ -49,6 +49,10 @@ pub struct Cloud {
     /// what a Terraform host outside a firewall rule's source ranges sees. Traffic between VMs is not affected.
     #[serde(default)]
     pub blocked_external_ports: BTreeSet<u16>,
+    /// The address connections from the sim's host (Terraform, tests) come from as the VMs' firewall sees it
+    /// (`fault client-ip`); None = `fabric::firewall::DEFAULT_CLIENT_IP`, 127.0.0.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ip: Option<Ipv4Addr>,
 }
 
 /// Internal (networkIP) addresses come from `net::IpPool::internal()` (127.10.0.0/16); external ones (natIP,

@@ -494,8 +494,34 @@ const ETCD_OWN_URL_FLAGS: &[&str] = &[
     "listen-metrics-urls",
 ];
 
+/// etcd's peer listeners sit behind the VPC firewall: etcd itself listens on the guest port plus this offset
+/// (2380 → 12380) and a guard on the guest port admits only what the firewall admits (`net::guard`). Peers reach
+/// the guest port, as advertised. Nothing else binds the VMs' addresses, so the offset port is always free.
+pub(crate) const PEER_BACKSTAGE_OFFSET: u16 = 10000;
+
+/// Where etcd really listens for a peer URL's guest port.
+pub(crate) fn peer_backstage(guest: u16) -> u16 {
+    guest.saturating_add(PEER_BACKSTAGE_OFFSET)
+}
+
+/// The guest ports of etcd's `--listen-peer-urls` (each gets a firewall guard on the VM's IP).
+pub(crate) fn peer_ports(argv: &[String]) -> Vec<u16> {
+    let mut ports: Vec<u16> = argv
+        .iter()
+        .filter_map(|a| a.trim_start_matches('-').strip_prefix("listen-peer-urls="))
+        .flat_map(|list| {
+            list.split(',')
+                .filter_map(|u| split_url(u).map(|(_, _, p)| p))
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
 /// The host argv for etcd: the local binary, paths through the container's volumes and the VM's mounts to the
-/// host (rootfs or an attached disk's directory), own URLs on the VM's IP.
+/// host (rootfs or an attached disk's directory), own URLs on the VM's IP, peer listeners on their backstage port
+/// ([`peer_backstage`]).
 /// Also checks that etcd only listens on this VM's address: on a real VM binding another host's IP fails.
 pub(crate) fn etcd_host_argv(
     argv: &[String],
@@ -511,7 +537,19 @@ pub(crate) fn etcd_host_argv(
         };
         let name = flag.trim_start_matches('-');
         let value = if ETCD_OWN_URL_FLAGS.contains(&name) {
-            let mapped = map.url_list(value);
+            let mut mapped = map.url_list(value);
+            if name == "listen-peer-urls" {
+                mapped = mapped
+                    .split(',')
+                    .map(|u| match split_url(u) {
+                        Some((scheme, host, port)) => {
+                            format!("{scheme}://{host}:{}", peer_backstage(port))
+                        }
+                        None => u.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",");
+            }
             if name.starts_with("listen-") {
                 for url in mapped.split(',') {
                     if split_url(url).map(|(_, h, _)| h) != Some(&map.ip.to_string()) {

@@ -12,8 +12,8 @@ pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;
 
-use crate::net::PortMap;
 use crate::net::background::Background;
+use crate::net::{Guard, Identify, PortMap, SharedIngress};
 use config::{HostMap, split_url};
 use rustls::pki_types::ServerName;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,9 @@ pub enum VmError {
     Config(String),
     #[error("TLS: {0}")]
     Tls(String),
+    /// A port of the VM could not be opened (another process holds it).
+    #[error("{0}")]
+    Net(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -46,7 +49,7 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> VmError 
 }
 
 /// Knobs a sim sets once for all its VMs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct VmOptions {
     /// Guest→host port mapping (443 → 6443 by default); must match the one given to NATs and load balancers.
     pub port_map: PortMap,
@@ -56,6 +59,10 @@ pub struct VmOptions {
     pub restart_backoff_max: Duration,
     /// How often the stand-in polls etcd's /health for [`VmHandle::status`] (/healthz itself always checks live).
     pub health_interval: Duration,
+    /// The VPC firewall in front of etcd's peer port, and who opened a connection to it (the sim's fabric knows
+    /// which etcd process belongs to which VM). Default: admit everyone.
+    pub peer_firewall: SharedIngress,
+    pub identify: Identify,
 }
 
 impl Default for VmOptions {
@@ -65,7 +72,20 @@ impl Default for VmOptions {
             restart_backoff_initial: Duration::from_secs(1),
             restart_backoff_max: Duration::from_secs(30),
             health_interval: Duration::from_secs(1),
+            peer_firewall: crate::net::admit_all(),
+            identify: crate::net::from_host(),
         }
+    }
+}
+
+impl std::fmt::Debug for VmOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmOptions")
+            .field("port_map", &self.port_map)
+            .field("restart_backoff_initial", &self.restart_backoff_initial)
+            .field("restart_backoff_max", &self.restart_backoff_max)
+            .field("health_interval", &self.health_interval)
+            .finish_non_exhaustive()
     }
 }
 
@@ -175,6 +195,21 @@ impl Vm {
         }
         let etcd_argv =
             config::etcd_host_argv(&startup.etcd_argv, etcd_bin, &map, &startup.etcd_volumes)?;
+        // Bound before etcd starts, so a port another process holds fails the boot rather than leave etcd unreachable.
+        let peer_guards = config::peer_ports(&startup.etcd_argv)
+            .into_iter()
+            .map(|port| {
+                crate::net::guard(
+                    map.ip,
+                    port,
+                    opts.port_map,
+                    config::peer_backstage(port),
+                    opts.peer_firewall.clone(),
+                    opts.identify.clone(),
+                )
+                .map_err(|e| VmError::Net(format!("etcd's peer port {port}: {e}")))
+            })
+            .collect::<Result<Vec<Guard>, VmError>>()?;
 
         let api = &startup.apiserver;
         let c = "kube-apiserver";
@@ -277,6 +312,7 @@ impl Vm {
             etcd,
             api,
             health,
+            peer_guards,
         })
     }
 }
@@ -374,6 +410,8 @@ pub struct VmHandle {
     etcd: etcd::Supervisor,
     api: Background,
     health: Arc<api::Health>,
+    /// The firewall in front of etcd's peer port(s); dropped (port closed) when the VM powers off.
+    peer_guards: Vec<Guard>,
 }
 
 impl VmHandle {
@@ -421,6 +459,7 @@ impl VmHandle {
     /// ports. Returns after everything is gone. Idempotent.
     pub fn kill(&mut self) {
         self.api.stop();
+        self.peer_guards.clear();
         self.etcd.stop();
         self.health.etcd_healthy.store(false, Ordering::SeqCst);
     }

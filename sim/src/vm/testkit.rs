@@ -304,6 +304,7 @@ pub(crate) fn fast_opts() -> VmOptions {
         restart_backoff_initial: Duration::from_millis(50),
         restart_backoff_max: Duration::from_millis(500),
         health_interval: Duration::from_millis(100),
+        ..VmOptions::default()
     }
 }
 

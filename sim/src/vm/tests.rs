@@ -343,6 +343,8 @@ fn guest_localhost_and_paths_map_into_the_vm() {
         "/usr/local/bin/etcd",
         "--data-dir=/var/lib/etcd",
         "--listen-client-urls=https://0.0.0.0:2379",
+        "--listen-peer-urls=https://127.0.0.1:2380",
+        "--initial-advertise-peer-urls=https://127.0.0.1:2380",
     ]
     .map(String::from)
     .to_vec();
@@ -352,9 +354,13 @@ fn guest_localhost_and_paths_map_into_the_vm() {
         [
             "/opt/etcd",
             "--data-dir=/vms/m1/rootfs/var/lib/etcd",
-            "--listen-client-urls=https://127.45.0.2:2379"
+            "--listen-client-urls=https://127.45.0.2:2379",
+            // etcd listens behind the VM's firewall guard, and advertises the port peers reach.
+            "--listen-peer-urls=https://127.45.0.2:12380",
+            "--initial-advertise-peer-urls=https://127.45.0.2:2380",
         ]
     );
+    assert_eq!(config::peer_ports(&argv), vec![2380]);
 }
 
 /// `etcdctl endpoint status` of this VM's member: (member id, raft index).

@@ -1,0 +1,122 @@
+//! ha-sim enforces the cluster's firewall rules, so a Terraform host outside `etcd_client_source_ranges` is as cut
+//! off as it would be on GCE: its connections to etcd's client port are dropped (they time out, nothing refuses
+//! them). A grow and a shrink are refused at plan and at apply with a sentence that names the cause and the
+//! attribute, and nothing is half done: the same VMs, the same etcd members, the data intact. Once the range admits
+//! the host (the cluster's rule widened first, since the replicas' plan reads etcd before the rule changes), a plain
+//! apply converges.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use acceptance_tests::walk::{
+    THREE_ZONES, check, set_zones_and_etcd_ranges, three_replicas, write_keys,
+};
+use acceptance_tests::{Sim, for_each_client};
+
+/// Where the Terraform host is, as the masters' firewall sees it: outside the configured 127.0.0.0/8.
+const OUTSIDE: &str = "198.51.100.7";
+const F: &str = "us-central1-f";
+
+/// etcd's member names as one VM's etcd sees them (from inside the VPC, where the firewall admits it).
+fn members(sim: &Sim, vm: &str) -> Vec<String> {
+    let out = sim.ssh(vm, &["etcdctl", "member", "list"]);
+    let mut names: Vec<String> = out
+        .lines()
+        .filter_map(|l| l.split(", ").nth(2).map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every VM's name and id: a VM deleted and made again under its name would show a new id.
+fn vms(sim: &Sim) -> BTreeMap<String, String> {
+    sim.admin("state")["instances"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, i)| {
+            (
+                i["name"].as_str().unwrap_or_default().to_string(),
+                i["id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_admits_it() {
+    for_each_client(|client| {
+        let (sim, ws, by_zone) = three_replicas(client, "firewall", Duration::from_secs(400));
+        let (a, b) = (&by_zone[THREE_ZONES[0]], &by_zone[THREE_ZONES[1]]);
+        write_keys(&sim, b);
+        let before_members = members(&sim, b);
+        let before_vms = vms(&sim);
+        assert_eq!(before_members.len(), 3, "[{client}] {before_members:?}");
+
+        // The host moves outside 127.0.0.0/8: the rule `walk-etcd-client` no longer admits it to 2379.
+        sim.fault(&["client-ip", OUTSIDE]);
+        let ranges = ["127.0.0.0/8"];
+        let shrink = [THREE_ZONES[1], THREE_ZONES[2]];
+        let grow = [THREE_ZONES[0], THREE_ZONES[1], THREE_ZONES[2], F];
+        for (what, zones, sentence) in [
+            ("shrink", &shrink[..], format!("Cannot remove replica {a}")),
+            ("grow", &grow[..], "Cannot add a replica".to_string()),
+        ] {
+            set_zones_and_etcd_ranges(&ws, zones, &ranges);
+            let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+            assert_eq!(
+                plan.code,
+                Some(1),
+                "[{client}] the {what} plan must refuse:\n{plan}"
+            );
+            plan.assert_contains(&sentence);
+            plan.assert_contains("etcd's member list could not be read from where Terraform runs");
+            plan.assert_contains("etcd_client_source_ranges");
+            // Dropped, as on GCE: the provider waited and gave up, nobody refused the connection.
+            assert!(
+                !plan.combined().contains("Connection refused"),
+                "[{client}] a firewall drops, it does not refuse:\n{plan}"
+            );
+            let apply = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+            assert_ne!(
+                apply.code,
+                Some(0),
+                "[{client}] the {what} apply must refuse:\n{apply}"
+            );
+            apply.assert_contains("could not be read from where Terraform runs");
+            assert_eq!(
+                vms(&sim),
+                before_vms,
+                "[{client}] {what}: no VM was made or deleted"
+            );
+            assert_eq!(
+                members(&sim, b),
+                before_members,
+                "[{client}] {what}: etcd keeps exactly its members"
+            );
+            let got = sim.ssh(b, &["etcdctl", "get", "walk/k0", "--print-value-only"]);
+            assert_eq!(got.trim(), "v0", "[{client}] {what}: the data is intact");
+        }
+
+        // The range now admits the host. The cluster's rule changes first (the replicas' plan reads etcd through
+        // it); then the same plain apply as before grows the cluster, and everything checks out.
+        let widened = ["127.0.0.0/8", "198.51.100.0/24"];
+        set_zones_and_etcd_ranges(&ws, &THREE_ZONES, &widened);
+        let rule = ws.run(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            "-target=ha_master_cluster.c",
+        ]);
+        assert_eq!(rule.code, Some(0), "[{client}] widening the rule:\n{rule}");
+        set_zones_and_etcd_ranges(&ws, &grow, &widened);
+        ws.apply();
+        check(client, &ws, &sim, 4);
+        let rules = sim.admin("state")["firewalls"].clone();
+        assert!(
+            rules.to_string().contains("198.51.100.0/24"),
+            "[{client}] the etcd client rule admits the new range: {rules}"
+        );
+    });
+}
