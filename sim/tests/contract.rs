@@ -87,6 +87,12 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     )
     .await;
     sim.get(&format!("zones/{z}/disks/pd")).await;
+    sim.ok(
+        "POST",
+        &format!("zones/{z}/disks/pd/resize"),
+        Some(json!({"sizeGb": "200"})),
+    )
+    .await;
     sim.ok("POST", &format!("{base}/stop"), None).await;
     sim.ok(
         "POST",

@@ -394,3 +394,52 @@ async fn set_machine_type_needs_a_stopped_instance() {
             .ends_with("/e2-standard-8")
     );
 }
+
+#[tokio::test]
+async fn a_disk_grows_attached_or_not_and_never_shrinks() {
+    let sim = start().await;
+    disk(&sim, "pd", Z).await;
+    instance(&sim, "m1", Z, None).await;
+    let base = format!("zones/{Z}/disks/pd");
+    // Attached to a running instance: GCE grows it in place.
+    let op = sim
+        .post(
+            &format!("zones/{Z}/instances/m1/attachDisk"),
+            json!({"source": format!("zones/{Z}/disks/pd"), "deviceName": "master-pd"}),
+        )
+        .await;
+    sim.done(&op).await;
+    let op = sim
+        .post(&format!("{base}/resize"), json!({"sizeGb": "30"}))
+        .await;
+    assert_eq!(op.body["operationType"], "resize");
+    sim.done(&op).await;
+    assert_eq!(sim.get(&base).await.body["sizeGb"], "30");
+    // Not larger: refused with GCE's sentence, and the size stays.
+    for smaller in ["30", "10"] {
+        let refused = sim
+            .post(&format!("{base}/resize"), json!({"sizeGb": smaller}))
+            .await;
+        refused.expect(400, "invalid");
+        let msg = refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            msg.contains(&format!(
+                "New disk size '{smaller}' GiB must be larger than existing size '30' GiB"
+            )),
+            "{msg}"
+        );
+    }
+    sim.post(&format!("{base}/resize"), json!({}))
+        .await
+        .expect(400, "required");
+    sim.post(
+        &format!("zones/{Z}/disks/ghost/resize"),
+        json!({"sizeGb": "40"}),
+    )
+    .await
+    .expect(404, "notFound");
+    assert_eq!(sim.get(&base).await.body["sizeGb"], "30");
+}

@@ -1,4 +1,4 @@
-//! disks (zonal persistent disks): insert, get, list, aggregatedList, delete; and how instances attach them
+//! disks (zonal persistent disks): insert, get, list, aggregatedList, delete, resize; and how instances attach them
 //! (`attachment`, shared by instances.insert and instances.attachDisk).
 //!
 //! A disk is CREATING until its insert operation is DONE, then READY; DELETING until its delete is DONE.
@@ -41,6 +41,12 @@ pub const ROUTES: &[Route] = &[
         pattern: "zones/{zone}/disks/{disk}",
         api: "disks.delete",
         handler: Handler::Mutate(delete),
+    },
+    Route {
+        method: "POST",
+        pattern: "zones/{zone}/disks/{disk}/resize",
+        api: "disks.resize",
+        handler: Handler::Mutate(resize),
     },
     Route {
         method: "GET",
@@ -251,6 +257,40 @@ fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         key: k.clone(),
     };
     Ok(op(req, "delete", k, id, gone))
+}
+
+/// disks.resize: a disk only grows, attached or not (the guest grows its filesystem itself). GCE refuses a
+/// size that is not larger with the message gcloud shows: "New disk size 'N' GiB must be larger than existing
+/// size 'M' GiB."
+fn resize(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
+    let k = key(req, req.p("disk"));
+    let Some(d) = cloud.disks.get(&k) else {
+        return Err(ApiError::not_found(&k));
+    };
+    let given: Value = body(req)?;
+    let size = match given.get("sizeGb") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(ApiError::required("sizeGb")),
+    };
+    check_size("sizeGb", &size)?;
+    let (new, old) = (
+        size.parse::<i64>().unwrap_or_default(),
+        d.size_gb.parse::<i64>().unwrap_or_default(),
+    );
+    if new <= old {
+        return Err(ApiError::invalid_field(
+            "sizeGb",
+            &size,
+            &format!("New disk size '{new}' GiB must be larger than existing size '{old}' GiB."),
+        ));
+    }
+    let id = d.id.clone();
+    let grown = Transition::DiskSize {
+        key: k.clone(),
+        size_gb: size,
+    };
+    Ok(op(req, "resize", k, id, grown))
 }
 
 /// Validates one `disks[]` entry of an instance (insert body or attachDisk body) and returns it as GCE shows

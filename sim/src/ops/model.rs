@@ -85,6 +85,11 @@ pub enum Transition {
         key: String,
         status: String,
     },
+    /// Set a disk's size (the end of disks.resize: GCE shows the new size once the operation is DONE).
+    DiskSize {
+        key: String,
+        size_gb: String,
+    },
     /// The resource disappears (end of a delete).
     Remove {
         collection: Collection,

@@ -207,6 +207,11 @@ impl Cloud {
                     d.status = status.clone();
                 }
             }
+            Transition::DiskSize { key, size_gb } => {
+                if let Some(d) = self.disks.get_mut(key) {
+                    d.size_gb = size_gb.clone();
+                }
+            }
             Transition::Remove { collection, key } => self.remove(*collection, key),
         }
     }
