@@ -1,6 +1,7 @@
 //! `scripts/release` makes artefacts users can install and verify: the registry's file set (zips, manifest,
 //! SHA256SUMS and its GPG signature) and a provider network mirror, which real Terraform and OpenTofu install from
-//! over HTTPS with the lock file pinning the zips' signed `zh:` hashes.
+//! over HTTPS, and from the same directory as a filesystem mirror, with the lock file pinning the zips' signed
+//! `zh:` hashes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -111,6 +112,7 @@ fn a_signed_release_installs_from_its_network_mirror_under_both_clients() {
 
     let server = HttpsDir::serve(&mirror);
     for_each_client(|client| install_from_mirror(client, &server, &sums));
+    for_each_client(|client| install_from_directory(client, &mirror, &sums));
     let requests = server.requests();
     let fetched = |path: String| requests.iter().filter(|r| **r == path).count();
     // Each client downloads the zip three times: the init that refuses it (the hash is checked on the bytes),
@@ -142,23 +144,16 @@ fn install_from_mirror(client: Client, server: &HttpsDir, sums: &Path) {
     let version = provider_version();
     let zh = zh_hashes_from_sums(sums);
     assert!(!zh.is_empty(), "no zip in {}", sums.display());
-    let lock = |hashes: &[String]| {
-        render_lock_file(&[LockEntry {
-            address: ADDRESS.to_string(),
-            version: version.to_string(),
-            hashes: hashes.to_vec(),
-        }])
-    };
 
     // A lock file whose zh: names other bytes: the client must refuse the mirror's zip.
-    ws.write_lock_file(&lock(&[format!("zh:{}", "0".repeat(64))]));
+    ws.write_lock_file(&lock_file(&[format!("zh:{}", "0".repeat(64))]));
     ws.run(&["init", "-input=false", "-no-color"])
         .assert_failure()
         .assert_contains(
             "doesn't match any of the checksums previously recorded in the dependency lock file",
         );
 
-    ws.write_lock_file(&lock(&zh));
+    ws.write_lock_file(&lock_file(&zh));
     let init = ws.run(&["init", "-input=false", "-no-color"]);
     init.assert_success()
         .assert_contains(&format!("v{version} (verified checksum)"));
@@ -226,6 +221,50 @@ fn install_from_mirror(client: Client, server: &HttpsDir, sums: &Path) {
         Some(vec![h1[0].clone()]),
         "[{client}] providers lock should record init's h1"
     );
+}
+
+/// The same mirror directory, copied to a machine, is a packed filesystem mirror: the client finds the zip by
+/// its name, and the lock file's zh: is what authenticates it (a directory offers no checksums of its own).
+fn install_from_directory(client: Client, mirror: &Path, sums: &Path) {
+    let ws = Workspace::new(client, "release-filesystem-mirror");
+    ws.write_main_tf(REQUIRED_PROVIDERS);
+    ws.write_file(
+        "cli.tfrc",
+        &format!(
+            "provider_installation {{\n  filesystem_mirror {{\n    path = {:?}\n  }}\n}}\n",
+            mirror.display().to_string()
+        ),
+    );
+    ws.write_lock_file(&lock_file(&[format!("zh:{}", "0".repeat(64))]));
+    ws.run(&["init", "-input=false", "-no-color"])
+        .assert_failure()
+        .assert_contains(
+            "doesn't match any of the checksums previously recorded in the dependency lock file",
+        );
+    let zh = zh_hashes_from_sums(sums);
+    ws.write_lock_file(&lock_file(&zh));
+    ws.run(&["init", "-input=false", "-no-color"])
+        .assert_success()
+        .assert_contains(&format!(
+            "hamaster/ha v{} (unauthenticated)",
+            provider_version()
+        ));
+    let recorded =
+        hashes_for(&ws.read_lock_file(), ADDRESS).expect("a lock entry for the provider");
+    assert!(
+        zh.iter().all(|hash| recorded.contains(hash))
+            && recorded.iter().any(|h| h.starts_with("h1:")),
+        "[{client}] the lock file should keep the zh: and add an h1: {recorded:?}"
+    );
+}
+
+/// A lock file pinning our version with `hashes`, as a user writes it from SHA256SUMS.
+fn lock_file(hashes: &[String]) -> String {
+    render_lock_file(&[LockEntry {
+        address: ADDRESS.to_string(),
+        version: provider_version().to_string(),
+        hashes: hashes.to_vec(),
+    }])
 }
 
 #[test]
