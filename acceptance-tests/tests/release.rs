@@ -307,16 +307,27 @@ fn a_release_without_a_signing_key_says_which_input_is_missing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("HA_RELEASE_GPG_KEY is not set"), "{stderr}");
+    // Checked before anything is built or written: a missing key must not cost a release build.
+    assert!(!dist.path().join(provider_version()).exists(), "{stderr}");
+}
+
+#[test]
+fn a_signing_key_missing_from_the_keyring_is_named_before_building() {
+    let keyring = ThrowawayKeyring::new();
+    let dist = tempfile::tempdir_in(work_dir()).expect("a dist directory");
+    let absent = "0123456789ABCDEF0123456789ABCDEF01234567";
+    let out = release_command(dist.path(), &[host_triple().as_str()])
+        .env("GNUPGHOME", keyring.home())
+        .env("HA_RELEASE_GPG_KEY", absent)
+        .output()
+        .expect("running scripts/release");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        !dist
-            .path()
-            .join(provider_version())
-            .join(format!(
-                "terraform-provider-ha_{}_SHA256SUMS.sig",
-                provider_version()
-            ))
-            .exists()
+        stderr.contains(&format!("HA_RELEASE_GPG_KEY={absent}: no such secret key")),
+        "{stderr}"
     );
+    assert!(!dist.path().join(provider_version()).exists(), "{stderr}");
 }
 
 /// `scripts/release` packaging the already built binary for the host (no cargo build), signed by `keyring`.
