@@ -3,8 +3,7 @@
 //! over HTTPS, and from the same directory as a filesystem mirror, with the lock file pinning the zips' signed
 //! `zh:` hashes.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use acceptance_tests::{
@@ -26,7 +25,7 @@ const REQUIRED_PROVIDERS: &str = r#"terraform {
 "#;
 
 #[test]
-fn a_signed_release_installs_from_its_network_mirror_under_both_clients() {
+fn a_signed_release_installs_from_its_network_and_filesystem_mirror_under_both_clients() {
     let keyring = ThrowawayKeyring::new();
     let dist = tempfile::Builder::new()
         .prefix("release-")
@@ -380,20 +379,21 @@ fn zh_hashes_from_sums(sums: &Path) -> Vec<String> {
 
 /// Every file under `dir`, as sorted paths relative to it.
 fn files_under(dir: &Path) -> Vec<String> {
-    fn walk(dir: &Path, base: &Path, out: &mut BTreeMap<String, PathBuf>) {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.expect("a directory entry").path();
             if path.is_dir() {
                 walk(&path, base, out);
             } else {
                 let relative = path.strip_prefix(base).expect("under base");
-                out.insert(relative.display().to_string(), path);
+                out.push(relative.display().to_string());
             }
         }
     }
-    let mut files = BTreeMap::new();
+    let mut files = Vec::new();
     walk(dir, dir, &mut files);
-    files.into_keys().collect()
+    files.sort();
+    files
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
