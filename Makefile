@@ -1,6 +1,7 @@
 # The two commands a fresh machine needs:
 #   make demo   apply an HA cluster on the local simulator (ha-sim)
 #   make test   run every test (what CI runs)
+# and `make release` writes the installable artefacts to dist/<version>/ (docs/guides/install.md).
 # Both install their prerequisites first (scripts/setup is idempotent).
 
 SHELL := /bin/bash
@@ -8,7 +9,7 @@ CARGO ?= cargo
 # One release build of the provider and the simulator, shared by the acceptance tests, demo and benchmarks.
 RELEASE_BINS := -p terraform-provider-ha -p ha-sim
 
-.PHONY: setup build lint test unit acceptance demo bench clean-work
+.PHONY: setup build lint test unit acceptance demo bench release clean-work
 
 setup:
 	@bash scripts/setup
@@ -31,6 +32,11 @@ demo: setup build
 bench: setup build
 	$(CARGO) build --release -p tfplugin --example echo_provider
 	$(CARGO) run --release -p acceptance-tests --bin bench
+
+# Zips, SHA256SUMS, its signature (HA_RELEASE_GPG_KEY), the registry manifest and a network mirror; the inputs
+# are described at the top of scripts/release.
+release:
+	@python3 scripts/release
 
 clean-work:
 	rm -rf .work
