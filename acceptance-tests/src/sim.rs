@@ -164,6 +164,40 @@ impl Sim {
         self.run(&args)
     }
 
+    /// Google's own CLI pointed at this sim, as an independent client: `gcloud ARGS --format=json` in project
+    /// `walk` (the walk-through's), with its own configuration folder under the sim's state and the access token
+    /// the provider uses. Returns the parsed JSON, or the failure with gcloud's output.
+    pub fn gcloud(&self, args: &[&str]) -> Result<Value, String> {
+        let dir = self.state_dir().join("gcloud");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let token = dir.join("token");
+        std::fs::write(&token, "sim-token").map_err(|e| e.to_string())?;
+        let out = Command::new("gcloud")
+            .args(args)
+            .arg("--format=json")
+            .env("CLOUDSDK_CONFIG", dir.join("config"))
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                format!("{}compute/v1/", self.url),
+            )
+            .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token)
+            .env("CLOUDSDK_CORE_PROJECT", "walk")
+            .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running gcloud: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!(
+                "gcloud {args:?}: {}\n{stdout}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        serde_json::from_str(&stdout)
+            .map_err(|e| format!("gcloud {args:?} is not JSON ({e}): {stdout}"))
+    }
+
     /// `ha-sim ssh VM -- CMD`: stdout, or the failure with its output (for commands a test retries).
     pub fn try_ssh(&self, vm: &str, cmd: &[&str]) -> Result<String, String> {
         let dir = self.state_dir().to_string_lossy().to_string();

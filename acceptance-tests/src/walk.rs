@@ -45,6 +45,11 @@ variable "image" {{
   default = "projects/cos-cloud/global/images/family/cos-stable"
 }}
 
+variable "data_disk_size_gb" {{
+  type    = number
+  default = 20
+}}
+
 # Where Terraform may reach etcd from: ha-sim's host is 127.0.0.1 unless `ha-sim fault client-ip` moves it.
 variable "etcd_client_source_ranges" {{
   type    = list(string)
@@ -66,6 +71,7 @@ resource "ha_master_cluster" "c" {{
   deletion_protection       = false # scenarios end with a destroy
   machine_type              = var.machine_type
   image                     = var.image
+  data_disk_size_gb         = var.data_disk_size_gb
 }}
 
 resource "ha_master_replica" "r" {{
@@ -98,7 +104,8 @@ pub fn set_zones(ws: &Workspace, zones: &[&str]) {
     set_vars(ws, zones, &[]);
 }
 
-/// The replicas' zones and other variables of the walk-through's configuration (`machine_type`, `image`).
+/// The replicas' zones and other variables of the walk-through's configuration (`machine_type`, `image`,
+/// `data_disk_size_gb`).
 pub fn set_vars(ws: &Workspace, zones: &[&str], vars: &[(&str, &str)]) {
     let mut all = serde_json::json!({ "zones": zones });
     for (k, v) in vars {

@@ -232,22 +232,57 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
             "[{client}] the same members"
         );
 
-        // Down to one replica, then a roll that rebuilds it (image and machine type): plan warns that the API
-        // goes down; the VM is created again on its data disk and gets the static IP back; the data stays.
+        // Down to one replica, then a roll that rebuilds it (image, machine type and a larger data disk): plan
+        // warns that the API goes down; the disk grows while the VM is away, the VM is created again on it and
+        // gets the static IP back; the data stays. Google's own CLI reads the disk.
         set_vars(&ws, &[A], &[("machine_type", "e2-standard-4")]);
         ws.apply();
         let sole_id = sim.instance(&by_zone[A])["id"].to_string();
-        set_vars(
-            &ws,
-            &[A],
-            &[("machine_type", "e2-standard-8"), ("image", UBUNTU)],
-        );
+        let disk = format!("{}-pd", by_zone[A]);
+        let disk_size = || -> String {
+            let d = sim
+                .gcloud(&[
+                    "compute",
+                    "disks",
+                    "describe",
+                    &disk,
+                    &format!("--zone={A}"),
+                ])
+                .unwrap_or_else(|e| panic!("[{client}] {e}"));
+            d["sizeGb"].as_str().unwrap_or_default().to_string()
+        };
+        assert_eq!(disk_size(), "20", "[{client}] the data disk as created");
+        let rebuild = [
+            ("machine_type", "e2-standard-8"),
+            ("image", UBUNTU),
+            ("data_disk_size_gb", "30"),
+        ];
+        set_vars(&ws, &[A], &rebuild);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_success();
         plan.assert_contains(
             "This is the only replica: the Kubernetes API is down while its VM restarts",
         );
+        plan.assert_contains("data_disk_size_gb, image, machine_type changes");
+        plan.assert_contains("Its etcd data disk grows while the VM is away");
         ws.apply();
+        assert_eq!(disk_size(), "30", "[{client}] the data disk grew");
+        // GCE never shrinks a disk: a smaller size is refused at plan, naming the attribute, and nothing changes.
+        set_vars(
+            &ws,
+            &[A],
+            &[rebuild[0], rebuild[1], ("data_disk_size_gb", "25")],
+        );
+        let refused = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(
+            refused.code,
+            Some(1),
+            "[{client}] plan must refuse:\n{refused}"
+        );
+        refused
+            .assert_contains("data_disk_size_gb cannot shrink from 30 to 25 GB")
+            .assert_contains("data_disk_size_gb = 30");
+        set_vars(&ws, &[A], &rebuild);
         assert_eq!(
             sim.instance(&by_zone[A])["machineType"]
                 .as_str()

@@ -15,14 +15,21 @@ use std::collections::BTreeMap;
 use super::step::Step;
 use super::topology::{Observed, Refusal, unknown_membership};
 
-/// What a replica VM is built from, minus its machine type (which GCE changes in place on a stopped VM). The
-/// VM carries its digest as the label [`BUILD_LABEL`], so a resumed roll can tell an old VM from a rebuilt one.
+/// What a replica VM is built from. The machine type (GCE changes it in place on a stopped VM) and the data
+/// disk's size (GCE grows a disk in place; it is read from the disk itself) are kept apart from the rest,
+/// whose digest the VM carries as the label [`BUILD_LABEL`], so a resumed roll can tell an old VM from a
+/// rebuilt one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Build {
     pub machine_type: String,
+    /// The size of etcd's data disk, in GB. `None` in a state written before the size was part of a build.
+    pub data_disk_gb: Option<i64>,
     /// Every other setting, by name, as the plan shows it (`image`, `api_port`, ...).
     pub settings: BTreeMap<String, String>,
 }
+
+/// The name `master_settings` shows the data disk's size under, as the cluster attribute is named.
+pub const DATA_DISK_SIZE: &str = "data_disk_size_gb";
 
 /// The VM label that records which build a replica VM was created from.
 pub const BUILD_LABEL: &str = "ha-master-build";
@@ -32,6 +39,9 @@ impl Build {
     pub fn shown(&self) -> BTreeMap<String, String> {
         let mut all = self.settings.clone();
         all.insert("machine_type".into(), self.machine_type.clone());
+        if let Some(gb) = self.data_disk_gb {
+            all.insert(DATA_DISK_SIZE.into(), gb.to_string());
+        }
         all
     }
 
@@ -39,8 +49,10 @@ impl Build {
     pub fn from_shown(shown: &BTreeMap<String, String>) -> Build {
         let mut settings = shown.clone();
         let machine_type = settings.remove("machine_type").unwrap_or_default();
+        let data_disk_gb = settings.remove(DATA_DISK_SIZE).and_then(|v| v.parse().ok());
         Build {
             machine_type,
+            data_disk_gb,
             settings,
         }
     }
@@ -59,13 +71,15 @@ impl Build {
         format!("{h:016x}")
     }
 
-    /// The setting names that differ from `old`, machine type included, in order.
+    /// The setting names that differ from `old`, machine type included, in order. A data disk size that `old`
+    /// does not record (a state from before it was part of a build) is no change: the disk has the size it has.
     pub fn changes_from(&self, old: &Build) -> Vec<String> {
         let (new, old) = (self.shown(), old.shown());
         let mut names: Vec<String> = new
             .keys()
             .chain(old.keys())
             .filter(|k| new.get(*k) != old.get(*k))
+            .filter(|k| !(k.as_str() == DATA_DISK_SIZE && !old.contains_key(*k)))
             .cloned()
             .collect();
         names.sort();
@@ -89,6 +103,7 @@ pub struct VmFacts {
 /// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
 pub struct BuildSettings<'a> {
     pub machine_type: &'a str,
+    pub data_disk_size_gb: i64,
     pub image: &'a str,
     pub boot_disk_size_gb: i64,
     pub tags: &'a [String],
@@ -119,6 +134,7 @@ impl Build {
         .collect();
         Build {
             machine_type: s.machine_type.to_string(),
+            data_disk_gb: Some(s.data_disk_size_gb),
             settings,
         }
     }
@@ -225,19 +241,26 @@ fn refusal(me: &str, why: String) -> Refusal {
 }
 
 /// The steps still needed to roll `me` onto `want`. `vm` is `None` when its VM does not exist (a roll killed
-/// between deleting and creating it). `in_pool` says whether the target pool lists it (`None`: no pool, the
-/// replica is alone and holds the static IP).
+/// between deleting and creating it); `data_disk_gb` is the size of its data disk (`None`: no disk, or not
+/// read). The target pool's listing says whether it is in the pool (no pool: the replica is alone and holds
+/// the static IP).
+///
+/// A data disk smaller than wanted grows while its VM is deleted and the VM is rebuilt on it: the new VM's
+/// first boot grows the filesystem (`master::render_user_data`), which a restart of the old VM would not do.
+/// Growing after the delete keeps a killed roll honest: a grown disk with its old VM still there cannot be.
 pub fn roll_steps(
     world: &Observed,
     me: &str,
     vm: Option<&VmFacts>,
+    data_disk_gb: Option<i64>,
     want: &Build,
 ) -> Result<Vec<Step>, Refusal> {
     preflight(world, me)?;
     let alone = world.instances.iter().all(|n| n == me);
     let in_pool = world.pool.as_ref().map(|p| p.contains(me));
     let digest = want.digest();
-    let rebuild = vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()));
+    let grow = matches!((want.data_disk_gb, data_disk_gb), (Some(w), Some(have)) if w > have);
+    let rebuild = grow || vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()));
     let resize = vm.is_some_and(|v| v.machine_type != want.machine_type);
     let running = vm.is_some_and(|v| v.status == "RUNNING");
     let mut steps = Vec::new();
@@ -262,6 +285,9 @@ pub fn roll_steps(
     if rebuild {
         if vm.is_some() {
             steps.push(Step::DeleteInstance);
+        }
+        if grow {
+            steps.push(Step::GrowDataDisk);
         }
         steps.push(Step::RebuildInstance);
     } else if resize {
@@ -293,6 +319,20 @@ pub fn roll_steps(
     Ok(steps)
 }
 
+/// Why a change of `data_disk_size_gb` from `old` to `new` GB cannot be applied: GCE grows persistent disks
+/// and never shrinks them, so a smaller size could only be had by replacing every disk, that is every copy of
+/// etcd's data. Refused at plan, naming the way out.
+pub fn data_disk_shrink(cluster: &str, old: i64, new: i64) -> Option<Refusal> {
+    (new < old).then(|| {
+        (
+            format!("data_disk_size_gb cannot shrink from {old} to {new} GB"),
+            format!(
+                "GCE grows persistent disks but never shrinks them, so the etcd data disks of cluster {cluster}'s replicas stay at {old} GB. Set data_disk_size_gb = {old} (or larger: a larger size rolls the replicas one at a time, growing each disk). Nothing was changed."
+            ),
+        )
+    })
+}
+
 /// What a roll means for the user, said at plan: how it is done and what they will see.
 pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, String) {
     let list = changes.join(", ");
@@ -300,6 +340,11 @@ pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, S
         "its VM is stopped, its machine type set and the VM started again (same boot disk, same etcd member and data)"
     } else {
         "its VM is deleted and created again with the new settings on the same etcd data disk and internal IP, so etcd restarts as the same member with its data (no member is added or removed)"
+    };
+    let disk = if changes.iter().any(|c| c == DATA_DISK_SIZE) {
+        " Its etcd data disk grows while the VM is away (GCE grows a disk in place and never shrinks one), and the new VM grows the filesystem at its first boot."
+    } else {
+        ""
     };
     let impact = if replicas <= 1 {
         "This is the only replica: the Kubernetes API is down while its VM restarts (about as long as a VM boot). Add a replica first to roll with no downtime."
@@ -317,7 +362,7 @@ pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, S
     (
         format!("Replica {me} will be rolled: {list} changes"),
         format!(
-            "The apply rolls replica {me} in place: it leaves the load balancer, hands etcd leadership away if it leads, and {how}. {impact}"
+            "The apply rolls replica {me} in place: it leaves the load balancer, hands etcd leadership away if it leads, and {how}.{disk} {impact}"
         ),
     )
 }
@@ -330,6 +375,7 @@ mod tests {
     fn build(machine_type: &str, image: &str) -> Build {
         Build {
             machine_type: machine_type.into(),
+            data_disk_gb: Some(20),
             settings: [("image".to_string(), image.to_string())].into(),
         }
     }
@@ -500,7 +546,7 @@ mod tests {
         ];
         for (w, v, want, steps) in cases {
             assert_eq!(
-                roll_steps(w, "a", v.as_ref(), want),
+                roll_steps(w, "a", v.as_ref(), Some(20), want),
                 Ok(steps.clone()),
                 "{v:?} -> {want:?}"
             );
@@ -512,8 +558,14 @@ mod tests {
         let old = build("e2-standard-2", "img-1");
         let want = build("e2-standard-4", "img-1");
         let v = vm("RUNNING", "e2-standard-2", &old);
-        let (summary, detail) =
-            roll_steps(&world(&["a", "b", "c"], &["c"]), "a", Some(&v), &want).unwrap_err();
+        let (summary, detail) = roll_steps(
+            &world(&["a", "b", "c"], &["c"]),
+            "a",
+            Some(&v),
+            Some(20),
+            &want,
+        )
+        .unwrap_err();
         assert!(
             summary.contains("Replica a cannot be rolled now"),
             "{summary}"
@@ -521,15 +573,24 @@ mod tests {
         assert!(detail.contains("c is unhealthy"), "{detail}");
         // Its own member being down is part of a resumed roll, not a reason to stop.
         let stopped = vm("TERMINATED", "e2-standard-2", &old);
-        assert!(roll_steps(&world(&["a", "b", "c"], &["a"]), "a", Some(&stopped), &want).is_ok());
+        assert!(
+            roll_steps(
+                &world(&["a", "b", "c"], &["a"]),
+                "a",
+                Some(&stopped),
+                Some(20),
+                &want
+            )
+            .is_ok()
+        );
         // Two members, this one stopped by a killed roll: the other answers without a leader. That is the quorum
         // this roll took away, not a reason to stop; a member that does not answer at all is.
         let mut two = world(&["a", "b"], &["a", "b"]);
         two.members.as_mut().unwrap()[1].answered = true;
-        assert!(roll_steps(&two, "a", Some(&stopped), &want).is_ok());
+        assert!(roll_steps(&two, "a", Some(&stopped), Some(20), &want).is_ok());
         two.members.as_mut().unwrap()[1].answered = false;
         assert!(
-            roll_steps(&two, "a", Some(&stopped), &want)
+            roll_steps(&two, "a", Some(&stopped), Some(20), &want)
                 .unwrap_err()
                 .1
                 .contains("b is unhealthy")
@@ -537,13 +598,13 @@ mod tests {
         // While this member is healthy, the other must be healthy too.
         let mut running = world(&["a", "b"], &["b"]);
         running.members.as_mut().unwrap()[1].answered = true;
-        assert!(roll_steps(&running, "a", Some(&v), &want).is_err());
+        assert!(roll_steps(&running, "a", Some(&v), Some(20), &want).is_err());
         // A learner mid-join, a member without a VM, a VM without a member: all refused, each named.
         let mut w = world(&["a", "b", "c"], &[]);
         w.members.as_mut().unwrap()[1].is_learner = true;
         w.instances.remove("c");
         w.instances.insert("d".into());
-        let (_, detail) = roll_steps(&w, "a", Some(&v), &want).unwrap_err();
+        let (_, detail) = roll_steps(&w, "a", Some(&v), Some(20), &want).unwrap_err();
         for needle in ["b is a learner", "c has no VM", "d has no etcd member"] {
             assert!(detail.contains(needle), "{needle}: {detail}");
         }
@@ -552,7 +613,7 @@ mod tests {
         w.members = None;
         w.etcd_unreachable = Some("connection refused".into());
         assert!(
-            roll_steps(&w, "a", Some(&v), &want)
+            roll_steps(&w, "a", Some(&v), Some(20), &want)
                 .unwrap_err()
                 .0
                 .contains("Cannot roll replica a")
@@ -566,14 +627,29 @@ mod tests {
         legacy.has_data_disk = false;
         legacy.build = None;
         let w = world(&["a", "b", "c"], &[]);
-        let (summary, detail) =
-            roll_steps(&w, "a", Some(&legacy), &build("e2-standard-2", "img-2")).unwrap_err();
+        let (summary, detail) = roll_steps(
+            &w,
+            "a",
+            Some(&legacy),
+            Some(20),
+            &build("e2-standard-2", "img-2"),
+        )
+        .unwrap_err();
         assert!(summary.contains("keeps etcd on its boot disk"), "{summary}");
         assert!(detail.contains("-replace"), "{detail}");
         // A machine type change keeps the boot disk, so it is fine without a data disk, once the VM records its
         // build (the roll labels it).
         legacy.build = Some(old.digest());
-        assert!(roll_steps(&w, "a", Some(&legacy), &build("e2-standard-4", "img-1")).is_ok());
+        assert!(
+            roll_steps(
+                &w,
+                "a",
+                Some(&legacy),
+                Some(20),
+                &build("e2-standard-4", "img-1")
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -602,5 +678,91 @@ mod tests {
             d.contains("same etcd data disk") && d.contains("API is down"),
             "{d}"
         );
+    }
+
+    #[test]
+    fn a_data_disk_grows_while_its_vm_is_away_and_never_shrinks() {
+        let old = build("e2-standard-2", "img-1");
+        let mut bigger = old.clone();
+        bigger.data_disk_gb = Some(30);
+        let three = world(&["a", "b", "c"], &[]);
+        let running = vm("RUNNING", "e2-standard-2", &old);
+        let rebuild_grown = vec![
+            RemoveFromPool,
+            MoveLeadership,
+            DeleteInstance,
+            GrowDataDisk,
+            RebuildInstance,
+            AwaitMember,
+            AwaitApi,
+            AddToPool,
+            Soak,
+        ];
+        assert_eq!(
+            roll_steps(&three, "a", Some(&running), Some(20), &bigger),
+            Ok(rebuild_grown)
+        );
+        // Killed after the delete, or after the grow: the VM is gone, so it is rebuilt (growing if still needed).
+        let mut a_away = three.clone();
+        a_away.pool.as_mut().unwrap().remove("a");
+        a_away.members.as_mut().unwrap()[0].healthy = false;
+        assert_eq!(
+            roll_steps(&a_away, "a", None, Some(20), &bigger),
+            Ok(vec![
+                GrowDataDisk,
+                RebuildInstance,
+                AwaitMember,
+                AwaitApi,
+                AddToPool,
+                Soak
+            ])
+        );
+        assert_eq!(
+            roll_steps(&a_away, "a", None, Some(30), &bigger),
+            Ok(vec![
+                RebuildInstance,
+                AwaitMember,
+                AwaitApi,
+                AddToPool,
+                Soak
+            ])
+        );
+        // A disk already as large (grown by hand, or larger than asked): nothing to do for it.
+        assert_eq!(
+            roll_steps(&three, "a", Some(&running), Some(30), &bigger),
+            Ok(vec![])
+        );
+        assert_eq!(
+            roll_steps(&three, "a", Some(&running), Some(50), &bigger),
+            Ok(vec![])
+        );
+        // The plan shows it, and a state from before sizes were recorded sees no change.
+        assert_eq!(bigger.changes_from(&old), vec![DATA_DISK_SIZE]);
+        assert_eq!(
+            bigger.digest(),
+            old.digest(),
+            "the VM's label does not change"
+        );
+        let legacy = Build::from_shown(
+            &[
+                ("machine_type".to_string(), "e2-standard-2".to_string()),
+                ("image".into(), "img-1".into()),
+            ]
+            .into(),
+        );
+        assert_eq!(legacy.data_disk_gb, None);
+        assert!(bigger.changes_from(&legacy).is_empty());
+        assert_eq!(Build::from_shown(&bigger.shown()), bigger);
+        // The warning says what happens to the disk; a smaller size is refused at plan.
+        let (_, d) = roll_warning("a", &[DATA_DISK_SIZE.into()], 3);
+        assert!(
+            d.contains("data disk grows") && d.contains("never shrinks"),
+            "{d}"
+        );
+        assert!(data_disk_shrink("c", 20, 30).is_none());
+        assert!(data_disk_shrink("c", 20, 20).is_none());
+        let (s, d) = data_disk_shrink("c", 30, 20).unwrap();
+        assert!(s.contains("cannot shrink from 30 to 20"), "{s}");
+        assert!(d.contains("data_disk_size_gb = 30"), "{d}");
     }
 }

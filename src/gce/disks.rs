@@ -1,10 +1,10 @@
 //! Zonal persistent disks: a replica's etcd data disk (`<replica>-pd`) outlives its VM, so the VM can be deleted
-//! and created again on the same data. Get and delete; a disk is made by (and attached at) instance insert.
+//! and created again on the same data. Get, grow and delete; a disk is made by (and attached at) instance insert.
 
 use super::Compute;
 use super::error::{Result, last_segment};
 use super::types::DiskInfo;
-use google_cloud_compute_v1::model::Disk;
+use google_cloud_compute_v1::model::{Disk, DisksResizeRequest};
 use tokio::time::Instant;
 
 fn info(d: &Disk) -> DiskInfo {
@@ -68,5 +68,36 @@ impl Compute {
                 .send()
         })
         .await
+    }
+
+    /// Grows the disk to `size_gb`, attached or not (GCE only grows disks; the guest grows its filesystem). A
+    /// disk already that large is left alone, so a resumed roll does not fail on GCE's "must be larger".
+    pub async fn grow_disk(
+        &self,
+        zone: &str,
+        name: &str,
+        size_gb: i64,
+        deadline: Instant,
+    ) -> Result<()> {
+        let project = self.project()?;
+        let resource = self.disk_rel(zone, name);
+        if let Some(d) = self.get_disk(zone, name, deadline).await?
+            && d.size_gb >= size_gb
+        {
+            return Ok(());
+        }
+        self.mutate(&resource, "resize", deadline, |rid| {
+            self.clients
+                .disks
+                .resize()
+                .set_project(project)
+                .set_zone(zone)
+                .set_disk(name)
+                .set_body(DisksResizeRequest::new().set_size_gb(size_gb))
+                .set_request_id(rid)
+                .send()
+        })
+        .await?;
+        Ok(())
     }
 }

@@ -229,12 +229,24 @@ pub fn render_user_data(cfg: &MasterConfig) -> String {
         } else {
             vec![]
         },
-        runcmd: vec![
-            argv(&["systemctl", "daemon-reload"]),
-            argv(&["systemctl", "enable", "--now", "kubelet"]),
-            argv(&["systemctl", "enable", "monit"]),
-            argv(&["systemctl", "restart", "monit"]),
-        ],
+        runcmd: {
+            let mut cmds = Vec::new();
+            // A data disk grown by a roll is attached to a new VM: its first boot grows the filesystem to the
+            // disk (online, ext4), after cloud-init's `mounts`. On a disk already filled, resize2fs does nothing.
+            if cfg.data_disk {
+                cmds.push(argv(&[
+                    "resize2fs",
+                    &format!("/dev/disk/by-id/google-{DATA_DEVICE}"),
+                ]));
+            }
+            cmds.extend([
+                argv(&["systemctl", "daemon-reload"]),
+                argv(&["systemctl", "enable", "--now", "kubelet"]),
+                argv(&["systemctl", "enable", "monit"]),
+                argv(&["systemctl", "restart", "monit"]),
+            ]);
+            cmds
+        },
     };
     let body = serde_norway::to_string(&cloud).expect("plain structs always serialize");
     format!("#cloud-config\n{body}")

@@ -100,8 +100,13 @@ fn user_data_is_cloud_config_yaml_with_runcmd_for_a_real_vm() {
     let ud = render_user_data(base());
     assert!(ud.starts_with("#cloud-config\n"));
     let cloud: CloudConfig = serde_norway::from_str(&ud).unwrap();
-    assert_eq!(cloud.runcmd[0], ["systemctl", "daemon-reload"]);
-    assert_eq!(cloud.runcmd[1], ["systemctl", "enable", "--now", "kubelet"]);
+    let systemd: Vec<_> = cloud
+        .runcmd
+        .iter()
+        .filter(|c| c[0] == "systemctl")
+        .collect();
+    assert_eq!(systemd[0], &["systemctl", "daemon-reload"]);
+    assert_eq!(systemd[1], &["systemctl", "enable", "--now", "kubelet"]);
     let items = metadata_items(base());
     assert_eq!(items[0], ("user-data".into(), ud));
     assert_eq!(items[1], ("cluster-name".into(), "prod".into()));
@@ -145,11 +150,18 @@ fn etcd_data_lives_on_the_data_disk_when_there_is_one() {
             "2".into(),
         ]]
     );
+    // A disk grown by a roll: the new VM's first boot grows the file system to it (runcmd runs after mounts).
+    assert_eq!(
+        c.runcmd[0],
+        ["resize2fs", "/dev/disk/by-id/google-master-pd"],
+        "the file system is grown before the kubelet starts etcd"
+    );
     // A replica made before data disks keeps etcd on its boot disk, and nothing mounts.
     let mut without = base().clone();
     without.data_disk = false;
     assert_eq!(data_dir(&without), paths::ETCD_DATA);
     assert!(cloud(&without).fs_setup.is_empty() && cloud(&without).mounts.is_empty());
+    assert!(cloud(&without).runcmd.iter().all(|c| c[0] != "resize2fs"));
 }
 
 #[test]

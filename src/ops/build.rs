@@ -23,6 +23,7 @@ pub fn data_disk_name(replica: &str) -> String {
 pub fn build_of(spec: &Spec) -> Build {
     Build::from_settings(&BuildSettings {
         machine_type: &spec.machine_type,
+        data_disk_size_gb: spec.data_disk_size_gb,
         image: &spec.image,
         boot_disk_size_gb: spec.boot_disk_size_gb,
         tags: &spec.tags,

@@ -328,6 +328,13 @@ impl<'a> Run<'a> {
                 self.create(step, me, external, initial, InitialState::Existing, false)
                     .await?;
             }
+            Step::GrowDataDisk => {
+                let me = self.me(step)?;
+                let gb = spec.data_disk_size_gb;
+                tracing::info!("{}: growing its etcd data disk to {gb} GB", me.name);
+                c.grow_disk(&me.zone, &data_disk_name(&me.name), gb, deadline)
+                    .await?;
+            }
             Step::StopInstance => {
                 let me = self.me(step)?;
                 tracing::info!("{}: stopping its VM to change its machine type", me.name);

@@ -224,3 +224,17 @@ pub async fn data_disk_exists(
         .await?
         .is_some())
 }
+
+/// The size in GB of replica `name`'s etcd data disk, `None` when it has none.
+pub async fn data_disk_size(
+    ctx: &ClusterCtx,
+    zone: &str,
+    name: &str,
+    deadline: Instant,
+) -> Result<Option<i64>> {
+    Ok(ctx
+        .compute
+        .get_disk(zone, &super::build::data_disk_name(name), deadline)
+        .await?
+        .map(|d| d.size_gb))
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::adopt::{RecordedCerts, certs_on};
-use super::build::{build_of, vm_labels};
+use super::build::{build_of, data_disk_name, vm_labels};
 use super::context::{ClusterCtx, OpError, Result};
 use super::execute::{Progress, Replica, Run, ip};
 use super::lock::lock_cluster;
@@ -90,10 +90,14 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
         Some(i) => Some(i.clone()),
         None => c.get_instance(&r.zone, &r.name, deadline).await?,
     };
+    let disk = c
+        .get_disk(&r.zone, &data_disk_name(&r.name), deadline)
+        .await?;
     let steps = roll_steps(
         &snap.observed,
         &r.name,
         vm.as_ref().map(|v| facts(v, &r.prior)).as_ref(),
+        disk.map(|d| d.size_gb),
         &want,
     )
     .map_err(|(s, d)| OpError::NotYet(s, d))?;

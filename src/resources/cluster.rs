@@ -15,6 +15,7 @@ use super::spec::ClusterSpec;
 use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
 use crate::domain::exposure::{Exposure, exposure_warnings};
+use crate::domain::roll::data_disk_shrink;
 use crate::domain::{ids, machine_type, names, network, zones};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -76,7 +77,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("machine_type").default(s("e2-standard-2")).description("Machine type of every replica.").validator(string_check("A GCE machine type.", machine_type::check_machine_type)))
         .attribute(Attribute::string("image").default(s("projects/cos-cloud/global/images/family/cos-stable")).description("Boot image of every replica (an image or image family URL)."))
         .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
-        .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB."))
+        .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB. Growing it rolls the replicas one at a time: each disk grows while its VM is rebuilt on it, and the new VM grows the filesystem. GCE never shrinks a disk, so a smaller value is refused at plan."))
         .attribute(Attribute::string("data_disk_type").default(s("pd-ssd")).description("Type of each replica's etcd data disk: `pd-ssd` (the default, as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
         .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules. On the `default` network GCE's `default-allow-internal` rule admits the whole VPC to every port, so the masters-only etcd peer rule restricts nothing there: plan warns. See docs/guides/network.md.").modifier(requires_replace()))
         .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters, for custom-mode networks."))
@@ -287,6 +288,16 @@ impl Resource for ClusterResource {
                     "Refresh found: {} The apply puts the load balancer and static IP back as the replicas call for.",
                     drift.join(" ")
                 ),
+            );
+        }
+        if let (Some(name), Some(old), Some(new)) = (
+            p.name.known(),
+            change.prior.and_then(|m| m.data_disk_size_gb.known()),
+            p.data_disk_size_gb.known(),
+        ) && let Some((summary, detail)) = data_disk_shrink(name, *old, *new)
+        {
+            diags.push(
+                Diagnostic::error(summary, detail).at(AttributePath::attr("data_disk_size_gb")),
             );
         }
         if let Some(name) = p.name.known() {

@@ -18,7 +18,7 @@ use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::ids;
 use crate::domain::metadata::metadata_drift;
-use crate::domain::roll::{BUILD_LABEL, Build};
+use crate::domain::roll::{BUILD_LABEL, Build, DATA_DISK_SIZE};
 use crate::domain::topology::shape_warnings;
 use crate::ops::build::build_of;
 use crate::ops::join::{JoinRequest, Joined, join};
@@ -314,6 +314,14 @@ pub async fn read(
     // A state from before builds were recorded: the VM is what the stored spec made of it.
     if s.master_settings.is_null() {
         s.master_settings = Val::Known(build_of(&ctx.spec).shown());
+    }
+    // A state from before the data disk's size was part of a build: record the size the disk has, so the plan
+    // shows no change for it and a larger `data_disk_size_gb` later is seen (and grows the disk).
+    if let Val::Known(shown) = &mut s.master_settings
+        && !shown.contains_key(DATA_DISK_SIZE)
+        && let Ok(Some(size)) = crate::ops::observe::data_disk_size(&ctx, &zone, &name, until).await
+    {
+        shown.insert(DATA_DISK_SIZE.into(), size.to_string());
     }
     // Only a list etcd gave counts: unreachable etcd says nothing about membership.
     if snap.observed.members.is_some()

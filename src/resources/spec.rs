@@ -101,6 +101,7 @@ impl ClusterSpec {
         Some(crate::domain::roll::Build::from_settings(
             &crate::domain::roll::BuildSettings {
                 machine_type: self.machine_type.known()?,
+                data_disk_size_gb: *self.data_disk_size_gb.known()?,
                 image: self.image.known()?,
                 boot_disk_size_gb: *self.boot_disk_size_gb.known()?,
                 tags: &tags,
