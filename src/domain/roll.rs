@@ -319,6 +319,33 @@ pub fn roll_steps(
     Ok(steps)
 }
 
+/// Why replica `me` cannot follow its cluster to another network or subnetwork (`from` and `to` are each a
+/// network and an optional subnetwork). Its internal IP, and so its etcd member's peer address and serving
+/// certificate, would change: that is a new member, not a roll, and members on two VPC networks cannot reach each
+/// other's peer port. Replacing every replica for it (what the plan used to do) loses etcd's data with the last
+/// one, so the plan refuses instead and says what the user can do.
+pub fn network_move(
+    me: &str,
+    from: (&str, Option<&str>),
+    to: (&str, Option<&str>),
+) -> Option<Refusal> {
+    if from == to {
+        return None;
+    }
+    let show = |(net, sub): (&str, Option<&str>)| match sub {
+        Some(sub) => format!("network {net}, subnetwork {sub}"),
+        None => format!("network {net}"),
+    };
+    Some((
+        format!("Replica {me} cannot move to another network or subnetwork"),
+        format!(
+            "The cluster's masters are on {} and the configuration moves them to {}. A master's internal IP, and with it its etcd member's peer address, cannot change in place, and replacing the replicas would lose etcd's data with the last one, so nothing is planned. Set network and subnetwork back to the cluster's. To start over on the new network with an empty cluster, destroy this one first (deletion_protection = false, then terraform destroy).",
+            show(from),
+            show(to)
+        ),
+    ))
+}
+
 /// Why a change of `data_disk_size_gb` from `old` to `new` GB cannot be applied: GCE grows persistent disks
 /// and never shrinks them, so a smaller size could only be had by replacing every disk, that is every copy of
 /// etcd's data. Refused at plan, naming the way out.
@@ -764,5 +791,23 @@ mod tests {
         let (s, d) = data_disk_shrink("c", 30, 20).unwrap();
         assert!(s.contains("cannot shrink from 30 to 20"), "{s}");
         assert!(d.contains("data_disk_size_gb = 30"), "{d}");
+    }
+
+    #[test]
+    fn a_move_to_another_network_is_refused_not_planned_as_a_replacement() {
+        assert!(network_move("a", ("default", None), ("default", None)).is_none());
+        assert!(network_move("a", ("n", Some("s")), ("n", Some("s"))).is_none());
+        let (s, d) = network_move("a", ("default", None), ("prod", None)).unwrap();
+        assert!(s.contains("Replica a cannot move"), "{s}");
+        assert!(
+            d.contains("on network default") && d.contains("to network prod"),
+            "{d}"
+        );
+        let (_, d) = network_move("a", ("n", Some("s1")), ("n", Some("s2"))).unwrap();
+        assert!(
+            d.contains("subnetwork s1") && d.contains("subnetwork s2"),
+            "{d}"
+        );
+        assert!(d.contains("nothing is planned"), "{d}");
     }
 }

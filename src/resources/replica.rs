@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tfplugin::diag::{AttributePath, Diagnostics};
+use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::Type;
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
@@ -14,7 +14,7 @@ use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_
 
 use super::Timeouts;
 use super::spec::ClusterSpec;
-use crate::domain::roll::Build;
+use crate::domain::roll::{Build, network_move};
 use crate::domain::{ids, names, zones};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -60,7 +60,7 @@ pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
     Schema::new("One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler with leader election. The second replica puts the cluster's static IP behind a load balancer; removing the penultimate one gives the IP back to the last.")
         .attribute(stable(Attribute::string("id")).description("`<project>/<zone>/<name>`; also the import id."))
-        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`); a change of network or subnetwork replaces it."))
+        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`); a move to another network or subnetwork is refused at plan (the internal IP, and so the etcd member, would change), and another cluster replaces it."))
         .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
         .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
         .attribute(Attribute::string("name").optional_computed().description("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas.").validator(string_check("An RFC 1035 name.", names::check_instance_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))
@@ -257,6 +257,22 @@ impl Resource for ReplicaResource {
             if let Some(old) = change.prior.and_then(|m| m.cluster.known())
                 && cluster.changes_identity(old)
             {
+                // Another cluster is another replica. The same cluster on another network is refused: replacing
+                // every replica for it would lose etcd's data with the last one.
+                if let (true, Some(name), Some(from), Some(to)) = (
+                    cluster.id == old.id,
+                    p.name.known(),
+                    old.network.known(),
+                    cluster.network.known(),
+                ) && let Some((summary, detail)) = network_move(
+                    name,
+                    (from, old.subnetwork.known().map(String::as_str)),
+                    (to, cluster.subnetwork.known().map(String::as_str)),
+                ) {
+                    diags.push(
+                        Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")),
+                    );
+                }
                 change.requires_replace.push(AttributePath::attr("cluster"));
             }
             p.master_settings = match cluster.build() {

@@ -115,7 +115,8 @@ impl ClusterSpec {
     }
 
     /// Whether a change from `old` to `self` gives a replica a new identity: another cluster, or another
-    /// network (its internal IP, and so its etcd peer URL, changes). Such a change replaces the replica; every
+    /// network (its internal IP, and so its etcd peer URL, changes). Another cluster replaces the replica; another
+    /// network is refused at plan (`domain::roll::network_move`); every
     /// other change to what a master is made of rolls it in place (`domain::roll`).
     pub fn changes_identity(&self, old: &ClusterSpec) -> bool {
         self.id != old.id || self.network != old.network || self.subnetwork != old.subnetwork
