@@ -1,7 +1,9 @@
 //! Certificates and etcd flags proven together: the rendered etcd command line runs the REAL etcd (from
 //! `bash scripts/setup`, at .tools/bin/etcd) for a two-member cluster on loopback, with the rendered files as its
 //! root. Then mutual TLS is checked from both sides: etcdctl with the apiserver's client certificate, a client
-//! with no certificate (refused), and the provider's own client verifying the server by member name.
+//! with no certificate (refused), and the provider's own client verifying the server by member name; and what
+//! each port refuses: plaintext, another cluster's client certificate and a peer certificate on the client
+//! port, a client certificate on the peer port.
 
 use super::k8s::CloudConfig;
 use super::tests::{cas, config_for};
@@ -114,12 +116,22 @@ fn pem_der(pem: &str) -> Vec<u8> {
 
 /// GET /health over mutual TLS with the provider's certificate, verifying the server as `server_name`.
 fn provider_health(ip: Ipv4Addr, server_name: &str, client: &CertKey) -> Result<String, String> {
+    let ca = &cas().etcd_client_ca.cert_pem;
+    tls_get((ip, 2379), ca, server_name, client, "/health")
+}
+
+/// GET `path` over mutual TLS: the server verified under `ca_pem` as `server_name`, `client` as our certificate.
+/// The body on success; the TLS or I/O error otherwise (a server that refuses our certificate answers with an
+/// alert, which TLS 1.3 delivers at the first read).
+fn tls_get(
+    addr: (Ipv4Addr, u16),
+    ca_pem: &str,
+    server_name: &str,
+    client: &CertKey,
+    path: &str,
+) -> Result<String, String> {
     let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from(pem_der(
-            &cas().etcd_client_ca.cert_pem,
-        )))
-        .unwrap();
+    roots.add(CertificateDer::from(pem_der(ca_pem))).unwrap();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pem_der(&client.key_pem)));
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -131,11 +143,13 @@ fn provider_health(ip: Ipv4Addr, server_name: &str, client: &CertKey) -> Result<
     .unwrap();
     let name = ServerName::try_from(server_name.to_string()).unwrap();
     let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let sock = TcpStream::connect((ip, 2379)).map_err(|e| e.to_string())?;
+    let sock = TcpStream::connect(addr).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut tls = rustls::StreamOwned::new(conn, sock);
-    tls.write_all(b"GET /health HTTP/1.1\r\nHost: etcd\r\nConnection: close\r\n\r\n")
-        .map_err(|e| e.to_string())?;
+    tls.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: etcd\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .map_err(|e| e.to_string())?;
     let mut body = Vec::new();
     match tls.read_to_end(&mut body) {
         Ok(_) => {}
@@ -144,6 +158,17 @@ fn provider_health(ip: Ipv4Addr, server_name: &str, client: &CertKey) -> Result<
         Err(e) => return Err(e.to_string()),
     }
     Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// GET /health in plain HTTP, no TLS at all: what the client port answers.
+fn plaintext_health(ip: Ipv4Addr) -> String {
+    let mut sock = TcpStream::connect((ip, 2379)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    sock.write_all(b"GET /health HTTP/1.1\r\nHost: etcd\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut body = Vec::new();
+    let _ = sock.read_to_end(&mut body);
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// Renders `cfg`, writes its files under `<tmp>/<name>` and starts its etcd command line.
@@ -225,6 +250,51 @@ fn rendered_etcd_runs_for_real_with_mutual_tls_on_both_ports() {
     assert!(
         provider_health(ip, "prod-b", &provider).is_err(),
         "prod-a's certificate must not pass as prod-b"
+    );
+
+    // What the ports refuse, with the certificates the provider issues (issue #13, R6). Each refusal sits next to
+    // the same request that is served, so a test that could not connect at all would fail.
+    let refused = |r: Result<String, String>| match r {
+        Ok(body) => !body.contains("\"health\":\"true\"") && !body.starts_with("HTTP/1.1 200"),
+        Err(_) => true,
+    };
+    // The client port: no TLS at all.
+    let plain = plaintext_health(ip);
+    assert!(
+        !plain.contains("\"health\":\"true\""),
+        "the client port served plain HTTP: {plain}"
+    );
+    // A client certificate from another cluster's etcd client CA.
+    let other = pki::ClusterCas::generate("other").unwrap();
+    let stranger = pki::provider_etcd_client(&other).unwrap();
+    assert!(
+        refused(provider_health(ip, "prod-a", &stranger)),
+        "the client port served another cluster's client certificate"
+    );
+    // A member's peer certificate (signed by the peer CA) used as a client certificate on the client port.
+    let a_cfg = config_for(cas(), "prod-a", ip, &members, InitialState::New);
+    assert!(
+        refused(provider_health(ip, "prod-a", &a_cfg.certs.etcd_peer)),
+        "the client port served a peer certificate"
+    );
+    // The peer port serves a peer certificate and refuses a client one, even one the client port accepts.
+    let peer_ca = &cas().etcd_peer_ca.cert_pem;
+    let version = tls_get(
+        (ip, 2380),
+        peer_ca,
+        "prod-a",
+        &a_cfg.certs.etcd_peer,
+        "/version",
+    )
+    .unwrap();
+    assert!(
+        version.starts_with("HTTP/1.1 200") && version.contains("etcdserver"),
+        "{version}"
+    );
+    let r = tls_get((ip, 2380), peer_ca, "prod-a", &provider, "/version");
+    assert!(
+        r.as_ref().map_or(true, |b| !b.starts_with("HTTP/1.1 200")),
+        "the peer port served a client certificate: {r:?}"
     );
 
     // A replica added later: `member add` first (as the provider does), then boot with `existing` and the list
