@@ -45,15 +45,15 @@ enum Mode {
 
 /// One apply from `from` to `to` replicas, interrupted at operation `kind` (or not at all).
 #[derive(Clone, Debug)]
-struct Case {
+struct Case<'a> {
     label: &'static str,
     to: &'static [&'static str],
     /// Other variables of the configuration (what the masters are made of), for the roll chain.
-    vars: &'static [(&'static str, &'static str)],
+    vars: &'a [(&'a str, &'a str)],
     fault: Option<(Mode, String)>,
 }
 
-impl std::fmt::Display for Case {
+impl std::fmt::Display for Case<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.fault {
             Some((Mode::Kill, kind)) => write!(f, "{}: kill@{kind}", self.label),
@@ -96,7 +96,7 @@ fn stalled(sim: &Sim) -> bool {
 }
 
 /// Runs one case and the apply that resumes it; panics (naming the case) when the resumed cluster fails a check.
-fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case) {
+fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
     eprintln!("[{client}] case {case}");
     set_vars(ws, case.to, case.vars);
     match &case.fault {
@@ -261,22 +261,52 @@ fn two_and_three_replicas_resume_after_a_kill_or_a_failure_at_every_step() {
     for_each_client(|client| chain(client, "matrix23", TWO, THREE));
 }
 
-/// What the masters are made of, for the roll chain: the defaults, a new machine type (stop, setMachineType,
-/// start), and a new image too (a rebuild on the data disk).
-const DEFAULTS: &[(&str, &str)] = &[];
-const BIGGER: &[(&str, &str)] = &[("machine_type", "e2-standard-4")];
-const REIMAGED: &[(&str, &str)] = &[
-    ("machine_type", "e2-standard-4"),
-    (
-        "image",
-        "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64",
-    ),
-];
+/// What the masters are made of after `m` machine type rolls and `i` image rolls of the roll chain: the machine
+/// type toggles (stop, setMachineType, start), and each image roll toggles the image and grows the data disk by
+/// a GB (delete, disks.resize, insert: a rebuild on the grown disk). Every roll is one the chain faults, so none
+/// is spent only on getting back to where it started.
+fn roll_settings(m: usize, i: usize) -> Vec<(&'static str, String)> {
+    let machine_type = if m % 2 == 1 {
+        "e2-standard-4"
+    } else {
+        "e2-standard-2"
+    };
+    let image = if i % 2 == 1 {
+        "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
+    } else {
+        "projects/cos-cloud/global/images/family/cos-stable"
+    };
+    vec![
+        ("machine_type", machine_type.to_string()),
+        ("image", image.to_string()),
+        ("data_disk_size_gb", (20 + i).to_string()),
+    ]
+}
+
+/// Runs one roll of the chain to the settings after `m` machine type and `i` image rolls.
+fn roll_case(
+    client: Client,
+    ws: &Workspace,
+    sim: &Sim,
+    label: &'static str,
+    (m, i): (usize, usize),
+    fault: Option<(Mode, String)>,
+) {
+    let owned = roll_settings(m, i);
+    let vars: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let case = Case {
+        label,
+        to: TWO,
+        vars: &vars,
+        fault,
+    };
+    run(client, ws, sim, &case);
+}
 
 /// A roll of two replicas killed (SIGKILL of the client and its providers) at every operation it makes, for each
 /// kind of roll: the next apply must finish it with nothing left stopped, out of the pool or leaked, the same
-/// etcd members and every key (the walk-through's full check). The chain cycles defaults → bigger (machine type)
-/// → reimaged (rebuild) → defaults, learning each faulted transition's operations from an unfaulted run first.
+/// etcd members and every key (the walk-through's full check). Each kind's operations are learned from an
+/// unfaulted roll first; then rolls of both kinds alternate, each killed at the next of its operations.
 fn roll_chain(client: Client) {
     let sim = Sim::start(&format!("matrix-roll-{client}"));
     let ws = Workspace::new(client, "matrix-roll").with_timeout(Duration::from_secs(300));
@@ -291,21 +321,18 @@ fn roll_chain(client: Client) {
         .unwrap()
         .to_string();
     write_keys(&sim, &first);
-    let transitions: [(&'static str, &'static [(&'static str, &'static str)]); 3] = [
-        ("roll machine type", BIGGER),
-        ("roll image", REIMAGED),
-        ("roll back", DEFAULTS),
-    ];
+    const MACHINE: &str = "roll machine type";
+    const IMAGE: &str = "roll image and grow the data disk";
+    let (mut m, mut i) = (0, 0);
     let mut learned: Vec<Vec<(Mode, String)>> = Vec::new();
-    for (label, vars) in transitions {
+    for label in [MACHINE, IMAGE] {
         sim.requests(true);
-        let case = Case {
-            label,
-            to: TWO,
-            vars,
-            fault: None,
-        };
-        run(client, &ws, &sim, &case);
+        if label == MACHINE {
+            m += 1;
+        } else {
+            i += 1;
+        }
+        roll_case(client, &ws, &sim, label, (m, i), None);
         let ops = mutations_since_reset(&sim);
         eprintln!("[{client}] {label} makes {ops:?}");
         // The cluster's own update (its firewall rules) runs first in every apply and is not part of the roll.
@@ -320,34 +347,27 @@ fn roll_chain(client: Client) {
         learned[0]
             .iter()
             .any(|(_, k)| k == "instances.setMachineType")
-            && learned[1].iter().any(|(_, k)| k == "instances.insert"),
+            && learned[1].iter().any(|(_, k)| k == "instances.insert")
+            && learned[1].iter().any(|(_, k)| k == "disks.resize"),
         "[{client}] the rolls did not make the operations they should: {learned:?}"
     );
-    // The way back is only there to start the next round from the defaults; it is not faulted.
-    let rounds = learned[0].len().max(learned[1].len());
     let mut resumed = 0;
-    for r in 0..rounds {
-        for (i, (label, vars)) in transitions.iter().enumerate() {
-            let fault = if i < 2 {
-                learned[i].get(r).cloned()
+    for (kind, label) in [MACHINE, IMAGE].into_iter().enumerate() {
+        // Alternating kinds would not change what each roll meets; one kind after the other keeps the report
+        // readable. Each roll starts from the settings the previous one left.
+        for fault in learned[kind].clone() {
+            if kind == 0 {
+                m += 1;
             } else {
-                None
-            };
-            let case = Case {
-                label,
-                to: TWO,
-                vars,
-                fault,
-            };
-            run(client, &ws, &sim, &case);
-            if case.fault.is_some() {
-                resumed += 1;
+                i += 1;
             }
+            roll_case(client, &ws, &sim, label, (m, i), Some(fault));
+            resumed += 1;
         }
     }
     let total = learned[0].len() + learned[1].len();
     let report = format!(
-        "resume matrix [{client}] roll machine type / roll image: resumed {resumed}/{total}, leaked 0"
+        "resume matrix [{client}] roll machine type / roll image and grow the data disk: resumed {resumed}/{total}, leaked 0"
     );
     eprintln!("{report}");
     println!("{report}");
