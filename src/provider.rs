@@ -1,14 +1,18 @@
-//! The `ha` provider: its configuration, resources and functions.
+//! The `ha` provider: its configuration, resources, data source, ephemeral resource and functions.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tfplugin::diag::Diagnostics;
 use tfplugin_framework::function::FunctionHandle;
-use tfplugin_framework::{Provider, ResourceHandle, Schema, resource};
+use tfplugin_framework::{
+    DataSourceHandle, EphemeralHandle, Provider, ResourceHandle, Schema, data_source, ephemeral,
+    resource,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, ProviderConfig, Settings, SharedSettings};
+use crate::resources::admin_credentials::{AdminCredentialsDataSource, AdminCredentialsEphemeral};
 use crate::resources::cluster::ClusterResource;
 use crate::resources::replica::ReplicaResource;
 
@@ -38,6 +42,14 @@ impl Provider for HaProvider {
                 stop: self.stop.clone(),
             }),
         ]
+    }
+
+    fn data_sources(&self) -> Vec<DataSourceHandle> {
+        vec![data_source(AdminCredentialsDataSource)]
+    }
+
+    fn ephemeral_resources(&self) -> Vec<EphemeralHandle> {
+        vec![ephemeral(AdminCredentialsEphemeral)]
     }
 
     fn functions(&self) -> Vec<FunctionHandle> {

@@ -1,4 +1,5 @@
-//! The provider starts under both clients (handshake, TLS, GetProviderSchema) and describes both resources.
+//! The provider starts under both clients (handshake, TLS, GetProviderSchema) and describes both resources, the
+//! data source and (to Terraform, which has them) the ephemeral resource.
 
 use acceptance_tests::{REQUIRED_PROVIDERS, Workspace, for_each_client};
 
@@ -24,6 +25,22 @@ fn providers_schema_lists_both_resources_with_descriptions() {
                 "[{client}] {name} has no description:\n{:#}",
                 resources[name]
             );
+        }
+        // `ha_admin_credentials`: a data source for every client, an ephemeral resource where the client has
+        // them (OpenTofu 1.6 does not list them); its key and kubeconfig are sensitive in both.
+        let provider = &schema["provider_schemas"][&address];
+        let mut kinds = vec!["data_source_schemas"];
+        if client == acceptance_tests::Client::Terraform {
+            kinds.push("ephemeral_resource_schemas");
+        }
+        for kind in kinds {
+            let attrs = &provider[kind]["ha_admin_credentials"]["block"]["attributes"];
+            for secret in ["client_key_pem", "kubeconfig", "cluster"] {
+                assert_eq!(
+                    attrs[secret]["sensitive"], true,
+                    "[{client}] {kind} ha_admin_credentials.{secret} must be sensitive:\n{provider:#}"
+                );
+            }
         }
     });
 }

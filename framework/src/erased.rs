@@ -67,33 +67,50 @@ struct Typed<R: Resource> {
     list_schema: Option<Schema>,
 }
 
+/// A value read into a model (resources, data sources and ephemeral resources share it).
+pub(crate) fn typed_model<M: serde::de::DeserializeOwned>(
+    type_name: &str,
+    v: &Value,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> Option<M> {
+    match from_value::<M>(v) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            // A number the model's type cannot hold is the user's to fix, at its attribute; plan reads the
+            // config and the planned value, and the identical diagnostic is kept once.
+            diags.push(e.diagnostic(&format!("Could not read the {what} of {type_name}")));
+            None
+        }
+    }
+}
+
+/// A model written back as a value; failing is a provider bug.
+pub(crate) fn untyped_value<M: serde::Serialize>(
+    type_name: &str,
+    m: &M,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> Option<Value> {
+    match to_value(m) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            diags.error(
+                format!("Could not write the {what} of {type_name}"),
+                format!("{e}. This is a bug in the provider; please report it."),
+            );
+            None
+        }
+    }
+}
+
 impl<R: Resource> Typed<R> {
     fn model(&self, v: &Value, what: &str, diags: &mut Diagnostics) -> Option<R::Model> {
-        match from_value::<R::Model>(v) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                // A number the model's type cannot hold is the user's to fix, at its attribute; plan reads the
-                // config and the planned value, and the identical diagnostic is kept once.
-                diags.push(e.diagnostic(&format!(
-                    "Could not read the {what} of {}",
-                    self.r.type_name()
-                )));
-                None
-            }
-        }
+        typed_model(self.r.type_name(), v, what, diags)
     }
 
     fn value(&self, m: &R::Model, what: &str, diags: &mut Diagnostics) -> Option<Value> {
-        match to_value(m) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                diags.error(
-                    format!("Could not write the {what} of {}", self.r.type_name()),
-                    format!("{e}. This is a bug in the provider; please report it."),
-                );
-                None
-            }
-        }
+        untyped_value(self.r.type_name(), m, what, diags)
     }
 }
 

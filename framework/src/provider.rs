@@ -1,9 +1,12 @@
-//! The `Provider` trait: provider configuration and the list of resources and functions.
+//! The `Provider` trait: provider configuration and the list of resources, data sources, ephemeral resources and
+//! functions.
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use tfplugin::diag::Diagnostics;
 
+use crate::data_source::DataSourceHandle;
+use crate::ephemeral::EphemeralHandle;
 use crate::erased::ResourceHandle;
 use crate::function::FunctionHandle;
 use crate::schema::Schema;
@@ -15,6 +18,13 @@ pub trait Provider: Send + Sync + 'static {
 
     fn schema(&self) -> Schema;
     fn resources(&self) -> Vec<ResourceHandle>;
+    fn data_sources(&self) -> Vec<DataSourceHandle> {
+        Vec::new()
+    }
+    /// Ephemeral resources (Terraform 1.10+).
+    fn ephemeral_resources(&self) -> Vec<EphemeralHandle> {
+        Vec::new()
+    }
     fn functions(&self) -> Vec<FunctionHandle> {
         Vec::new()
     }

@@ -11,6 +11,8 @@ use tfplugin::value::Value;
 use tracing::debug;
 
 use crate::codec::{decode, encode};
+use crate::data_source::DataSourceHandle;
+use crate::ephemeral::EphemeralHandle;
 use crate::erased::{ResourceHandle, identity_type};
 use crate::function::FunctionHandle;
 use crate::model::from_value;
@@ -24,6 +26,9 @@ pub struct FrameworkServer<P: Provider> {
     resources: HashMap<&'static str, ResourceHandle>,
     /// Listing order for the schema response.
     resource_order: Vec<&'static str>,
+    /// Data sources and ephemeral resources, in listing order (few: a linear search finds them).
+    data_sources: Vec<DataSourceHandle>,
+    ephemerals: Vec<EphemeralHandle>,
     functions: Vec<FunctionHandle>,
 }
 
@@ -35,6 +40,8 @@ impl<P: Provider> FrameworkServer<P> {
             provider_schema: provider.schema(),
             resources: handles.into_iter().map(|r| (r.type_name(), r)).collect(),
             resource_order,
+            data_sources: provider.data_sources(),
+            ephemerals: provider.ephemeral_resources(),
             functions: provider.functions(),
             provider,
         }
@@ -49,6 +56,35 @@ impl<P: Provider> FrameworkServer<P> {
             );
         }
         r
+    }
+
+    fn find_data_source(
+        &self,
+        type_name: &str,
+        diags: &mut Diagnostics,
+    ) -> Option<&DataSourceHandle> {
+        let d = self
+            .data_sources
+            .iter()
+            .find(|d| d.type_name() == type_name);
+        if d.is_none() {
+            diags.error(
+                format!("Unknown data source type {type_name:?}"),
+                "This provider does not have that data source. Check the spelling, and that the provider version supports it.",
+            );
+        }
+        d
+    }
+
+    fn find_ephemeral(&self, type_name: &str, diags: &mut Diagnostics) -> Option<&EphemeralHandle> {
+        let e = self.ephemerals.iter().find(|e| e.type_name() == type_name);
+        if e.is_none() {
+            diags.error(
+                format!("Unknown ephemeral resource type {type_name:?}"),
+                "This provider does not have that ephemeral resource. Check the spelling, and that the provider version supports it (ephemeral resources need Terraform 1.10 or later).",
+            );
+        }
+        e
     }
 }
 
@@ -92,7 +128,16 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 .iter()
                 .map(|name| (name.to_string(), self.resources[name].schema().to_wire()))
                 .collect(),
-            data_source_schemas: Vec::new(),
+            data_source_schemas: self
+                .data_sources
+                .iter()
+                .map(|d| (d.type_name().to_string(), d.schema().to_wire()))
+                .collect(),
+            ephemeral_resource_schemas: self
+                .ephemerals
+                .iter()
+                .map(|e| (e.type_name().to_string(), e.schema().to_wire()))
+                .collect(),
             list_resource_schemas: self
                 .resource_order
                 .iter()
@@ -490,5 +535,128 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 }),
             },
         }
+    }
+
+    async fn validate_data_resource_config(
+        &self,
+        req: ValidateDataResourceConfigRequest,
+    ) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(d) = self.find_data_source(&req.type_name, &mut diags) else {
+            return diags;
+        };
+        if let Some(config) = decode(
+            &d.schema().value_type(),
+            &req.config,
+            "configuration",
+            &mut diags,
+        ) {
+            diags.extend(d.validate(&config));
+        }
+        diags
+    }
+
+    async fn read_data_source(&self, req: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        let mut diags = Diagnostics::new();
+        let Some(d) = self.find_data_source(&req.type_name, &mut diags) else {
+            return ReadDataSourceResponse {
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let ty = d.schema().value_type();
+        let Some(config) = decode(&ty, &req.config, "configuration", &mut diags) else {
+            return ReadDataSourceResponse {
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let (state, d) = d.read(&config).await;
+        diags.extend(d);
+        let state = match state {
+            Some(v) if !diags.has_error() => encode(&ty, &v, "data source state", &mut diags),
+            _ => DynamicValue::default(),
+        };
+        ReadDataSourceResponse {
+            state,
+            diagnostics: diags,
+        }
+    }
+
+    async fn validate_ephemeral_resource_config(
+        &self,
+        req: ValidateEphemeralResourceConfigRequest,
+    ) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(e) = self.find_ephemeral(&req.type_name, &mut diags) else {
+            return diags;
+        };
+        if let Some(config) = decode(
+            &e.schema().value_type(),
+            &req.config,
+            "configuration",
+            &mut diags,
+        ) {
+            diags.extend(e.validate(&config));
+        }
+        diags
+    }
+
+    async fn open_ephemeral_resource(
+        &self,
+        req: OpenEphemeralResourceRequest,
+    ) -> OpenEphemeralResourceResponse {
+        let mut diags = Diagnostics::new();
+        let fail = |diagnostics| OpenEphemeralResourceResponse {
+            diagnostics,
+            ..Default::default()
+        };
+        let Some(e) = self.find_ephemeral(&req.type_name, &mut diags) else {
+            return fail(diags);
+        };
+        let ty = e.schema().value_type();
+        let Some(config) = decode(&ty, &req.config, "configuration", &mut diags) else {
+            return fail(diags);
+        };
+        let (opened, d) = e.open(&config).await;
+        diags.extend(d);
+        match opened {
+            Some(o) if !diags.has_error() => OpenEphemeralResourceResponse {
+                result: encode(&ty, &o.result, "ephemeral result", &mut diags),
+                renew_at: o.renew_at,
+                private: o.private,
+                diagnostics: diags,
+            },
+            _ => fail(diags),
+        }
+    }
+
+    async fn renew_ephemeral_resource(
+        &self,
+        req: RenewEphemeralResourceRequest,
+    ) -> RenewEphemeralResourceResponse {
+        let mut diags = Diagnostics::new();
+        let Some(e) = self.find_ephemeral(&req.type_name, &mut diags) else {
+            return RenewEphemeralResourceResponse {
+                diagnostics: diags,
+                ..Default::default()
+            };
+        };
+        let (renewed, d) = e.renew(req.private).await;
+        diags.extend(d);
+        RenewEphemeralResourceResponse {
+            diagnostics: diags,
+            renew_at: renewed.renew_at,
+            private: renewed.private,
+        }
+    }
+
+    async fn close_ephemeral_resource(&self, req: CloseEphemeralResourceRequest) -> Diagnostics {
+        let mut diags = Diagnostics::new();
+        let Some(e) = self.find_ephemeral(&req.type_name, &mut diags) else {
+            return diags;
+        };
+        diags.extend(e.close(req.private).await);
+        diags
     }
 }

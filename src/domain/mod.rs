@@ -2,10 +2,12 @@
 //! are well formed, quorum arithmetic. Everything here is a plain function with table tests; resources call it
 //! for validation and planning, and the backends never decide anything themselves.
 
+pub mod admin_access;
 pub mod adopt;
 pub mod exposure;
 pub mod guard;
 pub mod ids;
+pub mod kubeconfig;
 pub mod lock;
 pub mod machine_type;
 pub mod metadata;

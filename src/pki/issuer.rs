@@ -133,8 +133,19 @@ impl Issuer {
         &self.cert_pem
     }
 
-    /// Issues a leaf certificate with a fresh P-256 key.
+    /// Issues a leaf certificate with a fresh P-256 key, valid for a replica's lifetime.
     pub fn issue(&self, spec: &LeafSpec, usage: Usage) -> Result<CertKey, PkiError> {
+        let now = OffsetDateTime::now_utc();
+        self.issue_until(spec, usage, now + LEAF_VALIDITY)
+    }
+
+    /// Issues a leaf certificate with a fresh P-256 key that expires at `not_after` (valid from 5 minutes ago).
+    pub fn issue_until(
+        &self,
+        spec: &LeafSpec,
+        usage: Usage,
+        not_after: OffsetDateTime,
+    ) -> Result<CertKey, PkiError> {
         let gen_err = |e: rcgen::Error| PkiError::Generate {
             what: format!("certificate {:?}", spec.common_name),
             reason: e.to_string(),
@@ -170,7 +181,8 @@ impl Issuer {
             ],
         };
         params.use_authority_key_identifier_extension = true;
-        validity(&mut params, LEAF_VALIDITY);
+        params.not_before = OffsetDateTime::now_utc() - BACKDATE;
+        params.not_after = not_after;
         let cert = params.signed_by(&key, &self.inner).map_err(gen_err)?;
         Ok(CertKey {
             cert_pem: cert.pem(),

@@ -2,10 +2,12 @@
 //! replica's certificates (docs/master-config.md §4), issued by those CAs loaded back from PEM. Pure functions
 //! over PEM strings; no I/O, nothing about Terraform. Key material is never logged or printed by Debug.
 
+mod admin;
 mod issuer;
 #[cfg(test)]
 mod tests;
 
+pub use admin::{AdminCert, AdminCertRequest, issue_admin_cert};
 pub use issuer::{Issuer, LeafSpec, Usage};
 
 use std::net::Ipv4Addr;

@@ -371,3 +371,33 @@ fn bad_names_are_refused_before_anything_is_issued() {
     }
     assert!(ClusterCas::generate("Bad Name").is_err());
 }
+
+#[test]
+fn admin_cert_is_a_short_client_cert_under_the_cluster_ca_naming_user_and_groups() {
+    let (cas, _, _) = fixture();
+    let req = AdminCertRequest {
+        user: "alice".into(),
+        groups: vec!["system:masters".into()],
+        validity: std::time::Duration::from_secs(3600),
+    };
+    let before = time::OffsetDateTime::now_utc();
+    let admin = issue_admin_cert(&cas.cluster_ca, &req).unwrap();
+    let p = parse(&admin.cert.cert_pem);
+    assert_eq!(p.subject, "O=system:masters, CN=alice");
+    assert!(p.client_auth && !p.server_auth && !p.is_ca);
+    let (_, block) = x509_parser::pem::parse_x509_pem(admin.cert.cert_pem.as_bytes()).unwrap();
+    let not_after = block.parse_x509().unwrap().validity().not_after.timestamp();
+    assert_eq!(not_after, admin.not_after.unix_timestamp());
+    let lifetime = not_after - before.unix_timestamp();
+    assert!((3599..=3601).contains(&lifetime), "{lifetime}");
+    verify_client(&cas.cluster_ca.cert_pem, &admin.cert.cert_pem).unwrap();
+    // Another CA's API server refuses it; the etcd client CA (same cluster) does too.
+    assert!(verify_client(&cas.etcd_client_ca.cert_pem, &admin.cert.cert_pem).is_err());
+    // Signing needs the CA key: an imported cluster's empty key is an error naming the cluster CA.
+    let keyless = CertKey {
+        cert_pem: cas.cluster_ca.cert_pem.clone(),
+        key_pem: String::new(),
+    };
+    let err = issue_admin_cert(&keyless, &req).unwrap_err().to_string();
+    assert!(err.contains("cluster CA"), "{err}");
+}

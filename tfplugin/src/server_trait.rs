@@ -52,6 +52,53 @@ pub trait ProviderServer: Send + Sync + 'static {
         Diagnostics::new()
     }
 
+    /// Data sources. The default has none, so any type name is unknown.
+    async fn validate_data_resource_config(
+        &self,
+        req: ValidateDataResourceConfigRequest,
+    ) -> Diagnostics {
+        unknown_type("data source", &req.type_name)
+    }
+
+    async fn read_data_source(&self, req: ReadDataSourceRequest) -> ReadDataSourceResponse {
+        ReadDataSourceResponse {
+            diagnostics: unknown_type("data source", &req.type_name),
+            ..Default::default()
+        }
+    }
+
+    /// Ephemeral resources (Terraform 1.10+). The default has none.
+    async fn validate_ephemeral_resource_config(
+        &self,
+        req: ValidateEphemeralResourceConfigRequest,
+    ) -> Diagnostics {
+        unknown_type("ephemeral resource", &req.type_name)
+    }
+
+    async fn open_ephemeral_resource(
+        &self,
+        req: OpenEphemeralResourceRequest,
+    ) -> OpenEphemeralResourceResponse {
+        OpenEphemeralResourceResponse {
+            diagnostics: unknown_type("ephemeral resource", &req.type_name),
+            ..Default::default()
+        }
+    }
+
+    async fn renew_ephemeral_resource(
+        &self,
+        req: RenewEphemeralResourceRequest,
+    ) -> RenewEphemeralResourceResponse {
+        RenewEphemeralResourceResponse {
+            diagnostics: unknown_type("ephemeral resource", &req.type_name),
+            ..Default::default()
+        }
+    }
+
+    async fn close_ephemeral_resource(&self, req: CloseEphemeralResourceRequest) -> Diagnostics {
+        unknown_type("ephemeral resource", &req.type_name)
+    }
+
     /// Provider-defined functions. The default has none.
     async fn call_function(&self, req: CallFunctionRequest) -> CallFunctionResponse {
         CallFunctionResponse {
@@ -62,4 +109,14 @@ pub trait ProviderServer: Send + Sync + 'static {
             }),
         }
     }
+}
+
+/// The answer for a type name the provider does not have.
+fn unknown_type(kind: &str, type_name: &str) -> Diagnostics {
+    let mut d = Diagnostics::new();
+    d.error(
+        format!("Unknown {kind} type {type_name:?}"),
+        format!("This provider has no {kind} of that type. Check the spelling, and that the provider version supports it."),
+    );
+    d
 }

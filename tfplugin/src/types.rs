@@ -144,6 +144,8 @@ pub struct GetProviderSchemaResponse {
     pub data_source_schemas: Vec<(String, Schema)>,
     /// List resource type name → the schema of its `config` block (`terraform query`, Terraform 1.14+).
     pub list_resource_schemas: Vec<(String, Schema)>,
+    /// Ephemeral resource type name → schema (Terraform 1.10+; OpenTofu 1.6 never asks for them).
+    pub ephemeral_resource_schemas: Vec<(String, Schema)>,
     pub functions: Vec<(String, Function)>,
     pub server_capabilities: ServerCapabilities,
     pub diagnostics: Diagnostics,
@@ -323,4 +325,68 @@ pub struct ListResourceEvent {
 pub struct ValidateListResourceConfigRequest {
     pub type_name: String,
     pub config: DynamicValue,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ValidateDataResourceConfigRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
+}
+
+/// A data source read: the configuration in, the whole object (config plus computed values) out.
+#[derive(Debug, Clone, Default)]
+pub struct ReadDataSourceRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
+    pub provider_meta: Option<DynamicValue>,
+    pub client_capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadDataSourceResponse {
+    pub state: DynamicValue,
+    pub diagnostics: Diagnostics,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ValidateEphemeralResourceConfigRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
+}
+
+/// Opens an ephemeral resource (Terraform 1.10+): a value made for this run only, never written to state or plan.
+#[derive(Debug, Clone, Default)]
+pub struct OpenEphemeralResourceRequest {
+    pub type_name: String,
+    pub config: DynamicValue,
+    pub client_capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct OpenEphemeralResourceResponse {
+    pub result: DynamicValue,
+    pub diagnostics: Diagnostics,
+    /// When the client should call Renew while it still uses the value; `None`: never.
+    pub renew_at: Option<std::time::SystemTime>,
+    /// Opaque bytes the client hands back to Renew and Close.
+    pub private: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RenewEphemeralResourceRequest {
+    pub type_name: String,
+    pub private: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RenewEphemeralResourceResponse {
+    pub diagnostics: Diagnostics,
+    pub renew_at: Option<std::time::SystemTime>,
+    pub private: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CloseEphemeralResourceRequest {
+    pub type_name: String,
+    pub private: Option<Vec<u8>>,
 }

@@ -131,6 +131,16 @@ fn parse_response_until_eof(buf: &[u8]) -> Option<Response> {
 
 /// Reads a request head and returns (method, path). The body, if any, is ignored: health endpoints take none.
 pub async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<(String, String)> {
+    read_request_head(stream)
+        .await
+        .map(|(method, path, _)| (method, path))
+}
+
+/// A request's method, path and headers (name, value).
+pub type RequestHead = (String, String, Vec<(String, String)>);
+
+/// Reads a request head with its headers. The body, if any, is ignored.
+pub async fn read_request_head<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<RequestHead> {
     let mut buf = Vec::new();
     loop {
         let mut chunk = [0u8; 2048];
@@ -142,11 +152,11 @@ pub async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<(S
             ));
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some((start, _, _)) = split_head(&buf) {
+        if let Some((start, headers, _)) = split_head(&buf) {
             let mut parts = start.split_whitespace();
             let method = parts.next().unwrap_or_default().to_string();
             let path = parts.next().unwrap_or("/").to_string();
-            return Ok((method, path));
+            return Ok((method, path, headers));
         }
         if buf.len() > MAX_MESSAGE {
             return Err(io::Error::new(
@@ -164,8 +174,30 @@ pub async fn respond<S: AsyncWrite + Unpin>(
     headers: &[(&str, &str)],
     body: &str,
 ) -> io::Result<()> {
+    respond_as(stream, status, "text/plain; charset=utf-8", headers, body).await
+}
+
+/// Writes a JSON response, as Kubernetes answers its API paths.
+pub async fn respond_json<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> io::Result<()> {
+    respond_as(stream, status, "application/json", headers, body).await
+}
+
+async fn respond_as<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    status: u16,
+    content_type: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> io::Result<()> {
     let reason = match status {
         200 => "OK",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",
@@ -174,7 +206,7 @@ pub async fn respond<S: AsyncWrite + Unpin>(
         _ => "Status",
     };
     let mut out = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
     for (k, v) in headers {

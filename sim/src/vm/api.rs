@@ -1,5 +1,13 @@
 //! The kube-apiserver stand-in: a TLS server on the secure port whose /healthz is as honest as the real one (it fails
 //! when the local etcd does), plus the plain-HTTP `healthcheck` sidecar that legacy HTTP health checks probe.
+//!
+//! Authentication is the real server's with `--client-ca-file` and the default `--anonymous-auth=true`: a client
+//! certificate must verify under the cluster CA or the handshake fails (see `tls::server_config`); a client without
+//! one is `system:anonymous`, which RBAC's default `system:public-info-viewer` lets read only `/healthz`, `/livez`,
+//! `/readyz` and `/version`, and which gets 403 for anything else. An authenticated client gets `/version` and
+//! `/api` (the core group's versions, what kubectl's discovery reads first); there is no further API. The stand-in
+//! knows no bearer token (a real server knows service-account tokens), so a request with one and no certificate
+//! gets 401, as a real server answers a token it cannot authenticate.
 
 use super::VmError;
 use crate::net::background::{Background, bind};
@@ -29,6 +37,8 @@ pub(crate) struct ApiSpec {
     pub name: String,
     pub secure: std::net::TcpListener,
     pub tls: Arc<rustls::ServerConfig>,
+    /// What `/version` reports, from the kube-apiserver image's tag.
+    pub version: Version,
     /// The healthcheck sidecar: its listener, and whether its fixed upstream (https://127.0.0.1:443) is this VM's
     /// apiserver.
     pub plain: Option<(std::net::TcpListener, bool)>,
@@ -87,6 +97,7 @@ pub(crate) fn listen(addr: SocketAddr, what: &str) -> Result<std::net::TcpListen
 async fn serve(spec: ApiSpec, health: Arc<Health>) {
     let ctx = Arc::new(Ctx {
         name: spec.name,
+        version: spec.version,
         etcd: spec.etcd,
         health,
     });
@@ -110,7 +121,12 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
             tokio::spawn(async move {
                 // Handshake failures (e.g. a client that distrusts our CA) are the client's business.
                 if let Ok(tls) = acceptor.accept(tcp).await {
-                    c.handle(tls, None).await;
+                    // The verifier accepted any certificate presented: having one means authenticated.
+                    let who = match tls.get_ref().1.peer_certificates() {
+                        Some(certs) if !certs.is_empty() => Client::Authenticated,
+                        _ => Client::Anonymous,
+                    };
+                    c.handle(tls, Role::Api(who)).await;
                 }
             });
         }
@@ -126,7 +142,7 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
                 continue;
             };
             let c = c.clone();
-            tokio::spawn(async move { c.handle(tcp, Some(upstream)).await });
+            tokio::spawn(async move { c.handle(tcp, Role::Sidecar { upstream }).await });
         }
     };
     // Background poll so status() stays current even when nobody calls /healthz.
@@ -142,48 +158,159 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
     tokio::join!(secure_loop, plain_loop, monitor);
 }
 
+/// Who is asking the secure port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    Anonymous,
+    /// Presented a certificate that verified under `--client-ca-file`.
+    Authenticated,
+}
+
+/// Which listener a request came in on.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    /// The apiserver's secure port.
+    Api(Client),
+    /// kube-apiserver-healthcheck, with whether its fixed upstream (port 443) is this apiserver.
+    Sidecar { upstream: bool },
+}
+
+/// The version `/version` reports, read from the image tag (`registry.k8s.io/kube-apiserver:v1.33.4`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Version {
+    pub git_version: String,
+    pub major: String,
+    pub minor: String,
+}
+
+/// The version an image's tag names; an image without a `vMAJOR.MINOR…` tag reports `v0.0.0` (a real server
+/// always knows its version, and `v0.0.0` is what an unversioned Kubernetes build reports).
+pub(crate) fn version_of_image(image: &str) -> Version {
+    let tag = image
+        .rsplit_once(':')
+        .filter(|(repo, tag)| !tag.contains('/') && !repo.is_empty())
+        .map(|(_, tag)| tag)
+        .unwrap_or_default();
+    let mut parts = tag.strip_prefix('v').unwrap_or_default().split('.');
+    let number = |p: Option<&str>| {
+        p.filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            .map(str::to_string)
+    };
+    match (number(parts.next()), number(parts.next())) {
+        (Some(major), Some(minor)) => Version {
+            git_version: tag.to_string(),
+            major,
+            minor,
+        },
+        _ => Version {
+            git_version: "v0.0.0".into(),
+            major: "0".into(),
+            minor: "0".into(),
+        },
+    }
+}
+
+impl Version {
+    /// The body of `GET /version`, as k8s.io/apimachinery's `version.Info`.
+    fn json(&self) -> String {
+        serde_json::json!({
+            "major": self.major,
+            "minor": self.minor,
+            "gitVersion": self.git_version,
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "",
+            "goVersion": "",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        })
+        .to_string()
+    }
+}
+
+/// A `metav1.Status` failure body, as the API server sends with a 4xx.
+fn status_json(code: u16, reason: &str, message: &str) -> String {
+    serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {},
+        "code": code,
+    })
+    .to_string()
+}
+
 struct Ctx {
     name: String,
+    version: Version,
     etcd: EtcdProbe,
     health: Arc<Health>,
 }
 
 impl Ctx {
-    /// Serves one request. `sidecar` is set for kube-apiserver-healthcheck (with whether its fixed upstream, port
-    /// 443, is this apiserver), which answers as the program does: GET of its own
+    /// Serves one request. The sidecar answers as kube-apiserver-healthcheck does: GET of its own
     /// `/.kube-apiserver-healthcheck/healthz`, GET `/healthz`, `/livez`, `/readyz` proxied (502 when the upstream
-    /// does not answer), 404 for anything else, whatever the method.
-    async fn handle<S: AsyncRead + AsyncWrite + Unpin>(
-        &self,
-        mut stream: S,
-        sidecar: Option<bool>,
-    ) {
-        let Ok((method, path)) = http::read_request(&mut stream).await else {
+    /// does not answer), 404 for anything else, whatever the method. The secure port: see the module's doc.
+    async fn handle<S: AsyncRead + AsyncWrite + Unpin>(&self, mut stream: S, role: Role) {
+        let Ok((method, path, headers)) = http::read_request_head(&mut stream).await else {
             return;
         };
         let path = path.split('?').next().unwrap_or_default().to_string();
         let replica = [("X-Replica", self.name.as_str())];
         let is_health = matches!(path.as_str(), "/healthz" | "/livez" | "/readyz");
-        if let Some(upstream) = sidecar {
-            let _ = if method != "GET" {
-                http::respond(&mut stream, 404, &replica, "not found\n").await
-            } else if path == "/.kube-apiserver-healthcheck/healthz" {
-                http::respond(&mut stream, 200, &replica, "ok").await
-            } else if !is_health {
-                http::respond(&mut stream, 404, &replica, "not found\n").await
-            } else if !upstream {
-                http::respond(&mut stream, 502, &replica, "internal error\n").await
-            } else {
-                self.answer_health(&mut stream, &replica).await
-            };
-            return;
-        }
-        let _ = if method != "GET" && method != "HEAD" {
+        let client = match role {
+            Role::Api(client) => client,
+            Role::Sidecar { upstream } => {
+                let _ = if method != "GET" {
+                    http::respond(&mut stream, 404, &replica, "not found\n").await
+                } else if path == "/.kube-apiserver-healthcheck/healthz" {
+                    http::respond(&mut stream, 200, &replica, "ok").await
+                } else if !is_health {
+                    http::respond(&mut stream, 404, &replica, "not found\n").await
+                } else if !upstream {
+                    http::respond(&mut stream, 502, &replica, "internal error\n").await
+                } else {
+                    self.answer_health(&mut stream, &replica).await
+                };
+                return;
+            }
+        };
+        let public = is_health || path == "/version";
+        let bearer = headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("authorization") && v.to_ascii_lowercase().starts_with("bearer ")
+        });
+        let _ = if client == Client::Anonymous && bearer {
+            // A token the server cannot authenticate is refused on every path, before authorization.
+            let body = status_json(401, "Unauthorized", "Unauthorized");
+            http::respond_json(&mut stream, 401, &replica, &body).await
+        } else if method != "GET" && method != "HEAD" {
             http::respond(&mut stream, 405, &replica, "method not allowed\n").await
-        } else if !is_health {
-            http::respond(&mut stream, 404, &replica, "not found\n").await
-        } else {
+        } else if client == Client::Anonymous && !public {
+            let message =
+                format!("forbidden: User \"system:anonymous\" cannot get path \"{path}\"");
+            let body = status_json(403, "Forbidden", &message);
+            http::respond_json(&mut stream, 403, &replica, &body).await
+        } else if is_health {
             self.answer_health(&mut stream, &replica).await
+        } else if path == "/version" {
+            http::respond_json(&mut stream, 200, &replica, &self.version.json()).await
+        } else if path == "/api" {
+            let body = serde_json::json!({
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [],
+            });
+            http::respond_json(&mut stream, 200, &replica, &body.to_string()).await
+        } else {
+            let body = status_json(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            );
+            http::respond_json(&mut stream, 404, &replica, &body).await
         };
     }
 
@@ -261,6 +388,31 @@ impl Ctx {
                 Err(e) if e.starts_with("etcd /health") => Err(e),
                 Err(_) => Err(format!("etcd /health at {} timed out", p.addr)),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_comes_from_the_image_tag() {
+        let v = version_of_image("registry.k8s.io/kube-apiserver:v1.33.4");
+        assert_eq!(
+            (v.git_version.as_str(), v.major.as_str(), v.minor.as_str()),
+            ("v1.33.4", "1", "33")
+        );
+        let json: serde_json::Value = serde_json::from_str(&v.json()).unwrap();
+        assert_eq!(json["gitVersion"], "v1.33.4");
+        assert_eq!(json["minor"], "33");
+        // A registry port is not a tag; an untagged or unversioned image reports v0.0.0.
+        for image in [
+            "localhost:5000/kube-apiserver",
+            "kube-apiserver",
+            "kube-apiserver:latest",
+        ] {
+            assert_eq!(version_of_image(image).git_version, "v0.0.0", "{image}");
         }
     }
 }

@@ -83,6 +83,8 @@ struct HostPath {
 struct Container {
     name: String,
     #[serde(default)]
+    image: String,
+    #[serde(default)]
     command: Vec<String>,
     #[serde(default)]
     args: Vec<String>,
@@ -166,6 +168,9 @@ pub(crate) struct Startup {
     /// etcd's argv exactly as the manifest says (command ++ args), before any host mapping.
     pub etcd_argv: Vec<String>,
     pub apiserver: Flags,
+    /// The kube-apiserver container's image (`registry.k8s.io/kube-apiserver:v1.33.4`): its tag is the version the
+    /// stand-in reports on `/version`.
+    pub apiserver_image: String,
     /// The `healthcheck` sidecar in the kube-apiserver pod, if any.
     pub healthcheck: Option<Flags>,
     /// The etcd container's hostPath volume mounts: (path in the container, path on the VM).
@@ -292,10 +297,12 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         }
         None => None,
     };
+    let apiserver_image = api.image.clone();
     Ok(Startup {
         files,
         etcd_argv,
         apiserver,
+        apiserver_image,
         healthcheck,
         etcd_volumes,
         mounts,

@@ -216,9 +216,11 @@ impl Vm {
         let secure_port: u16 =
             parse_flag(c, "secure-port", api.get("secure-port").unwrap_or("6443"))?;
         let bind_host = map.host(api.get("bind-address").unwrap_or("0.0.0.0"));
+        let client_ca = api.get("client-ca-file").map(|p| map.path(p)).transpose()?;
         let server_tls = tls::server_config(
             &map.path(api.require(c, "tls-cert-file")?)?,
             &map.path(api.require(c, "tls-private-key-file")?)?,
+            client_ca.as_deref(),
         )?;
         let etcd_url = api
             .require(c, "etcd-servers")?
@@ -299,6 +301,7 @@ impl Vm {
                 name: name.to_string(),
                 secure,
                 tls: server_tls,
+                version: api::version_of_image(&startup.apiserver_image),
                 plain,
                 etcd: etcd_probe,
                 health_interval: opts.health_interval,

@@ -37,13 +37,37 @@ pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, VmError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| tls_err("read private key", path, e))
 }
 
-/// The API server's serving config: its own cert chain; client certs optional (anonymous /healthz is allowed, like a
-/// real kube-apiserver with the default anonymous auth).
-pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, VmError> {
-    let config = rustls::ServerConfig::builder_with_provider(provider())
+/// The API server's serving config: its own cert chain, and client certificates verified against `--client-ca-file`
+/// when one is given. As Go's `VerifyClientCertIfGiven`, which kube-apiserver uses: a client without a certificate
+/// connects (and is anonymous), one whose certificate does not verify under the CA fails the handshake.
+pub(crate) fn server_config(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> Result<Arc<rustls::ServerConfig>, VmError> {
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| VmError::Tls(format!("TLS versions: {e}")))?
-        .with_no_client_auth()
+        .map_err(|e| VmError::Tls(format!("TLS versions: {e}")))?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in load_certs(ca)? {
+                roots
+                    .add(c)
+                    .map_err(|e| tls_err("trust client CA", ca, e))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider(),
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| tls_err("verify clients under", ca, e))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder
         .with_single_cert(load_certs(cert)?, load_key(key)?)
         .map_err(|e| tls_err("use serving certificate", cert, e))?;
     Ok(Arc::new(config))

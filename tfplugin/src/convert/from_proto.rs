@@ -164,3 +164,58 @@ pub(crate) fn validate_list_resource_config_request(
         config: dynamic_value(r.config),
     }
 }
+
+pub(crate) fn validate_data_resource_config_request(
+    r: pb::validate_data_resource_config::Request,
+) -> ValidateDataResourceConfigRequest {
+    ValidateDataResourceConfigRequest {
+        type_name: r.type_name,
+        config: dynamic_value(r.config),
+    }
+}
+
+pub(crate) fn read_data_source_request(r: pb::read_data_source::Request) -> ReadDataSourceRequest {
+    ReadDataSourceRequest {
+        type_name: r.type_name,
+        config: dynamic_value(r.config),
+        provider_meta: optional_dynamic_value(r.provider_meta),
+        client_capabilities: client_capabilities(r.client_capabilities),
+    }
+}
+
+pub(crate) fn validate_ephemeral_resource_config_request(
+    r: pb::validate_ephemeral_resource_config::Request,
+) -> ValidateEphemeralResourceConfigRequest {
+    ValidateEphemeralResourceConfigRequest {
+        type_name: r.type_name,
+        config: dynamic_value(r.config),
+    }
+}
+
+pub(crate) fn open_ephemeral_resource_request(
+    r: pb::open_ephemeral_resource::Request,
+) -> OpenEphemeralResourceRequest {
+    OpenEphemeralResourceRequest {
+        type_name: r.type_name,
+        config: dynamic_value(r.config),
+        client_capabilities: client_capabilities(r.client_capabilities),
+    }
+}
+
+pub(crate) fn renew_ephemeral_resource_request(
+    r: pb::renew_ephemeral_resource::Request,
+) -> RenewEphemeralResourceRequest {
+    RenewEphemeralResourceRequest {
+        type_name: r.type_name,
+        private: r.private,
+    }
+}
+
+pub(crate) fn close_ephemeral_resource_request(
+    r: pb::close_ephemeral_resource::Request,
+) -> CloseEphemeralResourceRequest {
+    CloseEphemeralResourceRequest {
+        type_name: r.type_name,
+        private: r.private,
+    }
+}

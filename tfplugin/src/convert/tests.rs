@@ -222,3 +222,48 @@ fn function_error_keeps_argument_index() {
     assert_eq!(wire.result, None);
     assert_eq!(wire.error.unwrap().function_argument, Some(0));
 }
+
+#[test]
+fn ephemeral_resources_are_listed_and_opened_with_their_renewal_time() {
+    let schema = GetProviderSchemaResponse {
+        ephemeral_resource_schemas: vec![("ha_admin_credentials".into(), Schema::default())],
+        data_source_schemas: vec![("ha_admin_credentials".into(), Schema::default())],
+        ..Default::default()
+    };
+    let wire = to_proto::get_provider_schema_response(schema.clone());
+    assert!(
+        wire.ephemeral_resource_schemas
+            .contains_key("ha_admin_credentials")
+    );
+    assert!(
+        wire.data_source_schemas
+            .contains_key("ha_admin_credentials")
+    );
+    let meta = to_proto::get_metadata_response(schema);
+    assert_eq!(
+        meta.ephemeral_resources[0].type_name,
+        "ha_admin_credentials"
+    );
+
+    let at = std::time::UNIX_EPOCH + std::time::Duration::new(1_800_000_000, 5);
+    let opened = to_proto::open_ephemeral_resource_response(OpenEphemeralResourceResponse {
+        result: DynamicValue::msgpack(vec![0xc0]),
+        renew_at: Some(at),
+        private: None,
+        diagnostics: Diagnostics::new(),
+    });
+    let ts = opened.renew_at.expect("renew_at sent");
+    assert_eq!((ts.seconds, ts.nanos), (1_800_000_000, 5));
+    assert_eq!(opened.result.expect("result").msgpack, vec![0xc0]);
+    // No renewal and no private bytes stay absent, not empty.
+    let never =
+        to_proto::open_ephemeral_resource_response(OpenEphemeralResourceResponse::default());
+    assert!(never.renew_at.is_none() && never.private.is_none());
+
+    let close =
+        from_proto::close_ephemeral_resource_request(pb::close_ephemeral_resource::Request {
+            type_name: "ha_admin_credentials".into(),
+            private: Some(b"lease".to_vec()),
+        });
+    assert_eq!(close.private.as_deref(), Some(&b"lease"[..]));
+}

@@ -185,6 +185,11 @@ pub(crate) fn get_provider_schema_response(
             .into_iter()
             .map(|(n, s)| (n, schema(s)))
             .collect(),
+        ephemeral_resource_schemas: r
+            .ephemeral_resource_schemas
+            .into_iter()
+            .map(|(n, s)| (n, schema(s)))
+            .collect(),
         server_capabilities: Some(server_capabilities(r.server_capabilities)),
         functions: r
             .functions
@@ -220,6 +225,11 @@ pub(crate) fn get_metadata_response(r: GetProviderSchemaResponse) -> pb::get_met
             .list_resource_schemas
             .into_iter()
             .map(|(type_name, _)| pb::get_metadata::ListResourceMetadata { type_name })
+            .collect(),
+        ephemeral_resources: r
+            .ephemeral_resource_schemas
+            .into_iter()
+            .map(|(type_name, _)| pb::get_metadata::EphemeralMetadata { type_name })
             .collect(),
         ..Default::default()
     }
@@ -391,6 +401,71 @@ pub(crate) fn validate_list_resource_config_response(
     d: Diagnostics,
 ) -> pb::validate_list_resource_config::Response {
     pb::validate_list_resource_config::Response {
+        diagnostics: diagnostics(d),
+    }
+}
+
+pub(crate) fn validate_data_resource_config_response(
+    d: Diagnostics,
+) -> pb::validate_data_resource_config::Response {
+    pb::validate_data_resource_config::Response {
+        diagnostics: diagnostics(d),
+    }
+}
+
+pub(crate) fn read_data_source_response(
+    r: ReadDataSourceResponse,
+) -> pb::read_data_source::Response {
+    pb::read_data_source::Response {
+        state: dynamic_value(r.state),
+        diagnostics: diagnostics(r.diagnostics),
+        deferred: None,
+    }
+}
+
+pub(crate) fn validate_ephemeral_resource_config_response(
+    d: Diagnostics,
+) -> pb::validate_ephemeral_resource_config::Response {
+    pb::validate_ephemeral_resource_config::Response {
+        diagnostics: diagnostics(d),
+    }
+}
+
+/// A time as protobuf's Timestamp; a time before 1970 (never produced here) is sent as the epoch.
+pub(crate) fn timestamp(t: std::time::SystemTime) -> prost_types::Timestamp {
+    let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    prost_types::Timestamp {
+        seconds: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(since.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+pub(crate) fn open_ephemeral_resource_response(
+    r: OpenEphemeralResourceResponse,
+) -> pb::open_ephemeral_resource::Response {
+    pb::open_ephemeral_resource::Response {
+        diagnostics: diagnostics(r.diagnostics),
+        renew_at: r.renew_at.map(timestamp),
+        result: dynamic_value(r.result),
+        private: r.private,
+        deferred: None,
+    }
+}
+
+pub(crate) fn renew_ephemeral_resource_response(
+    r: RenewEphemeralResourceResponse,
+) -> pb::renew_ephemeral_resource::Response {
+    pb::renew_ephemeral_resource::Response {
+        diagnostics: diagnostics(r.diagnostics),
+        renew_at: r.renew_at.map(timestamp),
+        private: r.private,
+    }
+}
+
+pub(crate) fn close_ephemeral_resource_response(
+    d: Diagnostics,
+) -> pb::close_ephemeral_resource::Response {
+    pb::close_ephemeral_resource::Response {
         diagnostics: diagnostics(d),
     }
 }

@@ -234,4 +234,74 @@ impl<P: ProviderServer> Provider for ProviderService<P> {
         let resp = self.provider.call_function(req).await;
         Ok(Response::new(to_proto::call_function_response(resp)))
     }
+
+    async fn validate_data_resource_config(
+        &self,
+        req: Request<pb::validate_data_resource_config::Request>,
+    ) -> Reply<pb::validate_data_resource_config::Response> {
+        let _log = RpcLog::start("ValidateDataResourceConfig");
+        let req = from_proto::validate_data_resource_config_request(req.into_inner());
+        let diags = self.provider.validate_data_resource_config(req).await;
+        Ok(Response::new(
+            to_proto::validate_data_resource_config_response(diags),
+        ))
+    }
+
+    async fn read_data_source(
+        &self,
+        req: Request<pb::read_data_source::Request>,
+    ) -> Reply<pb::read_data_source::Response> {
+        let _log = RpcLog::start("ReadDataSource");
+        let req = from_proto::read_data_source_request(req.into_inner());
+        let resp = self.provider.read_data_source(req).await;
+        Ok(Response::new(to_proto::read_data_source_response(resp)))
+    }
+
+    async fn validate_ephemeral_resource_config(
+        &self,
+        req: Request<pb::validate_ephemeral_resource_config::Request>,
+    ) -> Reply<pb::validate_ephemeral_resource_config::Response> {
+        let _log = RpcLog::start("ValidateEphemeralResourceConfig");
+        let req = from_proto::validate_ephemeral_resource_config_request(req.into_inner());
+        let diags = self.provider.validate_ephemeral_resource_config(req).await;
+        Ok(Response::new(
+            to_proto::validate_ephemeral_resource_config_response(diags),
+        ))
+    }
+
+    async fn open_ephemeral_resource(
+        &self,
+        req: Request<pb::open_ephemeral_resource::Request>,
+    ) -> Reply<pb::open_ephemeral_resource::Response> {
+        let _log = RpcLog::start("OpenEphemeralResource");
+        let req = from_proto::open_ephemeral_resource_request(req.into_inner());
+        let resp = self.provider.open_ephemeral_resource(req).await;
+        Ok(Response::new(to_proto::open_ephemeral_resource_response(
+            resp,
+        )))
+    }
+
+    async fn renew_ephemeral_resource(
+        &self,
+        req: Request<pb::renew_ephemeral_resource::Request>,
+    ) -> Reply<pb::renew_ephemeral_resource::Response> {
+        let _log = RpcLog::start("RenewEphemeralResource");
+        let req = from_proto::renew_ephemeral_resource_request(req.into_inner());
+        let resp = self.provider.renew_ephemeral_resource(req).await;
+        Ok(Response::new(to_proto::renew_ephemeral_resource_response(
+            resp,
+        )))
+    }
+
+    async fn close_ephemeral_resource(
+        &self,
+        req: Request<pb::close_ephemeral_resource::Request>,
+    ) -> Reply<pb::close_ephemeral_resource::Response> {
+        let _log = RpcLog::start("CloseEphemeralResource");
+        let req = from_proto::close_ephemeral_resource_request(req.into_inner());
+        let diags = self.provider.close_ephemeral_resource(req).await;
+        Ok(Response::new(to_proto::close_ephemeral_resource_response(
+            diags,
+        )))
+    }
 }

@@ -1,0 +1,304 @@
+//! Admin access with a real kubectl, under both clients on ha-sim (one replica): `ha_admin_credentials` mints a
+//! client certificate under the cluster CA and a kubeconfig for the static IP. Terraform takes the ephemeral
+//! resource and hands its kubeconfig to a `local-exec` provisioner (ephemeral values may be read there, and
+//! `terraform_data` is built in, so nothing is downloaded); the credential must then be nowhere in the state.
+//! OpenTofu 1.6 has no ephemeral resources and takes the data source, whose kubeconfig is a sensitive output.
+//! Either way `kubectl version` reaches the API server and prints the version its manifest runs; kubectl without
+//! a client certificate (a bearer token the cluster does not know) is refused with 401, a client with no
+//! credential at all is anonymous (it may read `/version`, as on a real API server, but is forbidden `/api`), and
+//! kubectl with a certificate from another CA is refused at the handshake. A too long or too short `validity`
+//! is refused at validate, naming the attribute.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use acceptance_tests::{Client, Sim, Workspace, for_each_client};
+use terraform_provider_ha::master::KUBERNETES_VERSION;
+use terraform_provider_ha::pki::{AdminCertRequest, ClusterCas, issue_admin_cert};
+
+fn provider(sim: &Sim) -> String {
+    format!(
+        r#"
+terraform {{
+  required_providers {{
+    ha = {{ source = "hamaster/ha" }}
+  }}
+}}
+
+provider "ha" {{
+  project                 = "creds"
+  zone                    = "europe-west1-b"
+  compute_custom_endpoint = "{url}"
+  access_token            = "sim-token"
+}}
+
+resource "ha_master_cluster" "c" {{
+  name                      = "creds"
+  etcd_client_source_ranges = ["127.0.0.0/8"]
+  deletion_protection       = false # the scenario ends with a destroy
+}}
+
+resource "ha_master_replica" "r" {{
+  cluster = ha_master_cluster.c.spec
+}}
+
+output "ca" {{
+  value = ha_master_cluster.c.ca_certificate
+}}
+"#,
+        url = sim.url()
+    )
+}
+
+/// How each client gets the kubeconfig out: Terraform's ephemeral resource into a file, OpenTofu's data source
+/// into a sensitive output.
+fn credentials(client: Client, validity: &str) -> String {
+    match client {
+        Client::Terraform => format!(
+            r#"
+ephemeral "ha_admin_credentials" "admin" {{
+  cluster  = ha_master_cluster.c.spec
+  validity = "{validity}"
+}}
+
+resource "terraform_data" "kubeconfig" {{
+  depends_on = [ha_master_replica.r]
+  provisioner "local-exec" {{
+    command     = "umask 077 && printf '%s' \"$KUBECONFIG_YAML\" > admin.kubeconfig"
+    environment = {{ KUBECONFIG_YAML = ephemeral.ha_admin_credentials.admin.kubeconfig }}
+  }}
+}}
+"#
+        ),
+        Client::OpenTofu => format!(
+            r#"
+data "ha_admin_credentials" "admin" {{
+  cluster    = ha_master_cluster.c.spec
+  validity   = "{validity}"
+  depends_on = [ha_master_replica.r]
+}}
+
+output "kubeconfig" {{
+  value     = data.ha_admin_credentials.admin.kubeconfig
+  sensitive = true
+}}
+"#
+        ),
+    }
+}
+
+/// Runs kubectl in `dir`; (succeeded, stdout, stderr).
+fn kubectl(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("kubectl")
+        .args(args)
+        .args(["--request-timeout=10s"])
+        .current_dir(dir)
+        .output()
+        .expect("kubectl is on PATH");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    eprintln!("$ kubectl {} -> {}", args.join(" "), out.status);
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// A kubeconfig for the same server and CA, with the given user credentials (none: anonymous).
+fn kubeconfig_with(dir: &Path, file: &str, server: &str, cert_and_key: Option<(&str, &str)>) {
+    let kc = format!("--kubeconfig={file}");
+    let steps: Vec<Vec<String>> = vec![
+        vec![
+            "config".into(),
+            "set-cluster".into(),
+            "c".into(),
+            format!("--server={server}"),
+            "--certificate-authority=ca.pem".into(),
+            "--embed-certs=true".into(),
+        ],
+        match cert_and_key {
+            Some((cert, key)) => vec![
+                "config".into(),
+                "set-credentials".into(),
+                "u".into(),
+                format!("--client-certificate={cert}"),
+                format!("--client-key={key}"),
+                "--embed-certs=true".into(),
+            ],
+            None => vec!["config".into(), "set-credentials".into(), "u".into()],
+        },
+        vec![
+            "config".into(),
+            "set-context".into(),
+            "c".into(),
+            "--cluster=c".into(),
+            "--user=u".into(),
+        ],
+        vec!["config".into(), "use-context".into(), "c".into()],
+    ];
+    for step in steps {
+        let mut args: Vec<&str> = vec![kc.as_str()];
+        args.extend(step.iter().map(String::as_str));
+        let out = Command::new("kubectl")
+            .args(&args)
+            .current_dir(dir)
+            .output()
+            .expect("kubectl");
+        assert!(out.status.success(), "kubectl {args:?}: {out:?}");
+    }
+}
+
+#[test]
+fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
+    for_each_client(|client| {
+        // Bounds first: refused at validate, at the attribute, before anything exists.
+        let bad = Workspace::new(client, "creds-bad");
+        let sim_for_config = Sim::start(&format!("creds-{client}"));
+        bad.write_main_tf(&(provider(&sim_for_config) + &credentials(client, "1m")));
+        bad.init();
+        let refused = bad.run(&["validate", "-no-color"]);
+        refused.assert_failure();
+        // Clients wrap the detail: compare with single spaces.
+        let text = refused
+            .combined()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.contains(r#"validity = "1m""#) && text.contains("between 5m and 24h"),
+            "[{client}] a 1m validity must be refused naming the attribute:\n{text}"
+        );
+
+        let sim = sim_for_config;
+        let ws = Workspace::new(client, "creds").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&(provider(&sim) + &credentials(client, "10m")));
+        ws.init();
+        ws.apply();
+        let dir = ws.path();
+        if client == Client::OpenTofu {
+            let out = ws.run(&["output", "-raw", "kubeconfig"]);
+            out.assert_success();
+            ws.write_file("admin.kubeconfig", &out.stdout);
+        }
+        let kubeconfig = ws.read_file("admin.kubeconfig");
+        assert!(
+            kubeconfig.contains("client-key-data"),
+            "[{client}] {kubeconfig}"
+        );
+
+        // The minted credential reaches the API server, which reports the version its manifest runs.
+        let (ok, stdout, stderr) = kubectl(
+            dir,
+            &["--kubeconfig=admin.kubeconfig", "version", "-o", "json"],
+        );
+        assert!(
+            ok,
+            "[{client}] kubectl version with the admin kubeconfig: {stderr}"
+        );
+        let version: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(
+            version["serverVersion"]["gitVersion"], KUBERNETES_VERSION,
+            "[{client}] {stdout}"
+        );
+        let (ok, stdout, stderr) = kubectl(
+            dir,
+            &["--kubeconfig=admin.kubeconfig", "get", "--raw", "/api"],
+        );
+        assert!(
+            ok && stdout.contains("APIVersions"),
+            "[{client}] /api as admin: {stdout}{stderr}"
+        );
+
+        // The same server and CA without a client certificate. kubectl insists on some credential (with none it
+        // prompts for a password), so it sends a bearer token the server does not know: refused, 401.
+        let ca =
+            serde_json::from_str::<serde_json::Value>(&ws.run(&["output", "-json", "ca"]).stdout)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string();
+        ws.write_file("ca.pem", &ca);
+        let server = kubeconfig
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: "))
+            .expect("a server line")
+            .to_string();
+        kubeconfig_with(dir, "nocert.kubeconfig", &server, None);
+        for args in [&["version", "-o", "json"][..], &["get", "--raw", "/api"]] {
+            let mut all = vec![
+                "--kubeconfig=nocert.kubeconfig",
+                "--token=not-a-token-of-this-cluster",
+            ];
+            all.extend(args);
+            let (ok, stdout, stderr) = kubectl(dir, &all);
+            assert!(
+                // kubectl's words for a 401 are "You must be logged in to the server" (version), "Unauthorized" (raw).
+                !ok && !stdout.contains("serverVersion")
+                    && (stderr.contains("must be logged in") || stderr.contains("Unauthorized")),
+                "[{client}] kubectl {args:?} without a client certificate must be refused: {stdout}{stderr}"
+            );
+        }
+        // With no credential at all (curl, which does not insist), a client is anonymous, as on a real API
+        // server: it may read /version (RBAC's system:public-info-viewer) but is forbidden /api.
+        let curl = |path: &str| {
+            let out = Command::new("curl")
+                .args(["-sS", "--cacert", "ca.pem", "-w", "\n%{http_code}"])
+                .arg(format!("{server}{path}"))
+                .current_dir(dir)
+                .output()
+                .expect("curl is on PATH");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let version = curl("/version");
+        assert!(
+            version.ends_with("\n200") && version.contains(KUBERNETES_VERSION),
+            "[{client}] {version}"
+        );
+        let api = curl("/api");
+        assert!(
+            api.ends_with("\n403") && api.contains("system:anonymous"),
+            "[{client}] {api}"
+        );
+
+        // A certificate from another CA (another cluster's admin) fails the TLS handshake.
+        let other = ClusterCas::generate("other").unwrap();
+        let foreign = issue_admin_cert(
+            &other.cluster_ca,
+            &AdminCertRequest {
+                user: "kubernetes-admin".into(),
+                groups: vec!["system:masters".into()],
+                validity: Duration::from_secs(600),
+            },
+        )
+        .unwrap();
+        ws.write_file("foreign.crt", &foreign.cert.cert_pem);
+        ws.write_file("foreign.key", &foreign.cert.key_pem);
+        kubeconfig_with(
+            dir,
+            "foreign.kubeconfig",
+            &server,
+            Some(("foreign.crt", "foreign.key")),
+        );
+        let (ok, stdout, stderr) = kubectl(
+            dir,
+            &["--kubeconfig=foreign.kubeconfig", "version", "-o", "json"],
+        );
+        assert!(
+            !ok && !stdout.contains("serverVersion") && stderr.contains("tls"),
+            "[{client}] a certificate from another CA must be refused: {stdout}{stderr}"
+        );
+
+        // Terraform's ephemeral credential is nowhere in the state.
+        if client == Client::Terraform {
+            let state = ws.read_file("terraform.tfstate");
+            for field in ["client-certificate-data: ", "client-key-data: "] {
+                let data = kubeconfig
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix(field))
+                    .unwrap_or_else(|| panic!("{field} in the kubeconfig"));
+                assert!(
+                    !state.contains(data),
+                    "[{client}] the ephemeral {field} is in the state"
+                );
+            }
+        }
+        ws.destroy();
+    });
+}
