@@ -50,6 +50,11 @@ variable "data_disk_size_gb" {{
   default = 20
 }}
 
+variable "network" {{
+  type    = string
+  default = "default"
+}}
+
 # Where Terraform may reach etcd from: ha-sim's host is 127.0.0.1 unless `ha-sim fault client-ip` moves it.
 variable "etcd_client_source_ranges" {{
   type    = list(string)
@@ -72,6 +77,7 @@ resource "ha_master_cluster" "c" {{
   machine_type              = var.machine_type
   image                     = var.image
   data_disk_size_gb         = var.data_disk_size_gb
+  network                   = var.network
 }}
 
 resource "ha_master_replica" "r" {{
@@ -105,7 +111,7 @@ pub fn set_zones(ws: &Workspace, zones: &[&str]) {
 }
 
 /// The replicas' zones and other variables of the walk-through's configuration (`machine_type`, `image`,
-/// `data_disk_size_gb`).
+/// `data_disk_size_gb`, `network`).
 pub fn set_vars(ws: &Workspace, zones: &[&str], vars: &[(&str, &str)]) {
     let mut all = serde_json::json!({ "zones": zones });
     for (k, v) in vars {

@@ -282,6 +282,25 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
         refused
             .assert_contains("data_disk_size_gb cannot shrink from 30 to 25 GB")
             .assert_contains("data_disk_size_gb = 30");
+        // Another network would give the member a new peer address: refused at plan, not a replacement that
+        // would take etcd's data with it.
+        set_vars(
+            &ws,
+            &[A],
+            &[rebuild[0], rebuild[1], rebuild[2], ("network", "prod")],
+        );
+        let refused = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(
+            refused.code,
+            Some(1),
+            "[{client}] plan must refuse:\n{refused}"
+        );
+        refused
+            .assert_contains(&format!(
+                "Replica {} cannot move to another network",
+                by_zone[A]
+            ))
+            .assert_contains("on network default and the configuration moves them to network prod");
         set_vars(&ws, &[A], &rebuild);
         assert_eq!(
             sim.instance(&by_zone[A])["machineType"]
