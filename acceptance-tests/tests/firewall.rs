@@ -47,6 +47,15 @@ fn vms(sim: &Sim) -> BTreeMap<String, String> {
 fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_admits_it() {
     for_each_client(|client| {
         let (sim, ws, by_zone) = three_replicas(client, "firewall", Duration::from_secs(400));
+        // A dropped connection costs the whole dial timeout: short here, so each refusal comes quickly.
+        let anchor = "  drain_delay";
+        let tf = ws.read_file("main.tf");
+        assert!(tf.contains(anchor));
+        ws.write_main_tf(&tf.replacen(
+            anchor,
+            "  etcd_dial_timeout       = \"1s\"\n  drain_delay",
+            1,
+        ));
         let (a, b) = (&by_zone[THREE_ZONES[0]], &by_zone[THREE_ZONES[1]]);
         write_keys(&sim, b);
         let before_members = members(&sim, b);
