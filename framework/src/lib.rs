@@ -7,6 +7,7 @@
 pub mod codec;
 pub mod erased;
 pub mod function;
+pub mod hcl;
 pub mod model;
 pub mod plan;
 pub mod planmodifier;
