@@ -6,6 +6,7 @@ pub mod adopt;
 pub mod exposure;
 pub mod guard;
 pub mod ids;
+pub mod labels;
 pub mod lock;
 pub mod machine_type;
 pub mod metadata;

@@ -64,7 +64,7 @@ pub fn schema() -> Schema {
         .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
         .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
         .attribute(Attribute::string("name").optional_computed().description("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas.").validator(string_check("An RFC 1035 name.", names::check_instance_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))
-        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description("Labels for this replica's VM, added to the cluster's labels. Changed in place."))
+        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description("Labels for this replica's VM, added to the cluster's labels. Changed in place. GCE's rules apply, as for the cluster's `labels`; keys starting with `ha-master-` or `ha-lock-` are the provider's own and are refused.").validator(super::labels_validator()))
         .attribute(stable(Attribute::string("instance_id")).description("GCE's numeric id of the VM."))
         .attribute(stable(Attribute::string("self_link")).description("The VM's URL."))
         .attribute(stable(Attribute::string("internal_ip")).description("The VM's internal IP; in its API server and etcd certificates."))
