@@ -19,7 +19,7 @@ pub fn internal_address_description(cluster: &str) -> String {
 /// The reserved internal address of a replica: its IP is known before the VM exists, as etcd's initial cluster
 /// must name the new member's peer URL before the member starts.
 pub fn internal_address_name(replica: &str) -> String {
-    format!("{replica}-int")
+    format!("{replica}{}", crate::domain::names::INTERNAL_ADDRESS_SUFFIX)
 }
 
 pub fn peer_url(ip: &str) -> String {
