@@ -153,6 +153,74 @@ fn disk_sizes_are_bounded() {
 }
 
 #[test]
+fn label_keys_follow_gce_rules_at_validate() {
+    let r = assert_validation_error(
+        &cluster(r#"labels = { "Team" = "x" }"#),
+        &[
+            r#"Invalid label key "Team""#,
+            "The key starts with 'T'",
+            "start with a lowercase letter",
+        ],
+        r#"ha_master_cluster.c.labels["Team"]"#,
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn label_values_follow_gce_rules_at_validate() {
+    let config = cluster("")
+        + r#"
+resource "ha_master_replica" "r" {
+  cluster = ha_master_cluster.c.spec
+  labels  = { team = "X Y" }
+}
+"#;
+    let r = assert_validation_error(
+        &config,
+        &[
+            r#"Invalid value "X Y" of label "team""#,
+            "only lowercase letters, digits",
+        ],
+        r#"ha_master_replica.r.labels["team"]"#,
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn the_provider_s_own_labels_are_refused_at_validate() {
+    let r = assert_validation_error(
+        &cluster(r#"labels = { "ha-master-cluster" = "other" }"#),
+        &[
+            r#"Label "ha-master-cluster" is the provider's own"#,
+            "would overwrite this one",
+        ],
+        r#"ha_master_cluster.c.labels["ha-master-cluster"]"#,
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
+fn a_replica_name_leaves_room_for_its_internal_address_and_data_disk() {
+    // 60 characters: a GCE name, but `<name>-int` would be 64.
+    let config = cluster("")
+        + &format!(
+            r#"
+resource "ha_master_replica" "r" {{
+  cluster = ha_master_cluster.c.spec
+  name    = "{}"
+}}
+"#,
+            "a".repeat(60)
+        );
+    let r = assert_validation_error(
+        &config,
+        &["60 characters long", "limited to 59", "`<name>-int`"],
+        "ha_master_replica.r.name",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
 fn replica_zone_must_be_in_the_cluster_region() {
     // The cluster's region comes through a reference: known at plan, not at validate.
     let config = cluster("multizone = true")

@@ -9,6 +9,7 @@ pub mod data_source;
 pub mod ephemeral;
 pub mod erased;
 pub mod function;
+pub mod hcl;
 pub mod model;
 pub mod plan;
 pub mod planmodifier;

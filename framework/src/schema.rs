@@ -105,7 +105,7 @@ impl Attribute {
     fn to_wire(&self) -> types::Attribute {
         let mut description = self.description.clone();
         if let Some(d) = &self.default {
-            description.push_str(&format!(" Defaults to `{}`.", display_default(d)));
+            description.push_str(&format!(" Defaults to `{}`.", crate::hcl::literal(d)));
         }
         types::Attribute {
             name: self.name.to_string(),
@@ -119,16 +119,6 @@ impl Attribute {
             deprecated: false,
             write_only: false,
         }
-    }
-}
-
-fn display_default(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::List(items) | Value::Set(items) if items.is_empty() => "[]".into(),
-        other => format!("{other:?}"),
     }
 }
 
@@ -234,5 +224,34 @@ pub fn timeouts_block(ops: &[&'static str], defaults: &str) -> SingleBlock {
                     .validator(crate::validator::duration())
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(a: Attribute) -> String {
+        a.to_wire().description
+    }
+
+    #[test]
+    fn the_default_is_described_in_hcl() {
+        let list = Attribute::typed("ranges", Type::list(Type::String))
+            .default(Value::List(vec![Value::String("0.0.0.0/0".into())]))
+            .description("Ranges.");
+        assert_eq!(described(list), "Ranges. Defaults to `[\"0.0.0.0/0\"]`.");
+        let string = Attribute::string("disk")
+            .default(Value::String("pd-ssd".into()))
+            .description("Disk.");
+        assert_eq!(described(string), "Disk. Defaults to `\"pd-ssd\"`.");
+        let flag = Attribute::bool("on")
+            .default(Value::Bool(true))
+            .description("On.");
+        assert_eq!(described(flag), "On. Defaults to `true`.");
+        let size = Attribute::number("gb")
+            .default(Value::Number(20.into()))
+            .description("Size.");
+        assert_eq!(described(size), "Size. Defaults to `20`.");
     }
 }

@@ -8,6 +8,7 @@ pub mod exposure;
 pub mod guard;
 pub mod ids;
 pub mod kubeconfig;
+pub mod labels;
 pub mod lock;
 pub mod machine_type;
 pub mod metadata;

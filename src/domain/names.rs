@@ -53,6 +53,25 @@ pub fn check_instance_name(name: &str) -> Result<(), Problem> {
     check_rfc1035(name, MAX_NAME)
 }
 
+/// A replica's reserved internal address is `<replica>-int`: its IP is known before the VM exists.
+pub const INTERNAL_ADDRESS_SUFFIX: &str = "-int";
+/// A replica's etcd data disk is `<replica>-pd`: it outlives the VM.
+pub const DATA_DISK_SUFFIX: &str = "-pd";
+/// A replica name must leave room for the longest name derived from it.
+pub const MAX_REPLICA_NAME: usize = MAX_NAME - longest(INTERNAL_ADDRESS_SUFFIX, DATA_DISK_SUFFIX);
+
+const fn longest(a: &str, b: &str) -> usize {
+    if a.len() > b.len() { a.len() } else { b.len() }
+}
+
+/// A replica's VM name: a GCE name short enough that `<name>-int` and `<name>-pd` are GCE names too, since the
+/// provider makes those objects at apply.
+pub fn check_replica_name(name: &str) -> Result<(), Problem> {
+    check_rfc1035(name, MAX_REPLICA_NAME).map_err(|(s, d)| {
+        (s, format!("{d} A replica name is limited to {MAX_REPLICA_NAME} so that the names derived from it, `<name>{INTERNAL_ADDRESS_SUFFIX}` (its internal address) and `<name>{DATA_DISK_SUFFIX}` (its data disk), fit GCE's {MAX_NAME}."))
+    })
+}
+
 /// The GCE objects a cluster owns, named from the cluster's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DerivedNames {
@@ -111,6 +130,27 @@ mod tests {
         for (name, why) in cases {
             let (_, detail) = check_rfc1035(name, MAX_NAME).unwrap_err();
             assert!(detail.contains(why), "{name:?}: {detail}");
+        }
+    }
+
+    #[test]
+    fn replica_names_leave_room_for_their_internal_address_and_data_disk() {
+        assert_eq!(MAX_REPLICA_NAME, 59);
+        let longest = "a".repeat(MAX_REPLICA_NAME);
+        assert!(check_replica_name(&longest).is_ok());
+        for suffix in [INTERNAL_ADDRESS_SUFFIX, DATA_DISK_SUFFIX] {
+            assert!(
+                check_instance_name(&format!("{longest}{suffix}")).is_ok(),
+                "{suffix}"
+            );
+        }
+        for n in 60..=63 {
+            let (_, detail) = check_replica_name(&"a".repeat(n)).unwrap_err();
+            assert!(detail.contains(&format!("{n} characters long")), "{detail}");
+            assert!(
+                detail.contains("limited to 59") && detail.contains("`<name>-int`"),
+                "{detail}"
+            );
         }
     }
 

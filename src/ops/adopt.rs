@@ -14,6 +14,7 @@ use super::cloud::Cloud;
 use super::context::{OpError, Result};
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, zone_of};
 use crate::domain::adopt::{is_replica_name, primary_zone, shared_labels};
+use crate::domain::labels::is_provider_label;
 use crate::domain::names::DerivedNames;
 use crate::etcd::{Etcd, EtcdTarget, EtcdTls};
 use crate::gce::{Compute, InstanceInfo};
@@ -216,8 +217,9 @@ pub async fn adopt_cluster(
     let labels: Vec<BTreeMap<String, String>> = replicas
         .iter()
         .map(|i| {
+            // The provider's own labels (cluster, build, joining) are not the user's: configuration refuses them.
             let mut l = i.labels.clone();
-            l.remove(CLUSTER_LABEL);
+            l.retain(|k, _| !is_provider_label(k));
             l
         })
         .collect();

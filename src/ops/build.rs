@@ -16,7 +16,7 @@ use crate::pki::ReplicaCerts;
 
 /// A replica's etcd data disk: it outlives the VM, so the VM can be rebuilt on the same data.
 pub fn data_disk_name(replica: &str) -> String {
-    format!("{replica}-pd")
+    format!("{replica}{}", crate::domain::names::DATA_DISK_SUFFIX)
 }
 
 /// What the cluster's settings make of a master (everything a roll compares), as plain strings.

@@ -2,18 +2,13 @@
 
 use std::collections::BTreeMap;
 
-/// The label every replica VM carries, so a cluster finds its replicas wherever they are in the region.
-pub const CLUSTER_LABEL: &str = "ha-master-cluster";
+pub use crate::domain::labels::{CLUSTER_LABEL, JOINING_LABEL};
 
 pub fn replica_labels(cluster: &str, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut labels = extra.clone();
     labels.insert(CLUSTER_LABEL.into(), cluster.into());
     labels
 }
-
-/// Marks a replica VM whose join has not finished. The join clears it last, so a VM that still carries it when
-/// another join holds the cluster's lock was left by a join that died (`domain::orphans`).
-pub const JOINING_LABEL: &str = "ha-master-joining";
 
 /// The description of a replica's internal address: which cluster's replicas it belongs to, so the leftovers of a
 /// join that died before its VM existed can be found (`ops::orphans`).
@@ -24,7 +19,7 @@ pub fn internal_address_description(cluster: &str) -> String {
 /// The reserved internal address of a replica: its IP is known before the VM exists, as etcd's initial cluster
 /// must name the new member's peer URL before the member starts.
 pub fn internal_address_name(replica: &str) -> String {
-    format!("{replica}-int")
+    format!("{replica}{}", crate::domain::names::INTERNAL_ADDRESS_SUFFIX)
 }
 
 pub fn peer_url(ip: &str) -> String {

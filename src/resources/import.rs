@@ -13,11 +13,11 @@ use super::cluster::{ClusterModel, spec_of};
 use super::cluster_apply::endpoint;
 use super::replica::ReplicaModel;
 use crate::config::Settings;
-use crate::domain::roll::BUILD_LABEL;
+use crate::domain::labels::is_provider_label;
 use crate::domain::{ids, zones};
 use crate::ops::adopt::{adopt_cluster, adopt_replica};
 use crate::ops::cloud::Cloud;
-use crate::ops::shared::{CLUSTER_LABEL, zone_of};
+use crate::ops::shared::zone_of;
 
 const IMPORT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -151,12 +151,12 @@ pub async fn replica(
     };
     let vm = &a.vm;
     let external = vm.external_ip.clone().unwrap_or_default();
-    // The VM's labels but the cluster label; the cluster's own labels among them show as the replica's until the
+    // The VM's labels but the provider's own (which configuration refuses); the cluster's own labels among them show as the replica's until the
     // first apply, which sets the same labels again.
     let own: BTreeMap<String, String> = vm
         .labels
         .iter()
-        .filter(|(k, _)| k.as_str() != CLUSTER_LABEL && k.as_str() != BUILD_LABEL)
+        .filter(|(k, _)| !is_provider_label(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let s = |v: &str| Val::Known(v.to_string());

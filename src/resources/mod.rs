@@ -33,3 +33,16 @@ pub fn known_or_default<T: Clone + Default>(v: &Val<T>) -> Val<T> {
         other => other.clone(),
     }
 }
+
+/// GCE's label rules and the provider's own keys (`domain::labels`), as a validator of a `labels` attribute.
+pub fn labels_validator() -> tfplugin_framework::validator::MapValidator {
+    tfplugin_framework::validator::map_check(
+        "GCE label keys and values; no key of the provider's own.",
+        |labels| {
+            crate::domain::labels::check_labels(labels)
+                .into_iter()
+                .map(|p| (p.key, p.summary, p.detail))
+                .collect()
+        },
+    )
+}

@@ -3,9 +3,11 @@
 
 mod duration;
 mod from_fn;
+mod map_check;
 
 pub use duration::{MAX_DURATION, duration, parse_duration};
 pub use from_fn::{FnValidator, string_check};
+pub use map_check::{MapCheck, MapProblem, MapValidator, map_check};
 
 use tfplugin::diag::{AttributePath, Diagnostics};
 use tfplugin::value::Value;

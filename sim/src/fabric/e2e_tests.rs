@@ -593,3 +593,63 @@ async fn a_master_recreated_on_its_data_disk_keeps_its_etcd_member() {
     .await;
     running.stop().await;
 }
+
+/// Real 1:1 NAT carries every port, so an API server on a port the fixed NAT ports lack (`api_port = 6443`, with
+/// the sim running as root or not) answers on the VM's external IP once a rule admits that port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nat_carries_an_api_port_outside_the_fixed_ports() {
+    const API_PORT: u16 = 6443;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    let cfg = SimConfig::for_tests(dir.path().to_path_buf());
+    assert!(
+        !cfg.nat_ports.contains(&API_PORT),
+        "the test needs a port the fixed NAT ports lack"
+    );
+    let external = Ipv4Addr::new(127, 20, 74, 10);
+    let me = testkit::member("n0", Ipv4Addr::new(127, 10, 74, 2));
+    api.ok(
+        "regions/us-central1/addresses",
+        json!({"name": "n0-ip", "address": external.to_string()}),
+    )
+    .await;
+    let pki = ClusterPki::new();
+    let md = testkit::master_metadata(&pki, &me, std::slice::from_ref(&me), "new", external);
+    let items: Vec<Value> = md
+        .iter()
+        .map(|(k, v)| {
+            let v = v.replace("--secure-port=443", &format!("--secure-port={API_PORT}"));
+            json!({"key": k, "value": v})
+        })
+        .collect();
+    assert!(
+        items.iter().any(|i| i["value"]
+            .as_str()
+            .is_some_and(|v| v.contains("--secure-port=6443"))),
+        "the API server must listen on {API_PORT}"
+    );
+    let body = json!({"name": "n0", "machineType": "zones/us-central1-a/machineTypes/e2-standard-2",
+        "networkInterfaces": [{"networkIP": me.ip.to_string(),
+            "accessConfigs": [{"type": "ONE_TO_ONE_NAT", "natIP": external.to_string()}]}],
+        "metadata": {"items": items}});
+    api.ok("zones/us-central1-a/instances", body).await;
+    api.ok("global/firewalls", json!({"name": "api", "allowed": [{"IPProtocol": "tcp", "ports": [API_PORT.to_string()]}], "sourceRanges": ["127.0.0.0/8"]})).await;
+
+    let port = crate::net::PortMap::default().host_port(API_PORT);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let answer = loop {
+        match testkit::https_get(external, port, &pki.cluster.ca_pem, "/healthz").await {
+            Ok((200, replica)) => break replica,
+            Ok(_) | Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            other => panic!("no 200 from {external}:{API_PORT} through the NAT: {other:?}"),
+        }
+    };
+    assert_eq!(answer, "n0");
+    running.stop().await;
+}

@@ -75,6 +75,9 @@ fn mask(len: u8) -> u32 {
     }
 }
 
+/// The widest port range of a rule that a NAT listens on port by port ([`Policy::named_allow_ports`]).
+pub const MAX_RANGE_CARRIED: usize = 64;
+
 /// One ingress rule, reduced to what decides TCP traffic.
 #[derive(Clone, Debug, PartialEq)]
 struct Rule {
@@ -183,6 +186,20 @@ impl Policy {
             },
             None => deny(None),
         }
+    }
+
+    /// Every TCP port an enabled allow rule names, in ranges of at most [`MAX_RANGE_CARRIED`] ports. Real 1:1 NAT
+    /// carries every port; a userspace NAT needs a listener per port, so it listens on the ports a rule can admit
+    /// (a port no allow rule names is dropped by the implied deny anyway). Rules that name no port (all ports)
+    /// and wide ranges add nothing: the fixed ports (`SimConfig::nat_ports`) cover what a master serves.
+    pub fn named_allow_ports(&self) -> BTreeSet<u16> {
+        self.rules
+            .iter()
+            .filter(|r| r.allow && !r.names_service_accounts)
+            .flat_map(|r| r.tcp_ports.iter().flatten())
+            .filter(|(lo, hi)| lo <= hi && usize::from(hi - lo) < MAX_RANGE_CARRIED)
+            .flat_map(|&(lo, hi)| lo..=hi)
+            .collect()
     }
 
     /// [`Policy::verdict`] for a connection from the sim's host.
@@ -404,6 +421,28 @@ mod tests {
             json!({"allowed": [{"IPProtocol": "tcp", "ports": ["3990"]}], "sourceRanges": ["35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"], "targetTags": master}),
         );
         c
+    }
+
+    #[test]
+    fn nats_carry_every_port_an_allow_rule_names() {
+        let mut c = cloud();
+        // An API port the fixed NAT ports do not include, a narrow range, a wide range, a deny and an all-ports rule.
+        let api = json!({"allowed": [{"IPProtocol": "tcp", "ports": ["6443", "8000-8002"]}], "sourceRanges": ["0.0.0.0/0"]});
+        rule(&mut c, "api-6443", NET, 1000, api);
+        let wide = json!({"allowed": [{"IPProtocol": "tcp", "ports": ["10000-20000"]}], "sourceRanges": ["0.0.0.0/0"]});
+        rule(&mut c, "wide", NET, 1000, wide);
+        let deny = json!({"denied": [{"IPProtocol": "tcp", "ports": ["7000"]}], "sourceRanges": ["0.0.0.0/0"]});
+        rule(&mut c, "deny", NET, 1000, deny);
+        rule(
+            &mut c,
+            "all",
+            NET,
+            1000,
+            json!({"allowed": [{"IPProtocol": "tcp"}], "sourceRanges": ["0.0.0.0/0"]}),
+        );
+        let ports = policy(&c).named_allow_ports();
+        let expected: BTreeSet<u16> = [443, 2379, 2380, 3990, 6443, 8000, 8001, 8002].into();
+        assert_eq!(ports, expected);
     }
 
     #[test]

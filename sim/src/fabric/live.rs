@@ -203,13 +203,7 @@ impl Actual {
     fn reconcile(&mut self, d: &Desired) {
         let dead_vms: Vec<VmHandle> = take_where(&self.vms, |k, _| !d.vms.contains_key(k));
         drop(dead_vms);
-        let nat_ports: Vec<u16> = self
-            .cfg
-            .nat_ports
-            .iter()
-            .copied()
-            .filter(|p| !d.blocked_external_ports.contains(p))
-            .collect();
+        let nat_ports = d.nat_ports.clone();
         if nat_ports != self.nat_ports {
             // A NAT listens per port: carrying another set of ports means starting it again.
             self.nats.clear();

@@ -53,6 +53,9 @@ pub struct Desired {
     pub live_dirs: BTreeSet<PathBuf>,
     /// Guest ports the NATs do not carry: connections from outside to them are refused.
     pub blocked_external_ports: BTreeSet<u16>,
+    /// Guest ports every NAT carries: the fixed ones (`SimConfig::nat_ports`) and every port a firewall rule names
+    /// (an `api_port` of 6443 included), less the blocked ones.
+    pub nat_ports: Vec<u16>,
     /// Host directories of every disk resource: made if missing; others under `state_dir/disks` are removed.
     pub disk_dirs: BTreeSet<PathBuf>,
     /// The VPC firewall every NAT, balancer, health check and peer port applies to the next connection.
@@ -121,12 +124,22 @@ fn ip(s: Option<&str>) -> Option<Ipv4Addr> {
 }
 
 /// The pure mapping from cloud state to running things.
+/// What a NAT carries: real 1:1 NAT carries every port, a userspace one listens per port, so it listens on the
+/// fixed ports and on every port a rule could admit (`Policy::named_allow_ports`), but never on a blocked one.
+fn nat_ports(fixed: &[u16], firewall: &firewall::Policy, blocked: &BTreeSet<u16>) -> Vec<u16> {
+    let mut ports: BTreeSet<u16> = fixed.iter().copied().collect();
+    ports.extend(firewall.named_allow_ports());
+    ports.retain(|p| !blocked.contains(p));
+    ports.into_iter().collect()
+}
+
 pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
     let mut d = Desired {
         blocked_external_ports: cloud.blocked_external_ports.clone(),
         firewall: firewall::policy(cloud),
         ..Desired::default()
     };
+    d.nat_ports = nat_ports(&cfg.nat_ports, &d.firewall, &d.blocked_external_ports);
     let mut internal_of = BTreeMap::new();
     for disk in cloud.disks.values() {
         let dir = disk_dir(cfg, links::name_of(&disk.zone), &disk.name, &disk.id);
@@ -232,4 +245,45 @@ fn attached_disks(
 fn cfg_pool<'a>(cloud: &'a Cloud, target: &str) -> Option<&'a crate::state::resources::TargetPool> {
     let rel = target.find("projects/").map(|i| &target[i..])?;
     cloud.target_pools.get(rel)
+}
+
+#[cfg(test)]
+mod nat_port_tests {
+    use super::*;
+    use crate::state::resources::Firewall;
+    use serde_json::json;
+
+    fn with_rule(ports: &[&str]) -> Cloud {
+        let mut c = Cloud::new("https://sim/");
+        let serde_json::Value::Object(extra) = json!({"allowed": [{"IPProtocol": "tcp", "ports": ports}], "sourceRanges": ["0.0.0.0/0"]})
+        else {
+            unreachable!("a literal object")
+        };
+        c.firewalls.insert(
+            "projects/p/global/firewalls/api".into(),
+            Firewall {
+                name: "api".into(),
+                network: "global/networks/default".into(),
+                priority: 1000,
+                direction: "INGRESS".into(),
+                extra,
+                ..Default::default()
+            },
+        );
+        c
+    }
+
+    #[test]
+    fn a_nat_carries_the_api_port_its_rule_names_and_never_a_blocked_port() {
+        let cfg = SimConfig::for_tests(PathBuf::from("/nonexistent"));
+        let mut c = with_rule(&["6443"]);
+        assert_eq!(desired(&c, &cfg).nat_ports, [443, 2379, 2380, 3990, 6443]);
+        c.blocked_external_ports.insert(2379);
+        c.blocked_external_ports.insert(6443);
+        assert_eq!(desired(&c, &cfg).nat_ports, [443, 2380, 3990]);
+        assert_eq!(
+            desired(&Cloud::new("https://sim/"), &cfg).nat_ports,
+            cfg.nat_ports
+        );
+    }
 }

@@ -32,13 +32,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// the proxy sees the connection), so it swallows what the client sends instead, longer than any client waits.
 const DROP_HOLD: Duration = Duration::from_secs(120);
 
-/// One bound listener: the guest port it stands for and the host port it is bound on.
+/// One bound listener: the guest ports it stands for and the host port it is bound on. Usually one guest port;
+/// several when the port map sends them to one host port (with the default offset, guest 443 and guest 6443 are
+/// both host 6443), which one listener serves for all of them.
 pub(crate) struct Bound {
     listener: std::net::TcpListener,
-    guest: u16,
+    guests: Vec<u16>,
 }
 
-/// Binds `listen_ip` on the host port of every guest port; failing early (e.g. address in use) beats a silent NAT.
+/// Binds `listen_ip` once on the host port of every guest port; failing early (e.g. address in use) beats a silent
+/// NAT.
 pub(crate) fn bind_all(
     listen_ip: Ipv4Addr,
     ports: &[u16],
@@ -49,29 +52,45 @@ pub(crate) fn bind_all(
             "no ports to listen on at {listen_ip}"
         )));
     }
-    ports
-        .iter()
-        .map(|&guest| {
-            let host = map.host_port(guest);
+    let mut by_host: std::collections::BTreeMap<u16, Vec<u16>> = Default::default();
+    for &guest in ports {
+        let guests = by_host.entry(map.host_port(guest)).or_default();
+        if !guests.contains(&guest) {
+            guests.push(guest);
+        }
+    }
+    by_host
+        .into_iter()
+        .map(|(host, guests)| {
             let addr = SocketAddr::V4(SocketAddrV4::new(listen_ip, host));
             let listener = bind(addr).map_err(NetError::io(format!(
-                "listen on {addr} (guest port {guest})"
+                "listen on {addr} (guest ports {guests:?})"
             )))?;
-            Ok(Bound { listener, guest })
+            Ok(Bound { listener, guests })
         })
         .collect()
+}
+
+/// The route of a connection to a listener that stands for `guests`: the first guest port the chooser does not
+/// drop (they share one host port, so the client cannot have meant one more than another), else dropped.
+fn route_for(choose: &Chooser, guests: &[u16], peer: SocketAddr) -> Route {
+    guests
+        .iter()
+        .map(|&guest| choose(guest, peer))
+        .find(|r| *r != Route::Drop)
+        .unwrap_or(Route::Drop)
 }
 
 /// Accepts on every listener and routes each connection as `choose` says. Runs until cancelled.
 pub(crate) async fn serve(listeners: Vec<Bound>, choose: Chooser) {
     let mut loops = tokio::task::JoinSet::new();
-    for Bound { listener, guest } in listeners {
+    for Bound { listener, guests } in listeners {
         let choose = choose.clone();
         loops.spawn(async move {
             let listener = match TcpListener::from_std(listener) {
                 Ok(l) => l,
                 Err(e) => {
-                    tracing::error!("proxy listener for guest port {guest} unusable: {e}");
+                    tracing::error!("proxy listener for guest ports {guests:?} unusable: {e}");
                     return;
                 }
             };
@@ -82,9 +101,10 @@ pub(crate) async fn serve(listeners: Vec<Bound>, choose: Chooser) {
                     continue;
                 };
                 let choose = choose.clone();
+                let guests = guests.clone();
                 // Decided off the accept loop: a chooser may read /proc to learn who connected.
                 tokio::spawn(async move {
-                    match choose(guest, peer) {
+                    match route_for(&choose, &guests, peer) {
                         Route::To(target) => splice(client, target).await,
                         Route::Drop => hold_silently(client).await,
                         // Dropping `client` closes it: that is what "no route" looks like to the caller.
