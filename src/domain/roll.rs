@@ -79,7 +79,7 @@ impl Build {
             .keys()
             .chain(old.keys())
             .filter(|k| new.get(*k) != old.get(*k))
-            .filter(|k| !(k.as_str() == DATA_DISK_SIZE && !old.contains_key(*k)))
+            .filter(|k| k.as_str() != DATA_DISK_SIZE || old.contains_key(*k))
             .cloned()
             .collect();
         names.sort();
