@@ -28,6 +28,9 @@ pub fn router() -> Router<Arc<Sim>> {
         .route("/_sim/events", post(event))
 }
 
+/// How long an out-of-band event waits for the VMs to reflect it before answering anyway.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(15);
+
 fn bad(status: StatusCode, message: String) -> Response {
     (status, Json(json!({"error": message}))).into_response()
 }
@@ -97,11 +100,21 @@ async fn event(State(sim): State<Arc<Sim>>, body: axum::body::Bytes) -> Response
         Ok(e) => e,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("not an event: {e}")),
     };
-    let mut cloud = sim.cloud();
-    match events::apply(&mut cloud, &ev) {
+    let applied = {
+        let mut cloud = sim.cloud();
+        events::apply(&mut cloud, &ev).inspect(|_| sim.commit(&cloud))
+    };
+    match applied {
         Ok(what) => {
-            sim.commit(&cloud);
             tracing::info!(event = %what, "out-of-band event");
+            // Answer once the VMs reflect it (a crashed VM's processes are gone), so whoever caused it sees it.
+            let fabric = sim.fabric.clone();
+            let settled = tokio::task::spawn_blocking(move || fabric.settle(SETTLE))
+                .await
+                .unwrap_or(false);
+            if !settled {
+                tracing::warn!(event = %what, "the VMs did not reflect the event within {SETTLE:?}");
+            }
             Json(json!({"result": what})).into_response()
         }
         Err(e) => bad(StatusCode::NOT_FOUND, e),

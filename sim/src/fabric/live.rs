@@ -53,8 +53,17 @@ impl Ingress for LiveIngress {
     }
 }
 
+/// How far the reconciler got: the number of the last state handed to `sync`, and of the last one converged to.
+#[derive(Default)]
+struct Progress {
+    sent: std::sync::atomic::AtomicU64,
+    applied: Mutex<u64>,
+    converged: std::sync::Condvar,
+}
+
 pub struct LiveFabric {
-    tx: Mutex<Option<mpsc::Sender<Desired>>>,
+    tx: Mutex<Option<mpsc::Sender<(u64, Desired)>>>,
+    progress: Arc<Progress>,
     ingress: Arc<LiveIngress>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     vms: Vms,
@@ -96,7 +105,9 @@ fn identify_vm(vms: Vms) -> net::Identify {
 
 impl LiveFabric {
     pub fn start(cfg: &SimConfig) -> Result<Self, String> {
-        let (tx, rx) = mpsc::channel::<Desired>();
+        let (tx, rx) = mpsc::channel::<(u64, Desired)>();
+        let progress: Arc<Progress> = Arc::default();
+        let reported = progress.clone();
         let lbs: Lbs = Arc::default();
         let vms: Vms = Arc::default();
         let problems: Problems = Arc::default();
@@ -121,10 +132,10 @@ impl LiveFabric {
         let thread = std::thread::Builder::new()
             .name("fabric".into())
             .spawn(move || {
-                let mut last = Desired::default();
+                let (mut n, mut last) = (0, Desired::default());
                 loop {
                     match rx.recv_timeout(RETRY) {
-                        Ok(d) => last = d,
+                        Ok(d) => (n, last) = d,
                         Err(RecvTimeoutError::Timeout) if lock(&actual.problems).is_empty() => {
                             continue;
                         }
@@ -133,15 +144,18 @@ impl LiveFabric {
                     }
                     // Only the newest state matters; skip intermediate ones.
                     while let Ok(d) = rx.try_recv() {
-                        last = d;
+                        (n, last) = d;
                     }
                     actual.reconcile(&last);
+                    *lock(&reported.applied) = n;
+                    reported.converged.notify_all();
                 }
                 actual.stop_all();
             })
             .map_err(|e| format!("starting the fabric thread: {e}"))?;
         Ok(LiveFabric {
             tx: Mutex::new(Some(tx)),
+            progress,
             ingress,
             thread: Mutex::new(Some(thread)),
             vms,
@@ -155,8 +169,25 @@ impl Fabric for LiveFabric {
     fn sync(&self, desired: &Desired) {
         *lock(&self.ingress.0) = Arc::new(desired.firewall.clone());
         if let Some(tx) = lock(&self.tx).as_ref() {
-            let _ = tx.send(desired.clone());
+            // Numbered under the sender's lock, so numbers reach the reconciler in order.
+            let n = self
+                .progress
+                .sent
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                + 1;
+            let _ = tx.send((n, desired.clone()));
         }
+    }
+
+    fn settle(&self, timeout: Duration) -> bool {
+        let target = self.progress.sent.load(std::sync::atomic::Ordering::SeqCst);
+        let applied = lock(&self.progress.applied);
+        let (applied, _) = self
+            .progress
+            .converged
+            .wait_timeout_while(applied, timeout, |a| *a < target)
+            .unwrap_or_else(|e| e.into_inner());
+        *applied >= target
     }
 
     fn lb_health(&self, fr_key: &str) -> Option<LbHealth> {

@@ -83,6 +83,10 @@ pub trait Fabric: Send + Sync {
     fn vm_status(&self, vm_key: &str) -> Option<serde_json::Value>;
     /// Stop everything, waiting until every child process is gone.
     fn shutdown(&self);
+    /// Blocks until every state handed to `sync` so far has been converged to, or `timeout` passes; whether it
+    /// converged. An out-of-band event (a crashed VM) is only over once its processes are gone: a caller that
+    /// looks right after must not find the VM's etcd still answering.
+    fn settle(&self, timeout: std::time::Duration) -> bool;
 }
 
 /// For API-only tests: nothing runs; health is derived from instance status by the caller.
@@ -100,6 +104,9 @@ impl Fabric for NoFabric {
         None
     }
     fn shutdown(&self) {}
+    fn settle(&self, _: std::time::Duration) -> bool {
+        true
+    }
 }
 
 /// Where an instance's VM keeps its files: `state_dir/vms/{zone}/{name}-{id}`.
