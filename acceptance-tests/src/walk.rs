@@ -126,6 +126,25 @@ pub fn set_zones_and_etcd_ranges(ws: &Workspace, zones: &[&str], ranges: &[&str]
     ws.write_file("terraform.tfvars.json", &all.to_string());
 }
 
+/// Waits until etcd on `vm` answers healthy (it has a leader and serves a quorum read): after a member is crashed
+/// on purpose, the others may be electing a new leader, and a scenario about "one member down" must not look
+/// during the election, when every member reads unhealthy.
+pub fn wait_until_healthy(sim: &Sim, vm: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match sim.try_ssh(
+            vm,
+            &["etcdctl", "--command-timeout=2s", "endpoint", "health"],
+        ) {
+            Ok(_) => return,
+            Err(e) if std::time::Instant::now() > deadline => {
+                panic!("etcd on {vm} did not become healthy within 30 s: {e}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+}
+
 /// `output -json`, parsed.
 pub fn outputs(ws: &Workspace) -> Value {
     let out = ws.run(&["output", "-json"]);

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, replicas_by_zone, set_zones, three_replicas, write_keys};
+use acceptance_tests::walk::{
+    check, replicas_by_zone, set_zones, three_replicas, wait_until_healthy, write_keys,
+};
 use acceptance_tests::{Client, CmdOutput, Workspace, for_each_client};
 
 const A: &str = "us-central1-a";
@@ -33,6 +35,9 @@ fn plan_refuses_what_would_lose_quorum_and_a_plain_apply_recovers() {
 
         // One of three members down: removing a healthy replica would leave one healthy member of two.
         sim.fault(&["crash-vm", c]);
+        // If c led, a and b elect a new leader first; the plan is about one member down, not an election.
+        wait_until_healthy(&sim, a);
+        wait_until_healthy(&sim, b);
         set_zones(&ws, &[B, C]);
         plan_refuses(
             client,
