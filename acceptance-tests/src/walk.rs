@@ -126,6 +126,18 @@ pub fn set_zones_and_etcd_ranges(ws: &Workspace, zones: &[&str], ranges: &[&str]
     ws.write_file("terraform.tfvars.json", &all.to_string());
 }
 
+/// etcd's member names, sorted, as `vm`'s etcd sees them from inside the VPC (where the firewall admits it, even
+/// when the Terraform host is blocked).
+pub fn member_names(sim: &Sim, vm: &str) -> Vec<String> {
+    let out = sim.ssh(vm, &["etcdctl", "member", "list"]);
+    let mut names: Vec<String> = out
+        .lines()
+        .filter_map(|l| l.split(", ").nth(2).map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
 /// Waits until etcd on `vm` answers healthy (it has a leader and serves a quorum read): after a member is crashed
 /// on purpose, the others may be electing a new leader, and a scenario about "one member down" must not look
 /// during the election, when every member reads unhealthy.

@@ -6,23 +6,12 @@
 
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, set_zones, three_replicas, write_keys};
-use acceptance_tests::{Sim, for_each_client};
+use acceptance_tests::for_each_client;
+use acceptance_tests::walk::{check, member_names, set_zones, three_replicas, write_keys};
 
 const A: &str = "us-central1-a";
 const B: &str = "us-central1-b";
 const C: &str = "us-central1-c";
-
-/// etcd's member names as one VM's etcd sees them, over the VPC (not through the blocked port).
-fn members(sim: &Sim, vm: &str) -> Vec<String> {
-    let out = sim.ssh(vm, &["etcdctl", "member", "list"]);
-    let mut names: Vec<String> = out
-        .lines()
-        .filter_map(|l| l.split(", ").nth(2).map(str::to_string))
-        .collect();
-    names.sort();
-    names
-}
 
 #[test]
 fn a_removal_with_etcd_unreachable_from_terraform_is_refused_and_resumes_once_reachable() {
@@ -30,7 +19,7 @@ fn a_removal_with_etcd_unreachable_from_terraform_is_refused_and_resumes_once_re
         let (sim, ws, by_zone) = three_replicas(client, "fail-closed", Duration::from_secs(300));
         let (a, b, c) = (&by_zone[A], &by_zone[B], &by_zone[C]);
         write_keys(&sim, b);
-        let before = members(&sim, b);
+        let before = member_names(&sim, b);
         assert_eq!(before.len(), 3, "[{client}] {before:?}");
 
         // Terraform's host can no longer reach any replica's etcd client port; the VMs still reach each other.
@@ -56,7 +45,7 @@ fn a_removal_with_etcd_unreachable_from_terraform_is_refused_and_resumes_once_re
             "[{client}] nothing was deleted"
         );
         assert_eq!(
-            members(&sim, b),
+            member_names(&sim, b),
             before,
             "[{client}] etcd keeps every member, each with its VM"
         );

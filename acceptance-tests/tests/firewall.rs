@@ -9,24 +9,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    THREE_ZONES, check, set_zones_and_etcd_ranges, three_replicas, write_keys,
+    THREE_ZONES, check, member_names, set_zones_and_etcd_ranges, three_replicas, write_keys,
 };
 use acceptance_tests::{Sim, for_each_client};
 
 /// Where the Terraform host is, as the masters' firewall sees it: outside the configured 127.0.0.0/8.
 const OUTSIDE: &str = "198.51.100.7";
 const F: &str = "us-central1-f";
-
-/// etcd's member names as one VM's etcd sees them (from inside the VPC, where the firewall admits it).
-fn members(sim: &Sim, vm: &str) -> Vec<String> {
-    let out = sim.ssh(vm, &["etcdctl", "member", "list"]);
-    let mut names: Vec<String> = out
-        .lines()
-        .filter_map(|l| l.split(", ").nth(2).map(str::to_string))
-        .collect();
-    names.sort();
-    names
-}
 
 /// Every VM's name and id: a VM deleted and made again under its name would show a new id.
 fn vms(sim: &Sim) -> BTreeMap<String, String> {
@@ -58,7 +47,7 @@ fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_adm
         ));
         let (a, b) = (&by_zone[THREE_ZONES[0]], &by_zone[THREE_ZONES[1]]);
         write_keys(&sim, b);
-        let before_members = members(&sim, b);
+        let before_members = member_names(&sim, b);
         let before_vms = vms(&sim);
         assert_eq!(before_members.len(), 3, "[{client}] {before_members:?}");
 
@@ -99,7 +88,7 @@ fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_adm
                 "[{client}] {what}: no VM was made or deleted"
             );
             assert_eq!(
-                members(&sim, b),
+                member_names(&sim, b),
                 before_members,
                 "[{client}] {what}: etcd keeps exactly its members"
             );
