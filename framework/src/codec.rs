@@ -24,6 +24,25 @@ pub fn decode(ty: &Type, dv: &DynamicValue, what: &str, diags: &mut Diagnostics)
     }
 }
 
+/// [`decode`] for a value the protocol requires to be wholly known (an apply's configuration and prior state, a
+/// stored state): an unknown anywhere in it is refused here, before a resource could act on a guess.
+pub fn decode_known(
+    ty: &Type,
+    dv: &DynamicValue,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> Option<Value> {
+    let v = decode(ty, dv, what, diags)?;
+    if v.is_fully_known() {
+        return Some(v);
+    }
+    diags.error(
+        format!("The {what} holds unknown values"),
+        format!("The client sent a {what} with values still unknown, where the plugin protocol requires every value to be known. Nothing was changed. This is a bug in the client; run the command again, and report it if it repeats."),
+    );
+    None
+}
+
 pub fn encode(ty: &Type, v: &Value, what: &str, diags: &mut Diagnostics) -> DynamicValue {
     match msgpack::encode(ty, v) {
         Ok(b) => DynamicValue::msgpack(b),

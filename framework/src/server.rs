@@ -10,7 +10,7 @@ use tfplugin::types::*;
 use tfplugin::value::Value;
 use tracing::debug;
 
-use crate::codec::{decode, encode};
+use crate::codec::{decode, decode_known, encode};
 use crate::data_source::DataSourceHandle;
 use crate::ephemeral::EphemeralHandle;
 use crate::erased::{ResourceHandle, identity_type};
@@ -257,7 +257,7 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
             };
         };
         let ty = r.schema().value_type();
-        let Some(state) = decode(&ty, &req.current_state, "state", &mut diags) else {
+        let Some(state) = decode_known(&ty, &req.current_state, "state", &mut diags) else {
             return ReadResourceResponse {
                 new_state: req.current_state,
                 diagnostics: diags,
@@ -339,9 +339,9 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
         };
         let ty = r.schema().value_type();
         let (Some(prior), Some(planned), Some(config)) = (
-            decode(&ty, &req.prior_state, "prior state", &mut diags),
+            decode_known(&ty, &req.prior_state, "prior state", &mut diags),
             decode(&ty, &req.planned_state, "planned state", &mut diags),
-            decode(&ty, &req.config, "configuration", &mut diags),
+            decode_known(&ty, &req.config, "configuration", &mut diags),
         ) else {
             return ApplyResourceChangeResponse {
                 new_state: req.prior_state,

@@ -43,7 +43,12 @@ pub fn provider_binary() -> PathBuf {
 
 /// A command for the provider with a clean plugin environment (nothing inherited that could change behaviour).
 pub fn provider_command() -> Command {
-    let mut cmd = Command::new(provider_binary());
+    provider_command_for(&provider_binary())
+}
+
+/// [`provider_command`] for another provider binary (the real provider's hostile-input test uses this harness).
+pub fn provider_command_for(binary: &std::path::Path) -> Command {
+    let mut cmd = Command::new(binary);
     for var in [
         "TF_PLUGIN_MAGIC_COOKIE",
         "PLUGIN_CLIENT_CERT",
@@ -72,7 +77,12 @@ pub struct Plugin {
 impl Plugin {
     /// Launches the provider as Terraform does; `client_cert_pem: None` is Terraform with TF_DISABLE_PLUGIN_TLS.
     pub fn launch(client_cert_pem: Option<&str>) -> Plugin {
-        let mut cmd = provider_command();
+        Plugin::launch_binary(&provider_binary(), client_cert_pem)
+    }
+
+    /// [`Plugin::launch`] for another provider binary.
+    pub fn launch_binary(binary: &std::path::Path, client_cert_pem: Option<&str>) -> Plugin {
+        let mut cmd = provider_command_for(binary);
         cmd.env(COOKIE.0, COOKIE.1)
             .env("PLUGIN_PROTOCOL_VERSIONS", "5,6")
             .env("TF_LOG_PROVIDER", "debug");
@@ -346,4 +356,16 @@ pub struct StdioData {
     pub channel: i32,
     #[prost(bytes = "vec", tag = "2")]
     pub data: Vec<u8>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FunctionErrorResponse {
+    #[prost(message, optional, tag = "2")]
+    pub error: Option<FunctionError>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FunctionError {
+    #[prost(string, tag = "1")]
+    pub text: String,
 }
