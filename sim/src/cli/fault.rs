@@ -2,7 +2,7 @@
 
 use super::client::Client;
 use crate::faults::events::Event;
-use crate::faults::{Effect, Failpoint, Trigger};
+use crate::faults::{Chance, Effect, Failpoint, Trigger};
 use clap::Subcommand;
 
 #[derive(Subcommand, Debug)]
@@ -23,6 +23,8 @@ pub enum FaultCommand {
         /// Only the next N matches (default: until cleared).
         #[arg(long)]
         times: Option<u32>,
+        #[command(flatten)]
+        chance: ChanceArgs,
     },
     /// Add latency to matching requests (`--api`) or operations (`--op`).
     Delay {
@@ -46,6 +48,8 @@ pub enum FaultCommand {
         message: Option<String>,
         #[arg(long)]
         times: Option<u32>,
+        #[command(flatten)]
+        chance: ChanceArgs,
     },
     /// Operations of a kind stay RUNNING until `fault clear`.
     StallOp {
@@ -93,6 +97,27 @@ fn key_and_value(arg: String) -> (String, Option<String>) {
     }
 }
 
+/// Random faults: fire on a share of matches, drawn from a seed.
+#[derive(clap::Args, Debug)]
+pub struct ChanceArgs {
+    /// Fire on this percent of matches only (e.g. 5), chosen from --seed.
+    #[arg(long)]
+    percent: Option<f64>,
+    /// The seed the share is drawn from (a run with the same seed and request order fails the same calls).
+    #[arg(long, default_value_t = 1, requires = "percent")]
+    seed: u64,
+}
+
+impl ChanceArgs {
+    fn into_chance(self) -> Option<Chance> {
+        self.percent.map(|percent| Chance {
+            percent,
+            seed: self.seed,
+            state: 0,
+        })
+    }
+}
+
 fn failpoint(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
     Failpoint {
         id: 0,
@@ -101,6 +126,7 @@ fn failpoint(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
         times,
         hits: 0,
         name: String::new(),
+        chance: None,
     }
 }
 
@@ -113,11 +139,15 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
             api,
             path,
             times,
-        } => failpoint(
-            Trigger::Request { method, api, path },
-            Effect::Status { status },
-            times,
-        ),
+            chance,
+        } => Failpoint {
+            chance: chance.into_chance(),
+            ..failpoint(
+                Trigger::Request { method, api, path },
+                Effect::Status { status },
+                times,
+            )
+        },
         Delay {
             ms,
             api,
@@ -146,11 +176,15 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
             code,
             message,
             times,
-        } => failpoint(
-            Trigger::Operation { kind },
-            Effect::Fail { code, message },
-            times,
-        ),
+            chance,
+        } => Failpoint {
+            chance: chance.into_chance(),
+            ..failpoint(
+                Trigger::Operation { kind },
+                Effect::Fail { code, message },
+                times,
+            )
+        },
         StallOp { kind, times } => failpoint(Trigger::Operation { kind }, Effect::Stall, times),
         List => {
             let v = c.get("faults").await?;

@@ -64,11 +64,46 @@ pub struct Failpoint {
     /// Read-only: the printed form.
     #[serde(default)]
     pub name: String,
+    /// Fire on a share of matches only, drawn from a seed (random API faults); `None` = every match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chance: Option<Chance>,
+}
+
+/// A share of matches, drawn from a seed so that a run's sequence of draws replays: the same seed and the same
+/// order of matching requests fire on the same ones.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Chance {
+    /// Percent of matches that fire, in (0, 100].
+    pub percent: f64,
+    pub seed: u64,
+    /// The generator's state, advanced on every match (starts from the seed).
+    #[serde(default)]
+    pub state: u64,
+}
+
+impl Chance {
+    /// Draws once: whether this match fires. xorshift64* is plenty for choosing which calls fail.
+    fn draw(&mut self) -> bool {
+        if self.state == 0 {
+            self.state = self.seed | 1;
+        }
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let x = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        ((x >> 11) as f64 / (1u64 << 53) as f64) * 100.0 < self.percent
+    }
 }
 
 impl Failpoint {
     /// Rejects combinations that mean nothing (an HTTP status for an operation, a stalled request).
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(c) = &self.chance
+            && !(c.percent > 0.0 && c.percent <= 100.0)
+        {
+            return Err(format!("a chance of {}% is not in (0, 100]", c.percent));
+        }
         match (&self.when, &self.then) {
             (Trigger::Request { .. }, Effect::Status { status }) if (400..600).contains(status) => {
                 Ok(())
@@ -127,6 +162,9 @@ impl std::fmt::Display for Failpoint {
             trigger_name(&self.when),
             effect_name(&self.then)
         )?;
+        if let Some(c) = &self.chance {
+            write!(f, "~{}%#{}", c.percent, c.seed)?;
+        }
         match self.times {
             Some(n) => write!(f, "x{n}"),
             None => Ok(()),
@@ -193,6 +231,11 @@ impl Faults {
             .iter_mut()
             .filter(|p| !p.exhausted() && matches(&p.when))
         {
+            if let Some(chance) = &mut p.chance
+                && !chance.draw()
+            {
+                continue;
+            }
             p.hits += 1;
             out.push(p.then.clone());
         }
@@ -231,7 +274,50 @@ mod tests {
             times,
             hits: 0,
             name: String::new(),
+            chance: None,
         }
+    }
+
+    #[test]
+    fn a_failpoint_with_a_chance_fires_on_that_share_and_replays_from_its_seed() {
+        let when = Trigger::Request {
+            method: None,
+            api: None,
+            path: None,
+        };
+        let facts = RequestFacts {
+            method: "GET",
+            api: "instances.get",
+            path: "/p",
+        };
+        let run = |seed| {
+            let mut f = Faults::default();
+            let mut p = fp(when.clone(), Effect::Status { status: 503 }, None);
+            p.chance = Some(Chance {
+                percent: 5.0,
+                seed,
+                state: 0,
+            });
+            let added = f.add(p).unwrap();
+            assert_eq!(added.name, format!("request(*)=status(503)~5%#{seed}"));
+            (0..10_000)
+                .map(|_| !f.on_request(&facts).is_empty())
+                .collect::<Vec<bool>>()
+        };
+        let fired = run(7).iter().filter(|b| **b).count();
+        assert!(
+            (400..600).contains(&fired),
+            "5% of 10,000 fired {fired} times"
+        );
+        assert_eq!(run(7), run(7), "the same seed fires on the same matches");
+        assert_ne!(run(7), run(8), "another seed, other matches");
+        let mut bad = fp(when, Effect::Status { status: 503 }, None);
+        bad.chance = Some(Chance {
+            percent: 0.0,
+            seed: 1,
+            state: 0,
+        });
+        assert!(Faults::default().add(bad).is_err());
     }
 
     #[test]
