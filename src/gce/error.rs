@@ -76,6 +76,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the same call may succeed later with nothing changed by the user: an operation Compute Engine
+    /// ended with an internal or unavailable error, an answer still 429 or 5xx after the retries, no answer at
+    /// all, a deadline passed. Quota, stock-outs and refusals are not: they need a change first.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Operation { code, .. } => matches!(
+                code.as_str(),
+                "INTERNAL_ERROR"
+                    | "SERVICE_UNAVAILABLE"
+                    | "RESOURCE_NOT_READY"
+                    | "OPERATION_CANCELED"
+            ),
+            Error::Api { status, .. } => *status == 429 || *status >= 500,
+            Error::Timeout { .. } | Error::Transport { .. } => true,
+            _ => false,
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
     }
@@ -295,6 +313,42 @@ mod tests {
             "{text}"
         );
         assert!(text.starts_with("address x:"), "{text}");
+    }
+
+    #[test]
+    fn passing_failures_are_told_from_those_that_need_a_change() {
+        let op = |code: &str| Error::Operation {
+            resource: "r".into(),
+            action: "insert".into(),
+            code: code.into(),
+            message: String::new(),
+        };
+        let api = |status| Error::Api {
+            resource: "r".into(),
+            action: "insert".into(),
+            status,
+            reason: String::new(),
+            message: String::new(),
+        };
+        let cases = [
+            (op("INTERNAL_ERROR"), true),
+            (op("SERVICE_UNAVAILABLE"), true),
+            (op("RESOURCE_NOT_READY"), true),
+            (op("RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"), false),
+            (api(429), true),
+            (api(503), true),
+            (api(400), false),
+            (api(403), false),
+            (
+                Error::NotFound {
+                    resource: "r".into(),
+                },
+                false,
+            ),
+        ];
+        for (e, transient) in cases {
+            assert_eq!(e.is_transient(), transient, "{e}");
+        }
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub enum OpError {
 }
 
 impl OpError {
+    /// Whether running the same change again may finish it with nothing changed by the user (a passing failure
+    /// of the Compute API; see `gce::Error::is_transient`).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, OpError::Gce(e) if e.is_transient())
+    }
+
     /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"
     /// alone does not say why, its source does.
     pub fn explain(&self) -> String {

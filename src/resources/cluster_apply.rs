@@ -99,7 +99,7 @@ pub async fn create(
     let ip = match objects::create(&c, &net, until).await {
         Ok(ip) => ip,
         // Nothing is in state yet; the next apply's create finds what this one made (every step is "ensure").
-        Err(e) => return failed(diags, "create", &name, e),
+        Err(e) => return failed(diags, "create", &name, super::advice::with_advice(&e)),
     };
     p.external_ip = Val::Known(ip.clone());
     p.endpoint = Val::Known(endpoint(&ip, p.api_port.known().copied().unwrap_or(443)));
@@ -202,7 +202,7 @@ pub async fn update(
     let c = compute(settings, &project, &name, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
     if let Err(e) = objects::update(&c, &net, until).await {
-        failed::<()>(diags, "update", &name, e);
+        failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
         return Some(prior);
     }
     let Some(ctx) = context(settings, &p, diags).await else {
@@ -211,7 +211,12 @@ pub async fn update(
     let lock = match lock_cluster(&ctx, "repair the load balancer", until).await {
         Ok(lock) => lock,
         Err(e) => {
-            failed::<()>(diags, "repair the load balancer of", &name, e);
+            failed::<()>(
+                diags,
+                "repair the load balancer of",
+                &name,
+                super::advice::with_advice(&e),
+            );
             p.drift = prior.drift.clone();
             return Some(p);
         }
@@ -227,7 +232,12 @@ pub async fn update(
             Some(p)
         }
         Err(e) => {
-            failed::<()>(diags, "repair the load balancer of", &name, e);
+            failed::<()>(
+                diags,
+                "repair the load balancer of",
+                &name,
+                super::advice::with_advice(&e),
+            );
             // The firewall rules are updated; the drift stays recorded, so the next plan shows it again.
             p.drift = prior.drift.clone();
             Some(p)
@@ -244,6 +254,6 @@ pub async fn delete(settings: &Settings, s: ClusterModel, diags: &mut Diagnostic
     };
     let until = deadline(&s.timeouts, Op::Delete, DEFAULT_TIMEOUT);
     if let Err(e) = objects::delete(&c, &net, until).await {
-        failed::<()>(diags, "delete", net.name, e);
+        failed::<()>(diags, "delete", net.name, super::advice::with_advice(&e));
     }
 }

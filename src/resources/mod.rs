@@ -1,6 +1,7 @@
 //! The provider's resources: schema and glue that decode, call the domain and backends, and encode.
 
 pub mod admin_credentials;
+mod advice;
 mod cancel;
 pub mod cluster;
 mod cluster_apply;

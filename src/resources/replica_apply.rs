@@ -85,7 +85,10 @@ fn report(diags: &mut Diagnostics, what: &str, name: &str, e: OpError) {
         OpError::Refused(summary, detail) | OpError::NotYet(summary, detail) => {
             diags.error(summary, detail)
         }
-        other => diags.error(format!("Could not {what} replica {name}"), other.explain()),
+        other => diags.error(
+            format!("Could not {what} replica {name}"),
+            super::advice::with_advice(&other),
+        ),
     }
 }
 
@@ -246,7 +249,10 @@ pub async fn read(
     let snap = match observe_shared(&ctx).await {
         Ok(snap) => snap,
         Err(e) => {
-            diags.error(format!("Could not read replica {name}"), e.explain());
+            diags.error(
+                format!("Could not read replica {name}"),
+                super::advice::with_advice(&e),
+            );
             return Some(s);
         }
     };

@@ -1,0 +1,169 @@
+//! Random API faults (reliability suite R2): while a grow, a roll and a shrink run, ha-sim answers a share of all
+//! Compute calls with 429, 500 or 503 and ends a share of operations in an error, drawn from a seed printed at
+//! the start (`HA_FAULT_SEED=<n>` replays the draws; the order of concurrent calls may still differ). Each apply
+//! must either converge or fail with a sentence (never a crash, a panic or a raw transport error), and once the
+//! faults are cleared the next apply must finish the job: the walk-through's full check then holds (plan empty,
+//! members == replicas and voting, every key, the static IP serves, nothing leaked).
+//!
+//! It prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share for a
+//! longer run (docs/benchmarks.md).
+
+use std::time::Duration;
+
+use acceptance_tests::walk::{check, set_vars, walk_config, write_keys};
+use acceptance_tests::{Client, Sim, Workspace, for_each_client};
+
+const ZONES: [&str; 3] = ["europe-west1-b", "europe-west1-c", "europe-west1-d"];
+
+/// What the clients print when the plugin itself broke rather than refused: none may appear.
+const CRASH_SIGNS: &[&str] = &[
+    "panicked",
+    "Plugin did not respond",
+    "plugin exited",
+    "transport is closing",
+    "Unexpected EOF",
+];
+
+fn seed() -> u64 {
+    std::env::var("HA_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                % 1_000_000
+        })
+}
+
+fn percent() -> f64 {
+    std::env::var("HA_FAULT_PERCENT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0)
+}
+
+/// Arms the random faults: `percent` of all calls answer an error status (429, 500 and 503 in equal parts) and
+/// `percent` of operations end DONE with INTERNAL_ERROR.
+fn arm(sim: &Sim, seed: u64, percent: f64) {
+    let each = format!("{}", percent / 3.0);
+    for (i, status) in ["429", "500", "503"].into_iter().enumerate() {
+        let seed = (seed + i as u64).to_string();
+        sim.fault(&[
+            "http",
+            "--status",
+            status,
+            "--percent",
+            &each,
+            "--seed",
+            &seed,
+        ]);
+    }
+    let seed = (seed + 3).to_string();
+    let percent = percent.to_string();
+    sim.fault(&[
+        "fail-op",
+        "--kind",
+        "*",
+        "--code",
+        "INTERNAL_ERROR",
+        "--percent",
+        &percent,
+        "--seed",
+        &seed,
+    ]);
+}
+
+/// How many times the armed faults fired.
+fn fired(sim: &Sim) -> u64 {
+    sim.admin("faults")["faults"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f["hits"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// A change the run makes: its label, the replicas' zones and the other variables.
+type Change = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
+fn changes_under_random_faults(client: Client) {
+    let seed = seed();
+    let percent = percent();
+    eprintln!("[{client}] random API faults: HA_FAULT_SEED={seed} HA_FAULT_PERCENT={percent}");
+    let sim = Sim::start(&format!("api-faults-{client}"));
+    let ws = Workspace::new(client, "api-faults").with_timeout(Duration::from_secs(600));
+    ws.write_main_tf(&walk_config(&sim));
+    ws.init();
+    set_vars(&ws, &ZONES[..1], &[]);
+    ws.apply();
+    let first = acceptance_tests::walk::outputs(&ws)["replicas"]["value"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    write_keys(&sim, &first);
+
+    let changes: [Change; 3] = [
+        ("grow 1→3", &ZONES, &[]),
+        (
+            "roll the machine type",
+            &ZONES,
+            &[("machine_type", "e2-standard-4")],
+        ),
+        (
+            "shrink 3→2",
+            &ZONES[..2],
+            &[("machine_type", "e2-standard-4")],
+        ),
+    ];
+    let (mut converged, mut second_runs, mut faults_fired) = (0, 0, 0);
+    for (n, (label, zones, vars)) in changes.iter().enumerate() {
+        set_vars(&ws, zones, vars);
+        arm(&sim, seed + 10 * n as u64, percent);
+        let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        faults_fired += fired(&sim);
+        sim.fault(&["clear"]);
+        let all = format!("{}{}", out.stdout, out.stderr);
+        for sign in CRASH_SIGNS {
+            assert!(
+                !all.contains(sign),
+                "[{client}] {label} (seed {seed}): the provider broke ({sign:?}) instead of refusing:\n{out}"
+            );
+        }
+        if !out.success() {
+            // Every fault here passes by itself: the error must say so, and say to run apply again.
+            assert!(
+                out.stderr.contains("Error: ") && out.stderr.contains("run apply again"),
+                "[{client}] {label} (seed {seed}): a failed apply must say why and what to do:\n{out}"
+            );
+            eprintln!(
+                "[{client}] {label}: failed under faults, the next apply finishes it:\n{}",
+                out.stderr
+            );
+            second_runs += 1;
+            ws.apply();
+        }
+        check(client, &ws, &sim, zones.len());
+        converged += 1;
+    }
+    assert!(
+        faults_fired > 0,
+        "[{client}] seed {seed}: no fault fired, so this run tested nothing"
+    );
+    let report = format!(
+        "random API faults [{client}] seed {seed}, {percent}% of calls and operations: applies converged {converged}/{} ({second_runs} needed a second run), {faults_fired} faults fired, keys lost 0, leaked 0",
+        changes.len()
+    );
+    eprintln!("{report}");
+    println!("{report}");
+}
+
+#[test]
+fn a_grow_a_roll_and_a_shrink_converge_under_random_api_faults() {
+    for_each_client(changes_under_random_faults);
+}
