@@ -87,6 +87,9 @@ pub async fn cluster(
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
         data_disk_type: Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into()),
+        // Assumed the default (what kube-up and this provider's older releases run); a cluster already on a newer
+        // etcd then plans a downgrade, which plan refuses from etcd's own cluster version rather than roll it.
+        etcd_version: s(crate::domain::etcd_version::DEFAULT),
         network: s(&a.network),
         // Not told apart from the network's default subnetwork: left to the configuration.
         subnetwork: Val::Null,
