@@ -2,7 +2,8 @@
 //! etcd at the minor its manifest's image names: Debian's 3.4.23, PyPI's 3.5.1). During the roll a prober hits
 //! the static IP and a writer puts keys; afterwards every member runs 3.5.1, etcd's cluster version is 3.5, the
 //! keys written first and every acknowledged write are there, and going back to 3.4 is refused at plan because
-//! etcd cannot downgrade a cluster version.
+//! etcd cannot downgrade a cluster version. Before that, one replica upgraded alone makes a mixed cluster, from
+//! which going back is allowed and done.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -50,7 +51,7 @@ fn cluster_version(sim: &Sim, vm: &str) -> Option<String> {
 }
 
 #[test]
-fn etcd_is_upgraded_from_3_4_to_3_5_one_replica_at_a_time_and_cannot_go_back() {
+fn etcd_goes_back_while_mixed_then_upgrades_to_3_5_one_replica_at_a_time_and_cannot_go_back() {
     assert!(
         etcd35_bin().is_some(),
         "etcd 3.5 is not installed at .tools/etcd-3.5/bin/etcd: run scripts/setup"
@@ -67,6 +68,41 @@ fn etcd_is_upgraded_from_3_4_to_3_5_one_replica_at_a_time_and_cannot_go_back() {
             );
         }
         assert_eq!(cluster_version(&sim, &vms[0]).as_deref(), Some("3.4.0"));
+
+        // Mixed, then back: one replica upgraded alone (-target); etcd's cluster version stays 3.4 while a member
+        // runs 3.4, so going back is allowed, and that replica rolls back onto 3.4 with its data.
+        set_vars(&ws, &THREE_ZONES, &[("etcd_version", "3.5")]);
+        let first = &by_zone[THREE_ZONES[0]];
+        let target = format!(r#"-target=ha_master_replica.r["{}"]"#, THREE_ZONES[0]);
+        ws.run(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            &target,
+        ])
+        .assert_success();
+        for vm in &vms {
+            let want = if vm == first { "3.5." } else { "3.4." };
+            let v = server_version(&sim, vm).expect("etcd answers");
+            assert!(v.starts_with(want), "[{client}] mixed: {vm} runs {v}");
+        }
+        assert_eq!(cluster_version(&sim, first).as_deref(), Some("3.4.0"));
+        set_vars(&ws, &THREE_ZONES, &[("etcd_version", "3.4")]);
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains("etcd of cluster walk goes back from 3.5 to 3.4");
+        plan.assert_contains("The cluster version is still 3.4.0");
+        plan.assert_contains("0 to add, 2 to change, 0 to destroy");
+        ws.apply();
+        for vm in &vms {
+            let v = server_version(&sim, vm).expect("etcd answers");
+            assert!(
+                v.starts_with("3.4."),
+                "[{client}] back on 3.4: {vm} runs {v}"
+            );
+        }
+        check(client, &ws, &sim, 3);
 
         // The plan names the upgrade and rolls every replica, each showing its new etcd image.
         set_vars(&ws, &THREE_ZONES, &[("etcd_version", "3.5")]);
