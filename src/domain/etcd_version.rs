@@ -92,6 +92,14 @@ pub fn image(version: &str) -> String {
     format!("{REPOSITORY}:{}", p.tag)
 }
 
+/// The `etcd_version` a running master's etcd image stands for (import): the minor of its tag when the provider
+/// pins that minor (`registry.k8s.io/etcd:3.5.1-0` → `3.5`), else `None`.
+pub fn version_of_image(image: &str) -> Option<String> {
+    let (_, tag) = image.rsplit('/').next()?.split_once(':')?;
+    let m = minor(tag)?;
+    PINNED.iter().any(|p| p.minor == m).then_some(m)
+}
+
 /// The minor `version` names, as etcd reports minors (`3.5`).
 pub fn minor(version: &str) -> Option<String> {
     minor_of(version).map(|(a, b)| format!("{a}.{b}"))
@@ -278,6 +286,17 @@ mod tests {
         assert_eq!(image("3.5.1"), "registry.k8s.io/etcd:3.5.1-0");
         assert_eq!(image(DEFAULT), "registry.k8s.io/etcd:3.4.13-0");
         assert_eq!(minor("3.5.1"), Some("3.5".into()));
+        // Import reads the version back from a master's image.
+        assert_eq!(
+            version_of_image("registry.k8s.io/etcd:3.5.1-0"),
+            Some("3.5".into())
+        );
+        assert_eq!(
+            version_of_image("gcr.io/google_containers/etcd:3.4.13-0"),
+            Some("3.4".into())
+        );
+        assert_eq!(version_of_image("registry.k8s.io/etcd:3.6.0-0"), None);
+        assert_eq!(version_of_image("registry.k8s.io/etcd"), None);
     }
 
     #[test]

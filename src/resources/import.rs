@@ -87,9 +87,12 @@ pub async fn cluster(
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
         data_disk_type: Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into()),
-        // Assumed the default (what kube-up and this provider's older releases run); a cluster already on a newer
-        // etcd then plans a downgrade, which plan refuses from etcd's own cluster version rather than roll it.
-        etcd_version: s(crate::domain::etcd_version::DEFAULT),
+        // What the masters' etcd image says; an unpinned minor is assumed the default, whose plan then judges the
+        // change from etcd's own versions (a downgrade from a moved cluster version is refused, not rolled).
+        etcd_version: s(a
+            .etcd_version
+            .as_deref()
+            .unwrap_or(crate::domain::etcd_version::DEFAULT)),
         network: s(&a.network),
         // Not told apart from the network's default subnetwork: left to the configuration.
         subnetwork: Val::Null,
