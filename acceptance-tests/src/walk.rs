@@ -55,6 +55,11 @@ variable "network" {{
   default = "default"
 }}
 
+variable "etcd_version" {{
+  type    = string
+  default = "3.4"
+}}
+
 # Where Terraform may reach etcd from: ha-sim's host is 127.0.0.1 unless `ha-sim fault client-ip` moves it.
 variable "etcd_client_source_ranges" {{
   type    = list(string)
@@ -78,6 +83,7 @@ resource "ha_master_cluster" "c" {{
   image                     = var.image
   data_disk_size_gb         = var.data_disk_size_gb
   network                   = var.network
+  etcd_version              = var.etcd_version
 }}
 
 resource "ha_master_replica" "r" {{
@@ -111,7 +117,7 @@ pub fn set_zones(ws: &Workspace, zones: &[&str]) {
 }
 
 /// The replicas' zones and other variables of the walk-through's configuration (`machine_type`, `image`,
-/// `data_disk_size_gb`, `network`).
+/// `data_disk_size_gb`, `network`, `etcd_version`).
 pub fn set_vars(ws: &Workspace, zones: &[&str], vars: &[(&str, &str)]) {
     let mut all = serde_json::json!({ "zones": zones });
     for (k, v) in vars {

@@ -6,17 +6,14 @@
 //! answers (every 100 ms) and a sampler of voters down; afterwards every acknowledged key must be there, the
 //! members must be the same ones, and the walk-through's full check must hold.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use acceptance_tests::probe::{keys_under, most_voters_down, probe_static_ip, write_through};
+use acceptance_tests::probe::{apply_measured, assert_rolled_cleanly};
 use acceptance_tests::walk::{
-    THREE_ZONES, check, outputs, replicas_by_zone, set_vars, three_replicas, walk_config_in,
-    write_keys,
+    THREE_ZONES, check, set_vars, three_replicas, walk_config_in, write_keys,
 };
-use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
+use acceptance_tests::{Sim, for_each_client};
 
 const A: &str = "us-central1-a";
 const UBUNTU: &str = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64";
@@ -41,75 +38,6 @@ fn members(sim: &Sim, vm: &str) -> BTreeMap<String, String> {
         .iter()
         .map(|m| (m["name"].as_str().unwrap().to_string(), m["ID"].to_string()))
         .collect()
-}
-
-/// What a roll did, measured while it ran.
-struct Measured {
-    apply: CmdOutput,
-    failed_probes: usize,
-    probes: usize,
-    probe_failures: Vec<String>,
-    most_down: usize,
-    acknowledged: Vec<String>,
-}
-
-/// Applies while probing the static IP, writing keys and sampling voters.
-fn apply_measured(ws: &Workspace, sim: &Sim, prefix: &str) -> Measured {
-    let out = outputs(ws);
-    let ca = out["ca"]["value"].as_str().unwrap().to_string();
-    let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
-    let vms: Vec<String> = replicas_by_zone(ws).into_values().collect();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let prober = s.spawn(|| probe_static_ip(&ca, ip, Duration::from_millis(50), &stop));
-        let writer =
-            s.spawn(|| write_through(sim, &vms, prefix, Duration::from_millis(100), &stop));
-        let sampler = s.spawn(|| most_voters_down(sim, &vms, Duration::from_millis(200), &stop));
-        let apply = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
-        stop.store(true, Ordering::Relaxed);
-        let probes = prober.join().unwrap();
-        let writes = writer.join().unwrap();
-        Measured {
-            apply,
-            failed_probes: probes.failed,
-            probes: probes.ok + probes.failed,
-            probe_failures: probes.failures,
-            most_down: sampler.join().unwrap(),
-            acknowledged: writes.acknowledged,
-        }
-    })
-}
-
-/// The roll applied with zero failed probes at the static IP, at most one voter down at a time, and every
-/// acknowledged write still there on every replica.
-#[track_caller]
-fn assert_rolled_cleanly(client: Client, sim: &Sim, vms: &[String], prefix: &str, m: &Measured) {
-    m.apply.assert_success();
-    assert_eq!(
-        m.failed_probes, 0,
-        "[{client}] failed probes of {}: {:?}",
-        m.probes, m.probe_failures
-    );
-    assert!(
-        m.most_down <= 1,
-        "[{client}] {} voters were down at once",
-        m.most_down
-    );
-    assert_no_write_lost(client, sim, vms, prefix, &m.acknowledged);
-}
-
-/// Every acknowledged key is there, seen from every replica.
-#[track_caller]
-fn assert_no_write_lost(client: Client, sim: &Sim, vms: &[String], prefix: &str, acked: &[String]) {
-    assert!(!acked.is_empty(), "[{client}] the writer got no key in");
-    for vm in vms {
-        let have: BTreeSet<String> = keys_under(sim, vm, prefix).into_iter().collect();
-        let lost: Vec<&String> = acked.iter().filter(|k| !have.contains(*k)).collect();
-        assert!(
-            lost.is_empty(),
-            "[{client}] {vm} lost acknowledged writes: {lost:?}"
-        );
-    }
 }
 
 #[test]

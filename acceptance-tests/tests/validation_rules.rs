@@ -153,6 +153,21 @@ fn disk_sizes_are_bounded() {
 }
 
 #[test]
+fn etcd_version_must_be_a_version_the_provider_pins() {
+    for (value, says) in [
+        ("3.6", "etcd 3.6 is not a version this provider runs"),
+        ("latest", r#""latest" is not an etcd version"#),
+    ] {
+        let r = assert_validation_error(
+            &cluster(&format!("etcd_version = \"{value}\"")),
+            &[says, r#""3.5" (etcd 3.5.1)"#],
+            "ha_master_cluster.c.etcd_version",
+        );
+        all_at(Stage::Validate, r);
+    }
+}
+
+#[test]
 fn label_keys_follow_gce_rules_at_validate() {
     let r = assert_validation_error(
         &cluster(r#"labels = { "Team" = "x" }"#),

@@ -1,5 +1,6 @@
 //! How one simulator instance is configured: where it listens, what links it emits, how slow it is.
 
+use crate::etcd_bins::EtcdBins;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,8 +18,8 @@ pub struct SimConfig {
     /// `None` accepts any bearer token; `Some(t)` only `Bearer t`.
     pub require_token: Option<String>,
     pub latency: LatencyProfile,
-    /// Path to the etcd binary the VMs run.
-    pub etcd_bin: PathBuf,
+    /// The etcd binaries VMs run, picked by the minor version of each VM's etcd image.
+    pub etcd_bins: EtcdBins,
     /// Whether VMs and the network fabric are really started (false in API-only tests).
     pub fabric: bool,
     /// Guest ports a 1:1 NAT carries (a userspace proxy needs one listener per port): the API server (443),
@@ -39,7 +40,7 @@ impl SimConfig {
             base_url: None,
             require_token: None,
             latency: LatencyProfile::test(),
-            etcd_bin: PathBuf::from("etcd"),
+            etcd_bins: EtcdBins::single("etcd"),
             fabric: false,
             nat_ports: vec![443, 2379, 2380, 3990],
             privileged_port_offset: 6000,

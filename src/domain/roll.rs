@@ -31,6 +31,9 @@ pub struct Build {
 /// The name `master_settings` shows the data disk's size under, as the cluster attribute is named.
 pub const DATA_DISK_SIZE: &str = "data_disk_size_gb";
 
+/// The name `master_settings` shows the etcd image under (absent for the default version's image).
+pub const ETCD_IMAGE: &str = "etcd_image";
+
 /// The VM label that records which build a replica VM was created from.
 pub const BUILD_LABEL: &str = "ha-master-build";
 
@@ -112,6 +115,8 @@ pub struct BuildSettings<'a> {
     pub api_port: u16,
     pub service_range: ipnet::Ipv4Net,
     pub dns_domain: &'a str,
+    /// The cluster's `etcd_version`.
+    pub etcd_version: &'a str,
 }
 
 impl Build {
@@ -119,7 +124,7 @@ impl Build {
     pub fn from_settings(s: &BuildSettings<'_>) -> Build {
         let mut tags = s.tags.to_vec();
         tags.sort();
-        let settings: BTreeMap<String, String> = [
+        let mut settings: BTreeMap<String, String> = [
             ("image", s.image.to_string()),
             ("boot_disk_size_gb", s.boot_disk_size_gb.to_string()),
             ("tags", tags.join(",")),
@@ -132,6 +137,13 @@ impl Build {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
+        // The etcd image is part of a master. The default's image is left out, so a build made before the version
+        // was a setting (every master ran that image) keeps its digest and `master_settings`: upgrading the
+        // provider rolls no replica, and going back to the default restores the original build.
+        let etcd_image = super::etcd_version::image(s.etcd_version);
+        if etcd_image != super::etcd_version::image(super::etcd_version::DEFAULT) {
+            settings.insert(ETCD_IMAGE.into(), etcd_image);
+        }
         Build {
             machine_type: s.machine_type.to_string(),
             data_disk_gb: Some(s.data_disk_size_gb),
@@ -442,6 +454,47 @@ mod tests {
             build: Some(b.digest()),
             has_data_disk: true,
         }
+    }
+
+    fn with_etcd(version: &str) -> Build {
+        let range = "10.0.0.0/16".parse().unwrap();
+        Build::from_settings(&BuildSettings {
+            machine_type: "e2-standard-2",
+            data_disk_size_gb: 20,
+            image: "cos",
+            boot_disk_size_gb: 20,
+            tags: &[],
+            multizone: false,
+            etcd_quorum_read: true,
+            api_port: 443,
+            service_range: range,
+            dns_domain: "cluster.local",
+            etcd_version: version,
+        })
+    }
+
+    #[test]
+    fn the_etcd_image_is_part_of_a_build_and_the_default_keeps_the_builds_made_before_it() {
+        let default = with_etcd(crate::domain::etcd_version::DEFAULT);
+        // Exactly the settings (and so the digest) a build had before etcd's version was one of them.
+        assert!(!default.settings.contains_key(ETCD_IMAGE));
+        assert_eq!(default.digest(), with_etcd("3.4.13").digest());
+        assert_eq!(default.settings.len(), 8);
+        let upgraded = with_etcd("3.5");
+        assert_eq!(
+            upgraded.settings.get(ETCD_IMAGE).map(String::as_str),
+            Some("registry.k8s.io/etcd:3.5.1-0")
+        );
+        assert_ne!(upgraded.digest(), default.digest(), "a new etcd rolls");
+        assert_eq!(
+            upgraded.changes_from(&default),
+            vec![ETCD_IMAGE.to_string()]
+        );
+        assert_eq!(
+            default.changes_from(&upgraded),
+            vec![ETCD_IMAGE.to_string()]
+        );
+        assert_eq!(with_etcd("3.5.1"), upgraded);
     }
 
     use Step::*;

@@ -58,6 +58,14 @@ impl Etcd {
         }
     }
 
+    pub(super) fn tls(&self) -> &EtcdTls {
+        &self.inner.tls
+    }
+
+    pub(super) fn dial_timeout(&self) -> Duration {
+        self.inner.dial_timeout
+    }
+
     fn tls_options(&self, target: &EtcdTarget) -> TlsOptions {
         let tls = &self.inner.tls;
         TlsOptions::new()

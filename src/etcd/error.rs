@@ -17,6 +17,9 @@ pub enum EtcdError {
         source: CallError,
     },
 
+    #[error("reading etcd's versions from {target} failed: {message}")]
+    Version { target: String, message: String },
+
     #[error("listing etcd alarms failed")]
     Alarms(#[source] CallError),
 

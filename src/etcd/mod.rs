@@ -21,6 +21,7 @@ mod error;
 mod members;
 mod preflight;
 mod status;
+mod version;
 
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ pub use client::Etcd;
 pub use error::{CallError, EndpointFailure, EtcdError, FailureKind};
 pub use preflight::{PreflightError, PreflightProblem};
 pub use status::{EndpointHealth, Health};
+pub use version::Versions;
 
 /// One member's client endpoint and the name its serving certificate must carry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@
 //! `--flag=value` argv element: the contract rejects positional arguments and shell wrappers.
 
 use super::k8s::*;
-use super::{ETCD_IMAGE, KUBERNETES_VERSION, MasterConfig, paths};
+use super::{KUBERNETES_VERSION, MasterConfig, paths};
 use std::collections::BTreeMap;
 
 /// kops' apiserver health proxy (kubernetes/kops `cmd/kube-apiserver-healthcheck`), built by `ko` on
@@ -146,7 +146,7 @@ pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
     let (srv, srv_mount) = srv_volume();
     let etcd = Container {
         name: "etcd".into(),
-        image: ETCD_IMAGE.into(),
+        image: cfg.etcd_image.clone(),
         command: etcd_command(cfg),
         volume_mounts: vec![mount("data", paths::ETCD_DATA, false), srv_mount],
         ..Container::default()

@@ -27,8 +27,6 @@ use std::net::Ipv4Addr;
 
 /// Image tag of kube-apiserver, controller-manager and scheduler (and the kubelet the image should carry).
 pub const KUBERNETES_VERSION: &str = "v1.28.15";
-/// etcd 3.4, as the contract requires (the sim runs Debian's 3.4.23).
-pub const ETCD_IMAGE: &str = "registry.k8s.io/etcd:3.4.13-0";
 
 /// Guest paths of the contract (docs/master-config.md §4), shared by the renderer and its tests.
 pub mod paths {
@@ -126,6 +124,8 @@ pub struct MasterConfig {
     /// so the VM can be deleted and created again on the same data. Replicas made before data disks keep etcd on
     /// the boot disk.
     pub data_disk: bool,
+    /// The etcd container's image (`registry.k8s.io/etcd:3.5.1-0`): the cluster's `etcd_version`, pinned to a patch.
+    pub etcd_image: String,
 }
 
 /// The device name etcd's data disk is attached under (`/dev/disk/by-id/google-master-pd`), as kube-up names it.

@@ -58,6 +58,16 @@ impl MasterFiles {
         })
     }
 
+    /// The etcd container's image (`registry.k8s.io/etcd:3.4.13-0`): the manifest's one `image:` line.
+    pub fn etcd_image(&self) -> Option<String> {
+        let content = self.get(&format!("{}/etcd.yaml", paths::MANIFESTS))?;
+        content.lines().find_map(|l| {
+            let l = l.trim().trim_start_matches("- ");
+            l.strip_prefix("image:")
+                .map(|v| v.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
+        })
+    }
+
     /// Whether `/etc/gce.conf` says `multizone = true`.
     pub fn multizone(&self) -> bool {
         self.get(paths::GCE_CONF).is_some_and(|c| {

@@ -25,6 +25,7 @@ fn files_settings_and_keys_read_back() {
         let files = read_user_data(&render_user_data(&cfg)).unwrap();
         assert_eq!(files.multizone(), multizone);
         assert_eq!(files.cluster_domain().as_deref(), Some(domain));
+        assert_eq!(files.etcd_image(), Some(cfg.etcd_image.clone()));
         assert_eq!(
             files
                 .flag("kube-apiserver.yaml", "service-cluster-ip-range")
@@ -67,4 +68,15 @@ fn what_is_not_a_master_configuration_says_why() {
     let files = read_user_data("#cloud-config\nwrite_files: []\n").unwrap();
     assert!(files.require(paths::CA).unwrap_err().contains(paths::CA));
     assert!(!files.multizone() && files.cluster_domain().is_none());
+}
+
+#[test]
+fn the_etcd_image_reads_back_whatever_version_was_rendered() {
+    let mut cfg = rendered(false, "cluster.local", "10.0.0.0/16");
+    cfg.etcd_image = "registry.k8s.io/etcd:3.5.1-0".into();
+    let files = read_user_data(&render_user_data(&cfg)).unwrap();
+    assert_eq!(
+        files.etcd_image().as_deref(),
+        Some("registry.k8s.io/etcd:3.5.1-0")
+    );
 }

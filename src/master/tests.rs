@@ -42,6 +42,7 @@ pub(super) fn config_for(
         certs: pki::issue_replica_certs(cas, &req).unwrap(),
         service_account_key_pem: pki::service_account_key().unwrap(),
         data_disk: true,
+        etcd_image: "registry.k8s.io/etcd:3.4.13-0".into(),
     }
 }
 

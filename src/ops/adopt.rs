@@ -45,6 +45,8 @@ pub struct AdoptedCluster {
     pub etcd_peer_ca_certificate: String,
     pub etcd_client_ca_certificate: String,
     pub service_account_key: String,
+    /// The `etcd_version` the masters' etcd image stands for; `None` for an image whose minor is not pinned.
+    pub etcd_version: Option<String>,
 }
 
 /// What import reads back of a replica.
@@ -259,6 +261,9 @@ pub async fn adopt_cluster(
         etcd_peer_ca_certificate: file(paths::ETCD_CA)?,
         etcd_client_ca_certificate: file(paths::ETCD_CLIENT_CA)?,
         service_account_key: file(paths::SERVICE_ACCOUNT_KEY)?,
+        etcd_version: files
+            .etcd_image()
+            .and_then(|i| crate::domain::etcd_version::version_of_image(&i)),
     })
 }
 

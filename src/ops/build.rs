@@ -32,6 +32,7 @@ pub fn build_of(spec: &Spec) -> Build {
         api_port: spec.api_port,
         service_range: spec.service_range,
         dns_domain: &spec.dns_domain,
+        etcd_version: &spec.etcd_version,
     })
 }
 
@@ -77,6 +78,7 @@ pub fn master_config(
         certs: who.certs.clone(),
         service_account_key_pem: spec.service_account_key.clone(),
         data_disk: true,
+        etcd_image: crate::domain::etcd_version::image(&spec.etcd_version),
     }
 }
 

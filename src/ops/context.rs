@@ -91,6 +91,8 @@ pub struct Spec {
     pub service_account_key: String,
     /// While true, no leave removes the cluster's last voting member (`domain::protection`).
     pub deletion_protection: bool,
+    /// The etcd version masters run (`3.4`, `3.5` or a pinned patch): `domain::etcd_version` maps it to an image.
+    pub etcd_version: String,
 }
 
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.

@@ -7,6 +7,7 @@ pub mod cloud;
 pub mod cluster;
 pub mod context;
 pub mod endpoint;
+pub mod etcd_version;
 pub mod execute;
 pub mod join;
 pub mod leave;

@@ -49,6 +49,7 @@ pub struct ClusterModel {
     pub spec: Val<ClusterSpec>,
     pub drift: Val<Vec<String>>,
     pub deletion_protection: Val<bool>,
+    pub etcd_version: Val<String>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -96,6 +97,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
+        .attribute(Attribute::string("etcd_version").default(s(crate::domain::etcd_version::DEFAULT)).description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.1, `registry.k8s.io/etcd:3.5.1-0`), or that pinned patch. Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. The default stays `\"3.4\"`, so upgrading the provider rolls no existing cluster. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
         .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
 }
 
@@ -146,6 +148,53 @@ impl ClusterResource {
 }
 
 /// The replica-facing spec: settings from the plan, generated material carried over from `prior` (unknown on create).
+impl ClusterResource {
+    /// A change of `etcd_version`, judged from etcd's own versions (`domain::etcd_version::check_change`): the
+    /// plan refuses it naming the rule, or warns what the apply will do.
+    async fn check_etcd_version(
+        &self,
+        prior: &ClusterModel,
+        p: &ClusterModel,
+        diags: &mut Diagnostics,
+    ) {
+        use crate::domain::etcd_version::{DEFAULT, check_change};
+        // A state from before the setting ran the default.
+        let from = prior.etcd_version.known().map_or(DEFAULT, String::as_str);
+        let (Some(to), Some(name)) = (p.etcd_version.known(), p.name.known()) else {
+            return;
+        };
+        if crate::domain::etcd_version::check(to).is_err()
+            || crate::domain::etcd_version::minor(from) == crate::domain::etcd_version::minor(to)
+        {
+            return;
+        }
+        // The prior spec reaches the running cluster (its IP and CAs); a cluster not created yet has no etcd.
+        let read = match prior.spec.known().map(ClusterSpec::to_ops) {
+            None => None,
+            Some(Err(e)) => Some(Err(e.to_string())),
+            Some(Ok(spec)) => Some(
+                match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
+                    Ok(ctx) => crate::ops::etcd_version::read(&ctx)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
+            ),
+        };
+        let observed = match &read {
+            None | Some(Ok(None)) => None,
+            Some(Ok(Some(v))) => Some(Ok(v)),
+            Some(Err(e)) => Some(Err(e.as_str())),
+        };
+        let at = AttributePath::attr("etcd_version");
+        match check_change(name, from, to, observed) {
+            Ok(None) => {}
+            Ok(Some((summary, detail))) => diags.push(Diagnostic::warning(summary, detail).at(at)),
+            Err((summary, detail)) => diags.push(Diagnostic::error(summary, detail).at(at)),
+        }
+    }
+}
+
 pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
     let carried =
         |f: fn(&ClusterSpec) -> &Val<String>| prior.map(f).cloned().unwrap_or(Val::Unknown);
@@ -178,6 +227,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         etcd_client_ca_private_key: carried(|s| &s.etcd_client_ca_private_key),
         service_account_key: carried(|s| &s.service_account_key),
         deletion_protection: p.deletion_protection.clone(),
+        etcd_version: p.etcd_version.clone(),
     }
 }
 
@@ -299,6 +349,9 @@ impl Resource for ClusterResource {
             diags.push(
                 Diagnostic::error(summary, detail).at(AttributePath::attr("data_disk_size_gb")),
             );
+        }
+        if let Some(prior) = change.prior {
+            self.check_etcd_version(prior, p, diags).await;
         }
         if let Some(name) = p.name.known() {
             let prior = change.prior.map(|m| exposure_of(name, m));

@@ -87,6 +87,12 @@ pub async fn cluster(
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
         data_disk_type: Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into()),
+        // What the masters' etcd image says; an unpinned minor is assumed the default, whose plan then judges the
+        // change from etcd's own versions (a downgrade from a moved cluster version is refused, not rolled).
+        etcd_version: s(a
+            .etcd_version
+            .as_deref()
+            .unwrap_or(crate::domain::etcd_version::DEFAULT)),
         network: s(&a.network),
         // Not told apart from the network's default subnetwork: left to the configuration.
         subnetwork: Val::Null,

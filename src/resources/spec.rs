@@ -46,6 +46,8 @@ pub struct ClusterSpec {
     pub service_account_key: Val<String>,
     /// The cluster's `deletion_protection`: a replica's delete refuses to remove the last voting member while on.
     pub deletion_protection: Val<bool>,
+    /// The cluster's `etcd_version`: which etcd image the masters run.
+    pub etcd_version: Val<String>,
 }
 
 impl ClusterSpec {
@@ -80,6 +82,7 @@ impl ClusterSpec {
             ("etcd_client_ca_private_key", s()),
             ("service_account_key", s()),
             ("deletion_protection", Type::Bool),
+            ("etcd_version", s()),
         ])
     }
 
@@ -91,6 +94,9 @@ impl ClusterSpec {
         }
         if self.data_disk_type.is_null() {
             self.data_disk_type = Val::Known(DEFAULT_DATA_DISK_TYPE.into());
+        }
+        if self.etcd_version.is_null() {
+            self.etcd_version = Val::Known(crate::domain::etcd_version::DEFAULT.into());
         }
     }
 
@@ -110,6 +116,13 @@ impl ClusterSpec {
                 api_port: u16::try_from(*self.api_port.known()?).ok()?,
                 service_range: self.service_cluster_ip_range.known()?.parse().ok()?,
                 dns_domain: self.dns_domain.known()?,
+                // A spec stored before the setting: the masters run the default's image.
+                etcd_version: match &self.etcd_version {
+                    Val::Unknown => return None,
+                    v => v
+                        .known()
+                        .map_or(crate::domain::etcd_version::DEFAULT, String::as_str),
+                },
             },
         ))
     }
@@ -181,6 +194,11 @@ impl ClusterSpec {
             service_account_key: need(&s.service_account_key, "service account key")?,
             // Unknown or absent (a state from before the setting): protected, the safe side.
             deletion_protection: s.deletion_protection.known() != Some(&false),
+            etcd_version: s
+                .etcd_version
+                .known()
+                .cloned()
+                .unwrap_or_else(|| crate::domain::etcd_version::DEFAULT.into()),
         })
     }
 }

@@ -3,6 +3,7 @@
 
 use super::client::DISCOVERY_FILE;
 use crate::config::{LatencyProfile, SimConfig};
+use crate::etcd_bins::EtcdBins;
 use crate::fabric::{Fabric, NoFabric, live::LiveFabric};
 use clap::Args;
 use serde_json::json;
@@ -30,9 +31,12 @@ pub struct ServeArgs {
     /// Accept only `Authorization: Bearer T` (default: any bearer token).
     #[arg(long)]
     pub require_token: Option<String>,
-    /// The etcd binary VMs run (default: `etcd` on PATH).
+    /// The etcd binary VMs run (default: `etcd` on PATH). Repeatable: `MINOR=PATH` (e.g. `3.5=/opt/etcd35/etcd`)
+    /// is the binary for VMs whose etcd image has that minor version; a plain `PATH` serves every other minor.
+    /// With only `MINOR=PATH` forms, a VM whose image names another minor fails to boot, as its etcd would
+    /// crash-loop on GCE.
     #[arg(long)]
-    pub etcd_bin: Option<PathBuf>,
+    pub etcd_bin: Vec<String>,
     /// API only: no VM processes, NATs or load balancers.
     #[arg(long)]
     pub no_vms: bool,
@@ -79,16 +83,19 @@ pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
         latency.wait_deadline =
             Duration::try_from_secs_f64(s).map_err(|e| format!("--wait-deadline-secs: {e}"))?;
     }
-    let etcd_bin = match &args.etcd_bin {
-        Some(p) => p.clone(),
-        None => on_path("etcd").unwrap_or_else(|| PathBuf::from("etcd")),
-    };
+    let mut etcd_bins = EtcdBins::default();
+    for arg in &args.etcd_bin {
+        etcd_bins.add(arg)?;
+    }
+    if args.etcd_bin.is_empty() {
+        etcd_bins.default = Some(on_path("etcd").unwrap_or_else(|| PathBuf::from("etcd")));
+    }
     let mut cfg = SimConfig::for_tests(args.state_dir.clone());
     cfg.listen = args.listen;
     cfg.base_url = args.base_url.clone();
     cfg.require_token = args.require_token.clone();
     cfg.latency = latency;
-    cfg.etcd_bin = etcd_bin;
+    cfg.etcd_bins = etcd_bins;
     cfg.fabric = !args.no_vms;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -114,10 +121,10 @@ async fn signalled() -> Result<&'static str, String> {
 
 pub async fn run(args: ServeArgs) -> Result<(), String> {
     let cfg = config(&args)?;
-    if cfg.fabric && !cfg.etcd_bin.is_file() {
+    for bin in cfg.etcd_bins.all().filter(|b| cfg.fabric && !b.is_file()) {
         tracing::warn!(
-            "etcd binary {} not found: VMs will fail to boot (see `ha-sim status`)",
-            cfg.etcd_bin.display()
+            "etcd binary {} not found: VMs that need it will fail to boot (see `ha-sim status`)",
+            bin.display()
         );
     }
     let fabric: Arc<dyn Fabric> = if cfg.fabric {

@@ -101,7 +101,7 @@ struct Live {
 async fn start_live(dir: &std::path::Path) -> Live {
     let mut cfg = SimConfig::for_tests(dir.to_path_buf());
     cfg.fabric = true;
-    cfg.etcd_bin = testkit::etcd_bin();
+    cfg.etcd_bins = crate::etcd_bins::EtcdBins::single(testkit::etcd_bin());
     cfg.latency.lb_propagation = Duration::from_millis(200);
     let fabric = Arc::new(LiveFabric::start(&cfg).expect("fabric"));
     let guard = StopOnDrop(fabric.clone());

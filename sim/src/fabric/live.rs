@@ -260,7 +260,7 @@ impl Actual {
                         &spec.name,
                         spec.internal_ip,
                         &spec.metadata,
-                        &self.cfg.etcd_bin,
+                        &self.cfg.etcd_bins,
                         &self.opts,
                         &spec.disks,
                     )

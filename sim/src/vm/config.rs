@@ -171,6 +171,8 @@ pub(crate) struct Startup {
     /// The kube-apiserver container's image (`registry.k8s.io/kube-apiserver:v1.33.4`): its tag is the version the
     /// stand-in reports on `/version`.
     pub apiserver_image: String,
+    /// The etcd container's image (`registry.k8s.io/etcd:3.5.1-0`): its tag picks the etcd binary the VM runs.
+    pub etcd_image: String,
     /// The `healthcheck` sidecar in the kube-apiserver pod, if any.
     pub healthcheck: Option<Flags>,
     /// The etcd container's hostPath volume mounts: (path in the container, path on the VM).
@@ -303,6 +305,7 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         etcd_argv,
         apiserver,
         apiserver_image,
+        etcd_image: etcd.image.clone(),
         healthcheck,
         etcd_volumes,
         mounts,

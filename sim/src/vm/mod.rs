@@ -12,6 +12,7 @@ pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;
 
+use crate::etcd_bins::EtcdBins;
 use crate::net::background::Background;
 use crate::net::{Guard, Identify, PortMap, SharedIngress};
 use config::{HostMap, split_url};
@@ -156,7 +157,7 @@ impl Vm {
             name,
             internal_ip,
             metadata,
-            etcd_bin,
+            &EtcdBins::single(etcd_bin),
             opts,
             &BTreeMap::new(),
         )
@@ -170,7 +171,7 @@ impl Vm {
         name: &str,
         internal_ip: Ipv4Addr,
         metadata: &BTreeMap<String, String>,
-        etcd_bin: &Path,
+        etcd_bins: &EtcdBins,
         opts: &VmOptions,
         disks: &BTreeMap<String, PathBuf>,
     ) -> Result<VmHandle, VmError> {
@@ -187,10 +188,15 @@ impl Vm {
             write_guest_file(&map, f)?;
         }
         map.mounted = mount_disks(&startup, &map, disks)?;
+        // The image's version picks the binary, so replicas rolled to another etcd minor really run it.
+        let etcd_bin = etcd_bins
+            .for_image(&startup.etcd_image)
+            .map_err(VmError::Config)?;
         if !etcd_bin.is_file() {
             return Err(VmError::Config(format!(
-                "etcd binary {} not found",
-                etcd_bin.display()
+                "etcd binary {} (for image {}) not found",
+                etcd_bin.display(),
+                startup.etcd_image
             )));
         }
         let etcd_argv =
