@@ -218,9 +218,17 @@ pub fn preflight(world: &Observed, me: &str) -> Result<(), Refusal> {
             ),
         ));
     }
+    let me_down = members.iter().any(|m| m.name == me && !m.healthy);
+    // Its VM vanished (deleted by hand, or a roll killed between delete and create) while its member and data
+    // disk stayed: the rebuild restarts the same member on its own data. That takes away nothing that is not
+    // gone already, and the member needs no quorum to start, so the others' health does not matter. This is
+    // how a cluster whose majority of VMs vanished with their disks kept gets quorum back: each such replica is
+    // rebuilt regardless of the others, and etcd has quorum again once a majority runs.
+    if me_down && !world.instances.contains(me) {
+        return Ok(());
+    }
     // A roll resumed after its own member went down: with two members (or half of an even cluster) the others
     // then have no quorum and answer without a leader. Alive is enough for them; the restart brings quorum back.
-    let me_down = members.iter().any(|m| m.name == me && !m.healthy);
     let mut problems = Vec::new();
     for m in members.iter().filter(|m| m.name != me) {
         if m.is_learner {
@@ -522,6 +530,42 @@ mod tests {
         let (_, detail) = plan_preflight(&both, "m1").unwrap_err();
         assert!(detail.contains("m3 is unhealthy"), "{detail}");
         assert!(!detail.contains("m2"), "{detail}");
+    }
+
+    #[test]
+    fn a_vanished_vm_is_rebuilt_on_its_disk_whatever_the_others_health() {
+        // Two of three VMs deleted by hand, disks kept: etcd lost quorum, the survivor answers unhealthy.
+        let mut lost = world(&["m1", "m2", "m3"], &["m1", "m2", "m3"]);
+        lost.instances.remove("m2");
+        lost.instances.remove("m3");
+        if let Some(m) = lost
+            .members
+            .as_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|m| m.name == "m1")
+        {
+            m.answered = true;
+        }
+        // Each vanished replica is rebuilt now (no waiting for the other: neither could ever come back).
+        assert_eq!(preflight(&lost, "m2"), Ok(()));
+        assert_eq!(preflight(&lost, "m3"), Ok(()));
+        let want = build("e2-standard-2", "img-1");
+        assert_eq!(
+            roll_steps(&lost, "m2", None, Some(20), &want).unwrap(),
+            vec![RebuildInstance, AwaitMember, AwaitApi, Soak]
+        );
+        // A running replica still needs the others healthy before it is taken down.
+        let (_, detail) = preflight(&lost, "m1").unwrap_err();
+        assert!(detail.contains("m2 is unhealthy"), "{detail}");
+        // A vanished VM whose member is healthy cannot be (a VM list read before the VM came back): strict.
+        let mut racing = world(&["m1", "m2", "m3"], &["m3"]);
+        racing.instances.remove("m2");
+        assert!(preflight(&racing, "m2").is_err());
+        // A member etcd removed is not rebuilt: it is replaced.
+        let mut removed = lost.clone();
+        removed.members.as_mut().unwrap().retain(|m| m.name != "m2");
+        assert!(preflight(&removed, "m2").is_err());
     }
 
     #[test]
