@@ -20,6 +20,7 @@ pub struct ProviderConfig {
     pub access_token: Val<String>,
     pub impersonate_service_account: Val<String>,
     pub compute_custom_endpoint: Val<String>,
+    pub universe_domain: Val<String>,
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
     pub drain_delay: Val<String>,
@@ -34,6 +35,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("access_token").optional().sensitive().description("An OAuth 2.0 access token to use as is. Env: `GOOGLE_OAUTH_ACCESS_TOKEN`. Conflicts with `credentials`."))
         .attribute(Attribute::string("impersonate_service_account").optional().description("A service account email to impersonate with the credentials above. Env: `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`."))
         .attribute(Attribute::string("compute_custom_endpoint").optional().description("Base URL of the Compute Engine API, e.g. `http://127.0.0.1:8787/compute/v1/` for `ha-sim`. Env: `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint.").validator(string_check("An http(s) URL.", check_endpoint)))
+        .attribute(Attribute::string("universe_domain").optional().description("The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.").validator(string_check("A DNS domain like `googleapis.com`.", check_universe_domain)))
         .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
         .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
         .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
@@ -44,6 +46,21 @@ fn check_endpoint(s: &str) -> Result<(), (String, String)> {
         Ok(())
     } else {
         Err((format!("Invalid endpoint {s:?}"), "Write the Compute API base as a URL, like `https://compute.googleapis.com/compute/v1/`.".into()))
+    }
+}
+
+fn check_universe_domain(s: &str) -> Result<(), (String, String)> {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if s.contains('.') && s.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        Err((format!("Invalid universe domain {s:?}"), "Write the bare domain of the universe, like `googleapis.com`, without a scheme, a service name or a path.".into()))
     }
 }
 
@@ -126,6 +143,8 @@ impl Settings {
                 env,
                 &["GOOGLE_COMPUTE_CUSTOM_ENDPOINT"],
             ),
+            universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
+            user_agent: crate::settings::user_agent(""),
             etcd_dial_timeout: cfg
                 .etcd_dial_timeout
                 .known()
@@ -157,6 +176,7 @@ mod tests {
             access_token: Val::Null,
             impersonate_service_account: Val::Null,
             compute_custom_endpoint: Val::Null,
+            universe_domain: Val::Null,
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,
             drain_delay: Val::Null,
@@ -184,6 +204,44 @@ mod tests {
             !format!("{s:?}").contains("s3cr3t"),
             "secrets must not appear in Debug output"
         );
+    }
+
+    #[test]
+    fn the_universe_domain_comes_from_the_block_then_the_environment_and_must_be_a_bare_domain() {
+        let env: HashMap<String, String> = [(
+            "GOOGLE_CLOUD_UNIVERSE_DOMAIN".to_string(),
+            "env.example".to_string(),
+        )]
+        .into();
+        assert_eq!(
+            Settings::resolve(&cfg(), &env).universe_domain.as_deref(),
+            Some("env.example")
+        );
+        let mut c = cfg();
+        c.universe_domain = Val::Known("block.example".into());
+        assert_eq!(
+            Settings::resolve(&c, &env).universe_domain.as_deref(),
+            Some("block.example")
+        );
+        assert_eq!(
+            Settings::resolve(&cfg(), &HashMap::new()).universe_domain,
+            None
+        );
+        assert!(check_universe_domain("googleapis.com").is_ok());
+        assert!(check_universe_domain("s3nsapis.fr").is_ok());
+        for bad in [
+            "https://googleapis.com",
+            "compute.googleapis.com/compute/v1",
+            "localhost",
+            "a..b",
+            "-a.b",
+            "",
+        ] {
+            assert!(
+                check_universe_domain(bad).is_err(),
+                "{bad:?} should be refused"
+            );
+        }
     }
 
     #[test]

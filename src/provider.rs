@@ -68,7 +68,8 @@ impl Provider for HaProvider {
     ) {
         config::validate(&cfg, diags);
         let env = std::env::vars().collect();
-        let resolved = Settings::resolve(&cfg, &env);
+        let mut resolved = Settings::resolve(&cfg, &env);
+        resolved.user_agent = crate::settings::user_agent(terraform_version);
         tracing::debug!(terraform_version, project = ?resolved.project, region = ?resolved.region, auth = ?resolved.auth, "provider configured");
         if let Ok(mut s) = self.settings.write() {
             *s = resolved;

@@ -36,6 +36,12 @@ pub struct Settings {
     pub auth: Auth,
     pub impersonate_service_account: Option<String>,
     pub compute_endpoint: Option<String>,
+    /// The Google Cloud universe (`googleapis.com` unless a sovereign cloud's): the Compute endpoint and the
+    /// credentials follow it when no endpoint is set.
+    pub universe_domain: Option<String>,
+    /// What every Compute request says it is, so API audit logs and quota pages name the provider and the
+    /// Terraform that ran it (see [`user_agent`]).
+    pub user_agent: String,
     pub etcd_dial_timeout: Duration,
     pub etcd_via_internal_ip: bool,
     /// How long a replica out of the pool keeps serving before it stops (see the schema).
@@ -44,3 +50,37 @@ pub struct Settings {
 
 /// Settings shared by the provider and its resources; set by ConfigureProvider.
 pub type SharedSettings = Arc<RwLock<Settings>>;
+
+/// The universe when none is configured.
+pub const DEFAULT_UNIVERSE_DOMAIN: &str = "googleapis.com";
+
+/// The user agent of every Compute request, shaped like Google's provider's (`Terraform/<version>
+/// (+https://www.terraform.io) terraform-provider-google/<version>`), so operators can tell our calls apart in
+/// Cloud Audit Logs. OpenTofu reports its own version in the same field.
+pub fn user_agent(terraform_version: &str) -> String {
+    let ours = concat!("terraform-provider-ha/", env!("CARGO_PKG_VERSION"));
+    match terraform_version.trim() {
+        "" => ours.to_string(),
+        v => format!("Terraform/{v} (+https://www.terraform.io) {ours}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_agent_names_terraform_and_the_provider_with_their_versions() {
+        let ua = user_agent("1.10.5");
+        assert!(
+            ua.starts_with("Terraform/1.10.5 (+https://www.terraform.io) terraform-provider-ha/"),
+            "{ua}"
+        );
+        assert!(ua.ends_with(env!("CARGO_PKG_VERSION")), "{ua}");
+        // Without a version (tests that never configure the provider) the provider still names itself.
+        assert_eq!(
+            user_agent(""),
+            format!("terraform-provider-ha/{}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}

@@ -18,6 +18,10 @@ pub struct Entry {
     pub api: String,
     pub status: u16,
     pub millis: u64,
+    /// The caller's `User-Agent`, so tests can check who made each call (the provider names itself and the
+    /// Terraform that ran it; gcloud names itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
 }
 
 #[derive(Default, Debug)]

@@ -5,6 +5,7 @@ use super::Compute;
 use super::error::{Error, Result, last_segment};
 use super::types::{AddressInfo, AddressKind, AddressSpec, Fingerprint};
 use google_cloud_compute_v1::model::{Address, RegionSetLabelsRequest};
+use google_cloud_gax::options::RequestOptionsBuilder;
 use std::collections::BTreeMap;
 use tokio::time::Instant;
 
@@ -104,6 +105,7 @@ impl Compute {
                     .set_region(&spec.region)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await;
@@ -181,6 +183,7 @@ impl Compute {
                     .set_project(project)
                     .set_region(region)
                     .set_address(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -213,7 +216,7 @@ impl Compute {
                     if !page.is_empty() {
                         b = b.set_page_token(&page);
                     }
-                    b.send()
+                    b.with_user_agent(self.user_agent()).send()
                 })
                 .await?;
             out.extend(
@@ -255,6 +258,7 @@ impl Compute {
                     .set_resource(name)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await;
@@ -277,6 +281,7 @@ impl Compute {
                 .set_region(region)
                 .set_address(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await

@@ -100,17 +100,21 @@ fn from_json_or_path(given: &str) -> Result<Credentials> {
     built.map_err(|e| Error::Config(format!("{kind} credentials: {e}")))
 }
 
-/// The universe the clients talk to: Google Cloud unless `GOOGLE_CLOUD_UNIVERSE_DOMAIN` says otherwise (the SDK
-/// reads the same variable for the client side).
-fn universe_domain() -> String {
-    std::env::var("GOOGLE_CLOUD_UNIVERSE_DOMAIN")
-        .ok()
+/// The universe the credentials are for: the provider's `universe_domain` (itself defaulted from
+/// `GOOGLE_CLOUD_UNIVERSE_DOMAIN`), else Google Cloud's.
+fn universe_domain(configured: Option<&str>) -> String {
+    configured
         .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "googleapis.com".into())
+        .unwrap_or(crate::settings::DEFAULT_UNIVERSE_DOMAIN)
+        .to_string()
 }
 
 /// The credentials the Compute clients use.
-pub(crate) fn credentials(auth: &Auth, impersonate: Option<&str>) -> Result<Credentials> {
+pub(crate) fn credentials(
+    auth: &Auth,
+    impersonate: Option<&str>,
+    universe: Option<&str>,
+) -> Result<Credentials> {
     let base = match auth {
         Auth::AccessToken(t) => access_token(t)?,
         Auth::Credentials(c) => from_json_or_path(c)?,
@@ -118,7 +122,7 @@ pub(crate) fn credentials(auth: &Auth, impersonate: Option<&str>) -> Result<Cred
         // off GCE falls back to the metadata server; every client build would query it).
         Auth::Default => credentials::Builder::default()
             .with_scopes([CLOUD_PLATFORM])
-            .with_universe_domain(universe_domain())
+            .with_universe_domain(universe_domain(universe))
             .build()
             .map_err(|e| Error::Config(format!("application default credentials: {e}")))?,
     };

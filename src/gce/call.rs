@@ -9,6 +9,7 @@ use super::Compute;
 use super::error::{Error, Failure, Result, classify, last_segment, operation_error};
 use google_cloud_compute_v1::model::Operation;
 use google_cloud_compute_v1::model::operation::Status as OpStatus;
+use google_cloud_gax::options::RequestOptionsBuilder;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -234,6 +235,7 @@ impl Compute {
                             .set_project(&project)
                             .set_zone(&z)
                             .set_operation(&name)
+                            .with_user_agent(self.user_agent())
                             .send()
                     })
                     .await
@@ -246,6 +248,7 @@ impl Compute {
                             .set_project(&project)
                             .set_region(&r)
                             .set_operation(&name)
+                            .with_user_agent(self.user_agent())
                             .send()
                     })
                     .await
@@ -257,6 +260,7 @@ impl Compute {
                             .wait()
                             .set_project(&project)
                             .set_operation(&name)
+                            .with_user_agent(self.user_agent())
                             .send()
                     })
                     .await

@@ -5,6 +5,7 @@ use super::Compute;
 use super::error::{Result, last_segment};
 use super::types::DiskInfo;
 use google_cloud_compute_v1::model::{Disk, DisksResizeRequest};
+use google_cloud_gax::options::RequestOptionsBuilder;
 use tokio::time::Instant;
 
 fn info(d: &Disk) -> DiskInfo {
@@ -47,6 +48,7 @@ impl Compute {
                     .set_project(project)
                     .set_zone(zone)
                     .set_disk(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -65,6 +67,7 @@ impl Compute {
                 .set_zone(zone)
                 .set_disk(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await
@@ -95,6 +98,7 @@ impl Compute {
                 .set_disk(name)
                 .set_body(DisksResizeRequest::new().set_size_gb(size_gb))
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await?;

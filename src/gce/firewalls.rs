@@ -6,6 +6,7 @@ use super::error::{Error, Result, last_segment};
 use super::types::{FirewallInfo, FirewallSpec};
 use google_cloud_compute_v1::model::Firewall;
 use google_cloud_compute_v1::model::firewall::Allowed;
+use google_cloud_gax::options::RequestOptionsBuilder;
 use std::collections::BTreeSet;
 use tokio::time::Instant;
 
@@ -96,6 +97,7 @@ impl Compute {
                     .set_project(project)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await
@@ -132,6 +134,7 @@ impl Compute {
                 .set_firewall(&spec.name)
                 .set_body(body.clone())
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await?;
@@ -154,6 +157,7 @@ impl Compute {
                     .get()
                     .set_project(project)
                     .set_firewall(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -170,6 +174,7 @@ impl Compute {
                 .set_project(project)
                 .set_firewall(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await

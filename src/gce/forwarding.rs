@@ -5,6 +5,7 @@ use super::Compute;
 use super::error::{Error, Result, last_segment};
 use super::types::*;
 use google_cloud_compute_v1::model::{ForwardingRule, HttpHealthCheck};
+use google_cloud_gax::options::RequestOptionsBuilder;
 use tokio::time::Instant;
 
 fn rule_info(region: &str, f: &ForwardingRule) -> ForwardingRuleInfo {
@@ -72,6 +73,7 @@ impl Compute {
                     .set_project(project)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await
@@ -86,6 +88,7 @@ impl Compute {
                     .get()
                     .set_project(project)
                     .set_http_health_check(&spec.name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -112,6 +115,7 @@ impl Compute {
                     .get()
                     .set_project(project)
                     .set_http_health_check(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -128,6 +132,7 @@ impl Compute {
                 .set_project(project)
                 .set_http_health_check(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await
@@ -158,6 +163,7 @@ impl Compute {
                     .set_region(&spec.region)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await
@@ -213,6 +219,7 @@ impl Compute {
                     .set_project(project)
                     .set_region(region)
                     .set_forwarding_rule(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -235,6 +242,7 @@ impl Compute {
                 .set_region(region)
                 .set_forwarding_rule(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await

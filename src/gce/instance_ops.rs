@@ -6,6 +6,7 @@ use super::error::{Error, Result};
 use super::instances::{access_config, items};
 use super::types::{ExternalIp, InstanceInfo};
 use google_cloud_compute_v1::model::{InstancesSetLabelsRequest, Metadata};
+use google_cloud_gax::options::RequestOptionsBuilder;
 use std::collections::BTreeMap;
 use tokio::time::Instant;
 
@@ -59,6 +60,7 @@ impl Compute {
                         .set_network_interface(&now.nic_name)
                         .set_access_config(ac_name)
                         .set_request_id(rid)
+                        .with_user_agent(self.user_agent())
                         .send()
                 })
                 .await;
@@ -89,6 +91,7 @@ impl Compute {
                 .set_network_interface(&now.nic_name)
                 .set_body(body.clone())
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await?;
@@ -140,6 +143,7 @@ impl Compute {
                         .set_instance(name)
                         .set_body(body.clone())
                         .set_request_id(rid)
+                        .with_user_agent(self.user_agent())
                         .send()
                 })
                 .await;
@@ -180,6 +184,7 @@ impl Compute {
                         .set_instance(name)
                         .set_body(body.clone())
                         .set_request_id(rid)
+                        .with_user_agent(self.user_agent())
                         .send()
                 })
                 .await;

@@ -8,6 +8,7 @@ use google_cloud_compute_v1::model::{
     AccessConfig, AttachedDisk, AttachedDiskInitializeParams, Instance, Metadata, NetworkInterface,
     ServiceAccount, Tags, metadata::Items,
 };
+use google_cloud_gax::options::RequestOptionsBuilder;
 use std::collections::BTreeMap;
 use tokio::time::Instant;
 
@@ -249,6 +250,7 @@ impl Compute {
                     .set_zone(&spec.zone)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await
@@ -285,6 +287,7 @@ impl Compute {
                     .set_project(project)
                     .set_zone(zone)
                     .set_instance(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -319,7 +322,7 @@ impl Compute {
                     if !page.is_empty() {
                         b = b.set_page_token(&page);
                     }
-                    b.send()
+                    b.with_user_agent(self.user_agent()).send()
                 })
                 .await?;
             out.extend(
@@ -363,7 +366,7 @@ impl Compute {
                     if !page.is_empty() {
                         b = b.set_page_token(&page);
                     }
-                    b.send()
+                    b.with_user_agent(self.user_agent()).send()
                 })
                 .await?;
             for (scope, scoped) in &list.items {
@@ -405,6 +408,7 @@ impl Compute {
                 .set_zone(zone)
                 .set_instance(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await?;
@@ -426,6 +430,7 @@ impl Compute {
                 .set_zone(zone)
                 .set_instance(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await?;
@@ -453,6 +458,7 @@ impl Compute {
                 .set_instance(name)
                 .set_body(body.clone())
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await?;
@@ -471,6 +477,7 @@ impl Compute {
                 .set_zone(zone)
                 .set_instance(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await

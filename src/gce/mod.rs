@@ -31,8 +31,15 @@ use crate::settings::Settings;
 use google_cloud_compute_v1::client;
 use google_cloud_gax::retry_policy::NeverRetry;
 
-/// Google's endpoint, used when the settings name none.
-const DEFAULT_ENDPOINT: &str = "https://compute.googleapis.com";
+/// The Compute endpoint of a universe, used when the settings name no endpoint: `compute.googleapis.com` in
+/// Google Cloud, `compute.<domain>` in another universe (as Google's provider and the SDK derive it).
+fn universe_endpoint(universe_domain: Option<&str>) -> String {
+    let domain = universe_domain
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .unwrap_or(crate::settings::DEFAULT_UNIVERSE_DOMAIN);
+    format!("https://compute.{domain}")
+}
 
 /// The SDK clients, one per API service; they share one set of credentials.
 #[derive(Clone, Debug)]
@@ -57,6 +64,8 @@ pub struct Compute {
     project: Option<String>,
     clients: Clients,
     backoff: Backoff,
+    /// Sent with every request (see [`crate::settings::user_agent`]).
+    user_agent: String,
 }
 
 /// The SDK prepends the endpoint to paths that already start with `/compute/v1/`, so the endpoint must be the
@@ -85,6 +94,7 @@ impl Compute {
         let creds = auth::credentials(
             &settings.auth,
             settings.impersonate_service_account.as_deref(),
+            settings.universe_domain.as_deref(),
         )?;
         let endpoint = match settings
             .compute_endpoint
@@ -92,7 +102,7 @@ impl Compute {
             .filter(|e| !e.trim().is_empty())
         {
             Some(e) => normalize_endpoint(e)?,
-            None => DEFAULT_ENDPOINT.to_string(),
+            None => universe_endpoint(settings.universe_domain.as_deref()),
         };
         macro_rules! build {
             ($t:ident) => {
@@ -126,6 +136,7 @@ impl Compute {
             project: settings.project.clone().filter(|p| !p.is_empty()),
             clients,
             backoff: Backoff::default(),
+            user_agent: settings.user_agent.clone(),
         })
     }
 
@@ -141,6 +152,11 @@ impl Compute {
     pub fn with_backoff(mut self, backoff: Backoff) -> Compute {
         self.backoff = backoff;
         self
+    }
+
+    /// The user agent for one request (the SDK takes it per request, not per client).
+    fn user_agent(&self) -> String {
+        self.user_agent.clone()
     }
 
     pub fn project(&self) -> Result<&str> {

@@ -6,6 +6,7 @@ use super::types::*;
 use google_cloud_compute_v1::model::{
     InstanceReference, TargetPool, TargetPoolsAddInstanceRequest, TargetPoolsRemoveInstanceRequest,
 };
+use google_cloud_gax::options::RequestOptionsBuilder;
 use tokio::time::Instant;
 
 /// `…/zones/z/instances/i` → InstanceRef.
@@ -74,6 +75,7 @@ impl Compute {
                     .set_region(&spec.region)
                     .set_body(body.clone())
                     .set_request_id(rid)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await
@@ -117,6 +119,7 @@ impl Compute {
                     .set_project(project)
                     .set_region(region)
                     .set_target_pool(name)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -184,6 +187,7 @@ impl Compute {
                         .set_target_pool(pool)
                         .set_body(body)
                         .set_request_id(rid)
+                        .with_user_agent(self.user_agent())
                         .send()
                         .await
                 } else {
@@ -196,6 +200,7 @@ impl Compute {
                         .set_target_pool(pool)
                         .set_body(body)
                         .set_request_id(rid)
+                        .with_user_agent(self.user_agent())
                         .send()
                         .await
                 }
@@ -227,6 +232,7 @@ impl Compute {
                     .set_target_pool(pool)
                     .set_body(reference.clone())
                     // getHealth is a read sent as POST; retrying it is safe.
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -267,6 +273,7 @@ impl Compute {
                 .set_region(region)
                 .set_target_pool(name)
                 .set_request_id(rid)
+                .with_user_agent(self.user_agent())
                 .send()
         })
         .await

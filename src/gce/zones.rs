@@ -3,6 +3,7 @@
 use super::Compute;
 use super::error::{Error, Result, last_segment};
 use super::types::{RegionInfo, ZoneInfo};
+use google_cloud_gax::options::RequestOptionsBuilder;
 use tokio::time::Instant;
 
 impl Compute {
@@ -16,6 +17,7 @@ impl Compute {
                     .get()
                     .set_project(project)
                     .set_zone(zone)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await?;
@@ -46,6 +48,7 @@ impl Compute {
                     .get()
                     .set_project(project)
                     .set_region(region)
+                    .with_user_agent(self.user_agent())
                     .send()
             })
             .await

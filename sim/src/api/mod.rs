@@ -245,8 +245,13 @@ pub async fn handle(
         api: format!("compute.{api}"),
         status: response.status().as_u16(),
         millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        user_agent: headers
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
     };
     tracing::debug!(method = %entry.method, path = %entry.path, status = entry.status, "api call");
+    crate::provider_methods::note(&entry.api, entry.user_agent.as_deref());
     sim.reqlog().record(entry);
     response
 }

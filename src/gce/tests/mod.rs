@@ -8,6 +8,7 @@ mod addresses;
 mod instances;
 mod lb;
 mod retries;
+mod user_agent;
 
 use super::{Backoff, Compute};
 use crate::settings::{Auth, Settings};
