@@ -65,14 +65,78 @@ fn three_replicas_in_one_apply() {
         // The cluster and three replicas from nothing: Terraform creates the replicas in parallel; the provider
         // founds etcd with one and joins the others one at a time, building the load balancer on the way.
         set_zones(&ws, &["europe-west1-b", "europe-west1-c", "europe-west1-d"]);
+        sim.requests(true);
         ws.apply();
+        assert_every_call_names_the_provider_and_client(&ws, &sim);
         let first = outputs(&ws)["replicas"]["value"][0]
             .as_str()
             .unwrap()
             .to_string();
+        assert_masters_run_as_the_default_account_with_kube_ups_scopes(client, &sim, &first);
         write_keys(&sim, &first);
         check(client, &ws, &sim, 3);
         ws.destroy();
         assert_sim_empty(client, &sim);
     });
+}
+
+/// Every Compute call of an apply says who made it, as Google's provider does (`Terraform/<version>
+/// (+https://www.terraform.io) terraform-provider-ha/<version>`), with the version of the client that ran it, so
+/// operators can find the provider's calls in Cloud Audit Logs.
+fn assert_every_call_names_the_provider_and_client(ws: &Workspace, sim: &Sim) {
+    let client = ws.client();
+    let out = ws.run(&["version", "-json"]);
+    let reported: serde_json::Value = serde_json::from_str(&out.stdout).expect("version -json");
+    let version = reported["terraform_version"]
+        .as_str()
+        .expect("the client reports its version");
+    let want = format!("Terraform/{version} (+https://www.terraform.io) terraform-provider-ha/");
+    let log = sim.requests(false);
+    let entries = log["entries"].as_array().expect("request log entries");
+    assert!(!entries.is_empty(), "[{client}] the apply made no calls?");
+    for e in entries {
+        let ua = e["userAgent"].as_str().unwrap_or_default();
+        assert!(ua.starts_with(&want), "[{client}] want {want}…: {e}");
+    }
+}
+
+/// The kubelet and controllers on a master call Google's APIs with the VM's credentials: by default a master runs
+/// as the project's default Compute Engine account with kube-up's master scopes, as URLs (checked with gcloud).
+fn assert_masters_run_as_the_default_account_with_kube_ups_scopes(
+    client: acceptance_tests::Client,
+    sim: &Sim,
+    replica: &str,
+) {
+    let zone = sim.instance(replica)["zone"]
+        .as_str()
+        .and_then(|z| z.rsplit('/').next())
+        .expect("the replica's zone")
+        .to_string();
+    let vm = sim
+        .gcloud(&["compute", "instances", "describe", replica, "--zone", &zone])
+        .unwrap_or_else(|e| panic!("[{client}] {e}"));
+    let account = &vm["serviceAccounts"][0];
+    assert!(
+        account["email"]
+            .as_str()
+            .is_some_and(|e| e.ends_with("-compute@developer.gserviceaccount.com")),
+        "[{client}] {vm}"
+    );
+    let mut scopes: Vec<&str> = account["scopes"]
+        .as_array()
+        .expect("scopes")
+        .iter()
+        .filter_map(|s| s.as_str())
+        .collect();
+    scopes.sort();
+    assert_eq!(
+        scopes,
+        [
+            "https://www.googleapis.com/auth/compute",
+            "https://www.googleapis.com/auth/devstorage.read_only",
+            "https://www.googleapis.com/auth/logging.write",
+            "https://www.googleapis.com/auth/monitoring",
+        ],
+        "[{client}]"
+    );
 }

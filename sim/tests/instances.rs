@@ -337,3 +337,51 @@ async fn set_labels_needs_the_current_fingerprint_and_rotates_it() {
     assert_eq!(after["labels"], json!({"a": "b"}));
     assert_ne!(after["labelFingerprint"], fp);
 }
+
+/// GCE resolves `default` to the project's default Compute Engine account, keeps URL scopes, refuses gcloud's
+/// aliases (gcloud expands them before calling) and more than one account.
+#[tokio::test]
+async fn service_accounts_resolve_default_and_take_scope_urls_only() {
+    let sim = start().await;
+    let mut body = instance_body("m1", Z);
+    let scope = "https://www.googleapis.com/auth/compute";
+    body["serviceAccounts"] = json!([{"email": "default", "scopes": [scope]}]);
+    let i = instance(&sim, "m1", Z, Some(body)).await;
+    let email = i["serviceAccounts"][0]["email"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        email.ends_with("-compute@developer.gserviceaccount.com") && email.len() > 40,
+        "{i}"
+    );
+    assert_eq!(i["serviceAccounts"][0]["scopes"], json!([scope]));
+    // The same project's default account every time.
+    let mut again = instance_body("m2", Z);
+    again["serviceAccounts"] = json!([{"email": "default", "scopes": [scope]}]);
+    let j = instance(&sim, "m2", Z, Some(again)).await;
+    assert_eq!(j["serviceAccounts"][0]["email"], email.as_str());
+
+    let mut alias = instance_body("x", Z);
+    alias["serviceAccounts"] = json!([{"email": "default", "scopes": ["compute-rw"]}]);
+    let r = sim.post(&format!("zones/{Z}/instances"), alias).await;
+    r.expect(400, "invalid");
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scopes[0]"),
+        "{}",
+        r.body
+    );
+    let mut two = instance_body("x", Z);
+    two["serviceAccounts"] = json!([{"email": "default"}, {"email": "default"}]);
+    sim.post(&format!("zones/{Z}/instances"), two)
+        .await
+        .expect(400, "invalid");
+    let mut none = instance_body("x", Z);
+    none["serviceAccounts"] = json!([{"scopes": [scope]}]);
+    sim.post(&format!("zones/{Z}/instances"), none)
+        .await
+        .expect(400, "required");
+}

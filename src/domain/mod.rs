@@ -20,6 +20,7 @@ pub mod protection;
 pub mod quorum;
 pub mod replica_drift;
 pub mod roll;
+pub mod service_account;
 pub mod shape;
 pub mod step;
 pub mod topology;

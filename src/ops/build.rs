@@ -33,6 +33,8 @@ pub fn build_of(spec: &Spec) -> Build {
         service_range: spec.service_range,
         dns_domain: &spec.dns_domain,
         etcd_version: &spec.etcd_version,
+        service_account: &spec.service_account,
+        service_account_scopes: &spec.service_account_scopes,
     })
 }
 
@@ -139,7 +141,10 @@ pub async fn create_instance(
         tags,
         labels,
         metadata: master::metadata_items(cfg),
-        service_account: None,
+        service_account: Some(crate::gce::ServiceAccount {
+            email: spec.service_account.clone(),
+            scopes: spec.service_account_scopes.clone(),
+        }),
         data_disk: Some(data_disk),
     };
     Ok(ctx.compute.insert_instance(&instance, deadline).await?)

@@ -93,6 +93,9 @@ pub struct Spec {
     pub deletion_protection: bool,
     /// The etcd version masters run (`3.4`, `3.5` or a pinned patch): `domain::etcd_version` maps it to an image.
     pub etcd_version: String,
+    /// Who the master VMs run as, and the OAuth scopes as URLs (`domain::service_account`).
+    pub service_account: String,
+    pub service_account_scopes: Vec<String>,
 }
 
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.

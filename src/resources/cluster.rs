@@ -50,6 +50,8 @@ pub struct ClusterModel {
     pub drift: Val<Vec<String>>,
     pub deletion_protection: Val<bool>,
     pub etcd_version: Val<String>,
+    pub service_account: Val<String>,
+    pub service_account_scopes: Val<Vec<String>>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -98,6 +100,8 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
         .attribute(Attribute::string("etcd_version").default(s(crate::domain::etcd_version::DEFAULT)).description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.1, `registry.k8s.io/etcd:3.5.1-0`), or that pinned patch. Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. The default stays `\"3.4\"`, so upgrading the provider rolls no existing cluster. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
+        .attribute(Attribute::string("service_account").default(s(crate::domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", crate::domain::service_account::check_email)))
+        .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(crate::domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). Defaults to kube-up's master scopes: `storage-ro`, `compute-rw`, `monitoring`, `logging-write`. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| crate::domain::service_account::scope_url(x).map(|_| ()))))
         .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
 }
 
@@ -228,6 +232,8 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         service_account_key: carried(|s| &s.service_account_key),
         deletion_protection: p.deletion_protection.clone(),
         etcd_version: p.etcd_version.clone(),
+        service_account: p.service_account.clone(),
+        service_account_scopes: p.service_account_scopes.clone(),
     }
 }
 

@@ -93,6 +93,14 @@ pub async fn cluster(
             .etcd_version
             .as_deref()
             .unwrap_or(crate::domain::etcd_version::DEFAULT)),
+        // Assumed the defaults, like the image: GCE shows `default` resolved to the account's email, which would
+        // read as a change of account.
+        service_account: s(crate::domain::service_account::DEFAULT_EMAIL),
+        service_account_scopes: Val::Known(
+            crate::domain::service_account::DEFAULT_SCOPES
+                .map(String::from)
+                .to_vec(),
+        ),
         network: s(&a.network),
         // Not told apart from the network's default subnetwork: left to the configuration.
         subnetwork: Val::Null,

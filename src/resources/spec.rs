@@ -48,6 +48,9 @@ pub struct ClusterSpec {
     pub deletion_protection: Val<bool>,
     /// The cluster's `etcd_version`: which etcd image the masters run.
     pub etcd_version: Val<String>,
+    /// The cluster's `service_account` and `service_account_scopes`: who the master VMs run as.
+    pub service_account: Val<String>,
+    pub service_account_scopes: Val<Vec<String>>,
 }
 
 impl ClusterSpec {
@@ -83,6 +86,8 @@ impl ClusterSpec {
             ("service_account_key", s()),
             ("deletion_protection", Type::Bool),
             ("etcd_version", s()),
+            ("service_account", s()),
+            ("service_account_scopes", Type::list(s())),
         ])
     }
 
@@ -98,12 +103,27 @@ impl ClusterSpec {
         if self.etcd_version.is_null() {
             self.etcd_version = Val::Known(crate::domain::etcd_version::DEFAULT.into());
         }
+        // Masters made before the setting run without a service account; the default gives them one, which
+        // shows in the replicas' plan as a roll (`service_account` in `master_settings`).
+        if self.service_account.is_null() {
+            self.service_account = Val::Known(crate::domain::service_account::DEFAULT_EMAIL.into());
+        }
+        if self.service_account_scopes.is_null() {
+            self.service_account_scopes = Val::Known(
+                crate::domain::service_account::DEFAULT_SCOPES
+                    .map(String::from)
+                    .to_vec(),
+            );
+        }
     }
 
     /// What these settings make of a master, when every one of them is known (they come from configuration, so
     /// they are at plan, even while the cluster's IP and CAs are not).
     pub fn build(&self) -> Option<crate::domain::roll::Build> {
         let tags = self.tags.known().cloned().unwrap_or_default();
+        let scopes =
+            crate::domain::service_account::scope_urls(self.service_account_scopes.known()?)
+                .ok()?;
         Some(crate::domain::roll::Build::from_settings(
             &crate::domain::roll::BuildSettings {
                 machine_type: self.machine_type.known()?,
@@ -123,6 +143,8 @@ impl ClusterSpec {
                         .known()
                         .map_or(crate::domain::etcd_version::DEFAULT, String::as_str),
                 },
+                service_account: self.service_account.known()?,
+                service_account_scopes: &scopes,
             },
         ))
     }
@@ -199,6 +221,12 @@ impl ClusterSpec {
                 .known()
                 .cloned()
                 .unwrap_or_else(|| crate::domain::etcd_version::DEFAULT.into()),
+            service_account: need(&s.service_account, "service_account")?,
+            service_account_scopes: crate::domain::service_account::scope_urls(&need(
+                &s.service_account_scopes,
+                "service_account_scopes",
+            )?)
+            .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
         })
     }
 }

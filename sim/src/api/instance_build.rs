@@ -106,3 +106,52 @@ pub fn network_interface(
     }
     Ok(())
 }
+
+/// `serviceAccounts` as GCE takes it: at most one account; `default` becomes the project's default Compute Engine
+/// service account (`<project number>-compute@developer.gserviceaccount.com`); scopes must be URLs (gcloud expands
+/// its aliases before calling; the API does not).
+pub fn service_accounts(req: &Req, accounts: Option<&mut serde_json::Value>) -> ApiResult<()> {
+    let Some(serde_json::Value::Array(accounts)) = accounts else {
+        return Ok(());
+    };
+    if accounts.len() > 1 {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'resource.serviceAccounts': ''. At most one service account can be specified.",
+        ));
+    }
+    for (n, account) in accounts.iter_mut().enumerate() {
+        let email = account["email"].as_str().unwrap_or_default().to_string();
+        if email.is_empty() {
+            return Err(ApiError::required(&format!(
+                "resource.serviceAccounts[{n}].email"
+            )));
+        }
+        if email == "default" {
+            account["email"] = format!(
+                "{}-compute@developer.gserviceaccount.com",
+                project_number(&req.project)
+            )
+            .into();
+        }
+        let scopes = account["scopes"].as_array().cloned().unwrap_or_default();
+        for (k, scope) in scopes.iter().enumerate() {
+            let scope = scope.as_str().unwrap_or_default();
+            if !scope.starts_with("https://") {
+                return Err(ApiError::invalid_field(
+                    &format!("resource.serviceAccounts[{n}].scopes[{k}]"),
+                    scope,
+                    "Scopes must be URLs",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A stable 12-digit project number for a project id (GCE's numbers are opaque; this one only has to stay the same).
+fn project_number(project: &str) -> u64 {
+    let h = project.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    100_000_000_000 + h % 900_000_000_000
+}

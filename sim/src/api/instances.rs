@@ -177,6 +177,7 @@ fn insert(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
     }
     instance_meta::check_metadata(&i.metadata)?;
     instance_meta::check_labels(&i.labels)?;
+    instance_build::service_accounts(req, i.extra.get_mut("serviceAccounts"))?;
     // Last, because it creates boot disks: nothing may fail after it (an error must leave the cloud unchanged).
     let before = cloud.disks.clone();
     let mut devices = BTreeSet::new();
