@@ -21,6 +21,7 @@ pub mod fabric;
 pub mod faults;
 pub mod net;
 pub mod ops;
+pub mod provider_methods;
 pub mod reqlog;
 pub mod server;
 pub mod state;
