@@ -5,8 +5,9 @@
 //! faults are cleared the next apply must finish the job: the walk-through's full check then holds (plan empty,
 //! members == replicas and voting, every key, the static IP serves, nothing leaked).
 //!
-//! It prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share for a
-//! longer run (docs/benchmarks.md).
+//! It prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share and
+//! `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded in
+//! docs/benchmarks.md.
 
 use std::time::Duration;
 
@@ -85,12 +86,58 @@ fn fired(sim: &Sim) -> u64 {
         .sum()
 }
 
+fn rounds() -> usize {
+    std::env::var("HA_FAULT_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
 /// A change the run makes: its label, the replicas' zones and the other variables.
 type Change = (
-    &'static str,
+    String,
     &'static [&'static str],
-    &'static [(&'static str, &'static str)],
+    Vec<(&'static str, &'static str)>,
 );
+
+/// Round 0 grows 1→3, rolls to e2-standard-4 and shrinks to 2; each later round grows 2→3, rolls to the other
+/// machine type and shrinks to 2 again.
+fn changes(rounds: usize) -> Vec<Change> {
+    let machine = |round: usize| {
+        if round % 2 == 0 {
+            "e2-standard-4"
+        } else {
+            "e2-standard-2"
+        }
+    };
+    let mut out = Vec::new();
+    for round in 0..rounds {
+        let (before, after) = (machine(round + 1), machine(round));
+        let from = if round == 0 { 1 } else { 2 };
+        let grow_vars = if round == 0 {
+            vec![]
+        } else {
+            vec![("machine_type", before)]
+        };
+        out.push((
+            format!("round {round}: grow {from}→3"),
+            &ZONES[..],
+            grow_vars,
+        ));
+        out.push((
+            format!("round {round}: roll the machine type to {after}"),
+            &ZONES[..],
+            vec![("machine_type", after)],
+        ));
+        out.push((
+            format!("round {round}: shrink 3→2"),
+            &ZONES[..2],
+            vec![("machine_type", after)],
+        ));
+    }
+    out
+}
 
 fn changes_under_random_faults(client: Client) {
     let seed = seed();
@@ -108,19 +155,7 @@ fn changes_under_random_faults(client: Client) {
         .to_string();
     write_keys(&sim, &first);
 
-    let changes: [Change; 3] = [
-        ("grow 1→3", &ZONES, &[]),
-        (
-            "roll the machine type",
-            &ZONES,
-            &[("machine_type", "e2-standard-4")],
-        ),
-        (
-            "shrink 3→2",
-            &ZONES[..2],
-            &[("machine_type", "e2-standard-4")],
-        ),
-    ];
+    let changes = changes(rounds());
     let (mut converged, mut second_runs, mut faults_fired) = (0, 0, 0);
     for (n, (label, zones, vars)) in changes.iter().enumerate() {
         set_vars(&ws, zones, vars);
