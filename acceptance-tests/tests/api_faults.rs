@@ -105,7 +105,7 @@ type Change = (
 /// machine type and shrinks to 2 again.
 fn changes(rounds: usize) -> Vec<Change> {
     let machine = |round: usize| {
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             "e2-standard-4"
         } else {
             "e2-standard-2"
