@@ -263,20 +263,6 @@ fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn port_ranges_normalise_like_gce() {
-        assert_eq!(normalise_port_range("443").unwrap(), "443-443");
-        assert_eq!(normalise_port_range("80-90").unwrap(), "80-90");
-        assert!(normalise_port_range("90-80").is_err());
-        assert!(normalise_port_range("http").is_err());
-        assert!(normalise_port_range("0").is_err());
-    }
-}
-
 /// What `gcloud compute forwarding-rules list` calls: every region, with `forwardingRules` or with the
 /// NO_RESULTS_ON_PAGE warning real GCE sends for empty scopes (global rules are not simulated).
 fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
@@ -312,4 +298,18 @@ fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
         serde_json::json!({"kind": "compute#forwardingRuleAggregatedList", "id": rel, "items": items,
         "selfLink": sim.links.url(&rel)}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_ranges_normalise_like_gce() {
+        assert_eq!(normalise_port_range("443").unwrap(), "443-443");
+        assert_eq!(normalise_port_range("80-90").unwrap(), "80-90");
+        assert!(normalise_port_range("90-80").is_err());
+        assert!(normalise_port_range("http").is_err());
+        assert!(normalise_port_range("0").is_err());
+    }
 }
