@@ -68,6 +68,8 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     let pd = disk(&sim, "pd", z).await;
     sim.get(&format!("zones/{z}/disks")).await;
     sim.get("aggregated/disks").await;
+    sim.get("aggregated/addresses").await;
+    sim.get("aggregated/forwardingRules").await;
     sim.ok(
         "POST",
         &format!("{base}/attachDisk"),

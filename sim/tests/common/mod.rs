@@ -64,6 +64,10 @@ pub fn contract_check(kind: &str, text: &str) {
         "compute#diskAggregatedList" => p::<gce::DiskAggregatedList>(kind, text),
         "compute#address" => p::<gce::Address>(kind, text),
         "compute#addressList" => p::<gce::AddressList>(kind, text),
+        "compute#addressAggregatedList" => p::<gce::AddressAggregatedList>(kind, text),
+        "compute#forwardingRuleAggregatedList" => {
+            p::<gce::ForwardingRuleAggregatedList>(kind, text)
+        }
         "compute#firewall" => p::<gce::Firewall>(kind, text),
         "compute#firewallList" => p::<gce::FirewallList>(kind, text),
         "compute#httpHealthCheck" => p::<gce::HttpHealthCheck>(kind, text),
