@@ -88,6 +88,14 @@ impl Workspace {
         self.client
     }
 
+    /// Runs every later command under `client`, on the same directory, state and lock file: the churn run
+    /// alternates the clients on one state, as a team whose members use different clients would. The
+    /// configuration must then name the provider by its full address (`registry.terraform.io/hamaster/ha`),
+    /// which both clients read the same way, and `init` must run again under the new client.
+    pub fn switch_client(&mut self, client: Client) {
+        self.client = client;
+    }
+
     pub fn mirror(&self) -> &Mirror {
         &self.mirror
     }

@@ -1,0 +1,343 @@
+//! Seeded churn (reliability suite R1): a random sequence of user changes, drawn from a seed, applied one after
+//! another to one cluster of 1–5 replicas, with Terraform and OpenTofu taking turns on the same state and a writer
+//! putting keys into etcd during every apply. The changes are the ones users make: add replicas, remove them,
+//! swap one for another in one apply, replace one (`-replace`), move one to another zone, roll the machine type,
+//! grow and roll in one apply, and upgrade etcd 3.4 → 3.5 once.
+//!
+//! After every step the walk-through's full check holds (the next plan is empty, members == replicas and all
+//! voting, the static IP serves, ha-sim holds exactly what state knows), every key the writer had acknowledged
+//! is still there, and each replica's etcd data disk exists and no other. A failure names the seed and the step:
+//! `HA_CHURN_SEED=<seed> HA_CHURN_STEPS=<n>` replays the same sequence. `make test` runs ten steps; the long run
+//! (`HA_CHURN_STEPS=100`) is recorded in docs/benchmarks.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use acceptance_tests::walk::{check, walk_config_in, write_keys};
+use acceptance_tests::{Client, Sim, Workspace};
+use rand::{RngExt, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+/// The region's four zones (us-central1 is the sim's only region with four); a fifth replica shares a zone.
+const ZONES: [&str; 4] = [
+    "us-central1-a",
+    "us-central1-b",
+    "us-central1-c",
+    "us-central1-f",
+];
+const MAX_REPLICAS: usize = 5;
+const MACHINE_TYPES: [&str; 2] = ["e2-standard-2", "e2-standard-4"];
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
+/// The walk-through's configuration with replicas keyed by name (`var.replicas`: key → zone), so two may share a
+/// zone, and the provider named by its full address, which Terraform and OpenTofu read the same way: they take
+/// turns on one state.
+fn config(sim: &Sim) -> String {
+    let base = walk_config_in(sim, ZONES[0]);
+    let edits = [
+        (
+            r#"ha = { source = "hamaster/ha" }"#,
+            r#"ha = { source = "registry.terraform.io/hamaster/ha" }"#,
+        ),
+        (
+            "variable \"zones\" {\n  type = list(string)\n}",
+            "variable \"replicas\" {\n  type = map(string)\n}",
+        ),
+        ("for_each = toset(var.zones)", "for_each = var.replicas"),
+    ];
+    edits.iter().fold(base, |config, (from, to)| {
+        assert!(
+            config.contains(from),
+            "the walk-through's config lost {from:?}"
+        );
+        config.replacen(from, to, 1)
+    })
+}
+
+/// What the configuration says: the replicas (key → zone) and the cluster's settings that roll.
+#[derive(Clone, Debug)]
+struct Desired {
+    replicas: BTreeMap<String, String>,
+    machine_type: &'static str,
+    etcd_version: &'static str,
+    /// The next replica key to hand out, so a removed key is never reused by a later add.
+    next_key: usize,
+}
+
+impl Desired {
+    fn tfvars(&self) -> String {
+        serde_json::json!({
+            "replicas": self.replicas,
+            "machine_type": self.machine_type,
+            "etcd_version": self.etcd_version,
+        })
+        .to_string()
+    }
+
+    fn new_key(&mut self) -> String {
+        self.next_key += 1;
+        format!("r{:02}", self.next_key)
+    }
+}
+
+/// One step of the sequence: the new configuration, and the resources to `-replace` as well.
+struct Step {
+    label: String,
+    desired: Desired,
+    replace: Vec<String>,
+}
+
+fn pick_zone(rng: &mut Pcg64Mcg) -> String {
+    ZONES[rng.random_range(0..ZONES.len())].to_string()
+}
+
+fn pick_key(rng: &mut Pcg64Mcg, d: &Desired) -> String {
+    let keys: Vec<&String> = d.replicas.keys().collect();
+    keys[rng.random_range(0..keys.len())].clone()
+}
+
+/// Draws the next change from what the configuration says now; only changes a user could make on a healthy
+/// cluster (never below one replica or above five, a swap or replace only with a replica left to serve).
+fn draw(rng: &mut Pcg64Mcg, now: &Desired) -> Step {
+    let n = now.replicas.len();
+    loop {
+        let mut d = now.clone();
+        let mut replace = Vec::new();
+        // Membership changes weigh most (three in ten draws add, two remove), so the size wanders over 1–5.
+        let label = match rng.random_range(0..10) {
+            0..=2 if n < MAX_REPLICAS => {
+                let k = rng.random_range(1..=(MAX_REPLICAS - n).min(2));
+                for _ in 0..k {
+                    let key = d.new_key();
+                    d.replicas.insert(key, pick_zone(rng));
+                }
+                format!("add {k} ({n}→{})", n + k)
+            }
+            3 | 4 if n > 1 => {
+                let k = rng.random_range(1..=(n - 1).min(2));
+                for _ in 0..k {
+                    let key = pick_key(rng, &d);
+                    d.replicas.remove(&key);
+                }
+                format!("remove {k} ({n}→{})", n - k)
+            }
+            5 if n > 1 => {
+                let gone = pick_key(rng, &d);
+                d.replicas.remove(&gone);
+                let key = d.new_key();
+                let zone = pick_zone(rng);
+                d.replicas.insert(key.clone(), zone.clone());
+                format!("swap {gone} for {key} in {zone} in one apply ({n} replicas)")
+            }
+            6 if n > 1 => {
+                let key = pick_key(rng, &d);
+                replace.push(format!("ha_master_replica.r[\"{key}\"]"));
+                format!("replace {key} (-replace, {n} replicas)")
+            }
+            7 if n > 1 => {
+                let key = pick_key(rng, &d);
+                let from = d.replicas[&key].clone();
+                let others: Vec<&str> = ZONES.iter().copied().filter(|z| *z != from).collect();
+                let to = others[rng.random_range(0..others.len())].to_string();
+                d.replicas.insert(key.clone(), to.clone());
+                format!("move {key} from {from} to {to} ({n} replicas)")
+            }
+            8 => {
+                d.machine_type = other_machine_type(d.machine_type);
+                format!("roll {n} replica(s) to {}", d.machine_type)
+            }
+            9 if n < MAX_REPLICAS && rng.random_bool(0.7) => {
+                let key = d.new_key();
+                d.replicas.insert(key.clone(), pick_zone(rng));
+                d.machine_type = other_machine_type(d.machine_type);
+                format!(
+                    "add {key} and roll the others to {} in one apply ({n}→{})",
+                    d.machine_type,
+                    n + 1
+                )
+            }
+            9 if d.etcd_version == "3.4" => {
+                d.etcd_version = "3.5";
+                format!("upgrade etcd 3.4 → 3.5 on {n} replica(s)")
+            }
+            _ => continue,
+        };
+        return Step {
+            label,
+            desired: d,
+            replace,
+        };
+    }
+}
+
+fn other_machine_type(now: &str) -> &'static str {
+    if now == MACHINE_TYPES[0] {
+        MACHINE_TYPES[1]
+    } else {
+        MACHINE_TYPES[0]
+    }
+}
+
+/// Puts `churn/<n>` about every 100 ms through the first replica whose etcd answers, re-reading the replicas from
+/// the sim as they come and go, until `stop`. Returns the keys etcd acknowledged and the next key's number.
+fn write_during(sim: &Sim, start: usize, stop: &AtomicBool) -> (Vec<String>, usize) {
+    let mut acked = Vec::new();
+    let mut vms = sim.names("instances");
+    let mut refreshed = Instant::now();
+    let mut n = start;
+    while !stop.load(Ordering::Relaxed) {
+        if refreshed.elapsed() > Duration::from_secs(1) {
+            vms = sim.names("instances");
+            refreshed = Instant::now();
+        }
+        let key = format!("churn/{n:06}");
+        let ok = vms.iter().any(|vm| {
+            sim.try_ssh(vm, &["etcdctl", "--command-timeout=1s", "put", &key, "v"])
+                .is_ok_and(|o| o.trim() == "OK")
+        });
+        if ok {
+            acked.push(key);
+        }
+        n += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (acked, n)
+}
+
+/// Every acknowledged key must be there, seen from `vm`.
+fn assert_keys_kept(sim: &Sim, vm: &str, acked: &BTreeSet<String>) {
+    let present: BTreeSet<String> = sim
+        .ssh(vm, &["etcdctl", "get", "churn/", "--prefix", "--keys-only"])
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    let lost: Vec<&String> = acked.difference(&present).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged key(s) lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+}
+
+/// Each replica has its etcd data disk `<replica>-pd`, and the sim has no other disk of the cluster.
+fn assert_disks_match(sim: &Sim, replicas: &BTreeSet<String>) {
+    let data: BTreeSet<String> = sim
+        .names("disks")
+        .into_iter()
+        .filter(|d| d.ends_with("-pd"))
+        .collect();
+    let want: BTreeSet<String> = replicas.iter().map(|r| format!("{r}-pd")).collect();
+    assert_eq!(data, want, "etcd data disks in the sim");
+}
+
+fn replicas_in_state(ws: &Workspace) -> BTreeSet<String> {
+    acceptance_tests::walk::outputs(ws)["replicas"]["value"]
+        .as_array()
+        .expect("replicas output")
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_seeded_sequence_of_user_changes_keeps_every_key_and_leaks_nothing() {
+    let seed = env_number("HA_CHURN_SEED").unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            % 1_000_000
+    });
+    let steps = env_number("HA_CHURN_STEPS").unwrap_or(10) as usize;
+    eprintln!("churn: HA_CHURN_SEED={seed} HA_CHURN_STEPS={steps}");
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let clients = Client::all();
+    let first = rng.random_range(0..clients.len());
+
+    let sim = Sim::start("churn");
+    let mut ws = Workspace::new(clients[first], "churn").with_timeout(Duration::from_secs(900));
+    ws.write_main_tf(&config(&sim));
+    let mut now = Desired {
+        replicas: BTreeMap::new(),
+        machine_type: MACHINE_TYPES[0],
+        etcd_version: "3.4",
+        next_key: 0,
+    };
+    let key = now.new_key();
+    now.replicas.insert(key, pick_zone(&mut rng));
+    ws.write_file("terraform.tfvars.json", &now.tfvars());
+    ws.init();
+    ws.apply();
+    let first_vm = replicas_in_state(&ws).into_iter().next().unwrap();
+    write_keys(&sim, &first_vm);
+
+    let acked = Mutex::new(BTreeSet::new());
+    let mut next_key = 0;
+    let mut initialised = vec![clients[first]];
+    let started = Instant::now();
+    for i in 0..steps {
+        let client = clients[(first + i + 1) % clients.len()];
+        let step = draw(&mut rng, &now);
+        let context = format!(
+            "churn step {}/{steps} under {client} (HA_CHURN_SEED={seed}): {}",
+            i + 1,
+            step.label
+        );
+        eprintln!("{context}");
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            ws.switch_client(client);
+            if !initialised.contains(&client) {
+                ws.init();
+                initialised.push(client);
+            }
+            ws.write_file("terraform.tfvars.json", &step.desired.tfvars());
+            let mut args = vec!["apply", "-input=false", "-no-color", "-auto-approve"];
+            let replace: Vec<String> = step
+                .replace
+                .iter()
+                .map(|r| format!("-replace={r}"))
+                .collect();
+            args.extend(replace.iter().map(String::as_str));
+            let stop = AtomicBool::new(false);
+            let (out, (written, next)) = std::thread::scope(|s| {
+                let writer = s.spawn(|| write_during(&sim, next_key, &stop));
+                let out = ws.run(&args);
+                stop.store(true, Ordering::Relaxed);
+                (out, writer.join().expect("writer"))
+            });
+            next_key = next;
+            out.assert_success();
+            acked.lock().unwrap().extend(written);
+            check(client, &ws, &sim, step.desired.replicas.len());
+            let replicas = replicas_in_state(&ws);
+            for vm in &replicas {
+                assert_keys_kept(&sim, vm, &acked.lock().unwrap());
+            }
+            assert_disks_match(&sim, &replicas);
+        }));
+        if let Err(panic) = outcome {
+            eprintln!(
+                "FAILED at {context}; replay with HA_CHURN_SEED={seed} HA_CHURN_STEPS={steps}"
+            );
+            std::panic::resume_unwind(panic);
+        }
+        now = step.desired;
+    }
+    let keys = acked.lock().unwrap().len();
+    let report = format!(
+        "churn seed {seed}: steps {steps}/{steps} converged, keys lost 0 of {keys} acknowledged, leaked 0 ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("{report}");
+    println!("{report}");
+    ws.destroy();
+    acceptance_tests::walk::assert_sim_empty(ws.client(), &sim);
+}
