@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use acceptance_tests::{Client, Workspace, for_each_client, repo_root};
+use acceptance_tests::{Client, Sim, Workspace, for_each_client, repo_root};
 use serde_json::Value;
 
 /// Copies `examples/<name>` (files only, recursively) into a fresh workspace under `client`.
@@ -259,4 +259,159 @@ fn the_import_example_validates() {
         ws.init();
         ws.validate();
     });
+}
+
+/// The registry's example layout (`examples/<kind>/<name>/…`, which `scripts/gen-docs` puts under "Example Usage"
+/// and "Import" of each page): which example file each kind has, and the schema section naming what it shows.
+const REGISTRY_KINDS: &[(&str, &str, &str)] = &[
+    ("resources", "resource.tf", "resource_schemas"),
+    ("data-sources", "data-source.tf", "data_source_schemas"),
+    (
+        "ephemeral-resources",
+        "ephemeral-resource.tf",
+        "ephemeral_resource_schemas",
+    ),
+    ("functions", "function.tf", "functions"),
+];
+
+/// Names the examples as the provider itself does: `required_providers`, and a provider block unless the example
+/// is the provider's own.
+fn registry_workspace(client: Client, dir: &str) -> Workspace {
+    let ws = workspace_of(client, dir);
+    ws.write_file(
+        "versions.tf",
+        "terraform {\n  required_providers {\n    ha = { source = \"hamaster/ha\" }\n  }\n}\n",
+    );
+    if dir != "provider" {
+        ws.write_file(
+            "provider.tf",
+            "provider \"ha\" {\n  project = \"my-project\"\n}\n",
+        );
+    }
+    ws
+}
+
+/// What OpenTofu 1.6 lacks (ephemeral resources came in 1.11, provider functions in 1.7): those examples must
+/// fail there, at the feature, in OpenTofu's own words.
+fn tofu_1_6_refuses(kind: &str) -> Option<&'static str> {
+    match kind {
+        "ephemeral-resources" => Some("ephemeral"),
+        "functions" => Some("provider::ha::"),
+        _ => None,
+    }
+}
+
+/// Every resource, data source, ephemeral resource and function the provider serves has its registry example and
+/// every example names one it serves; each validates under both clients (or fails at the feature OpenTofu 1.6
+/// lacks); each resource's `import.sh` imports an address its `resource.tf` declares, with an id the provider's
+/// import accepts (it gets as far as calling Compute, where a malformed id is refused first).
+#[test]
+fn the_registry_examples_cover_the_schema_and_validate() {
+    let root = repo_root().join("examples");
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("registry-examples-{client}"));
+        let ws = registry_workspace(client, "provider");
+        ws.write_file("main.tf", "");
+        ws.init();
+        ws.validate();
+        let out = ws.run(&["providers", "schema", "-json"]);
+        out.assert_success();
+        let schema: Value = serde_json::from_str(&out.stdout).expect("providers schema -json");
+        let schema = schema["provider_schemas"]
+            .as_object()
+            .and_then(|p| p.values().next())
+            .expect("the provider's schema")
+            .clone();
+
+        for (kind, file, section) in REGISTRY_KINDS {
+            let served: BTreeSet<String> = schema[section]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, _)| name.clone())
+                .collect();
+            let examples: BTreeSet<String> = std::fs::read_dir(root.join(kind))
+                .map(|entries| {
+                    entries
+                        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            // OpenTofu 1.6's schema has no ephemeral resources or functions: compare only what it reports.
+            if client == Client::Terraform || tofu_1_6_refuses(kind).is_none() {
+                assert_eq!(
+                    examples, served,
+                    "[{client}] examples/{kind} against the schema"
+                );
+            }
+            for name in &examples {
+                let dir = format!("{kind}/{name}");
+                assert!(
+                    root.join(&dir).join(file).exists(),
+                    "examples/{dir}/{file} is missing"
+                );
+                let ws = registry_workspace(client, &dir);
+                match (client, tofu_1_6_refuses(kind)) {
+                    (Client::OpenTofu, Some(feature)) => {
+                        let init = ws.run(&["init", "-input=false", "-no-color"]);
+                        let out = if init.success() {
+                            ws.run(&["validate", "-no-color"])
+                        } else {
+                            init
+                        };
+                        out.assert_failure();
+                        out.assert_contains(feature);
+                    }
+                    _ => {
+                        ws.init();
+                        ws.validate();
+                    }
+                }
+                if *kind == "resources" {
+                    assert_import_example(client, &sim, &root, &dir, name);
+                }
+            }
+        }
+    });
+}
+
+/// `examples/resources/<type>/import.sh` is one `terraform import <address> <id>`: the address is declared in the
+/// example, and the id passes the provider's parsing (an import block with that id gets as far as asking an
+/// empty ha-sim, which has no such object), while a mangled id is refused as an invalid import id.
+fn assert_import_example(client: Client, sim: &Sim, root: &Path, dir: &str, name: &str) {
+    let script = std::fs::read_to_string(root.join(dir).join("import.sh"))
+        .unwrap_or_else(|e| panic!("examples/{dir}/import.sh: {e}"));
+    let line = script
+        .lines()
+        .find(|l| l.starts_with("terraform import "))
+        .unwrap_or_else(|| panic!("examples/{dir}/import.sh has no `terraform import` line"));
+    let rest = line.trim_start_matches("terraform import ");
+    let (address, id) = rest.rsplit_once(' ').expect("an address and an id");
+    let address = address.trim_matches('\'');
+    assert!(
+        address.starts_with(&format!("{name}.")),
+        "examples/{dir}/import.sh imports {address}, not a {name}"
+    );
+    for (id, valid) in [(id.to_string(), true), (format!("{id}/extra"), false)] {
+        let ws = registry_workspace(client, dir);
+        ws.write_file(
+            "provider.tf",
+            &format!(
+                "provider \"ha\" {{\n  project                 = \"my-project\"\n  compute_custom_endpoint = \"{}\"\n  access_token            = \"sim-token\"\n}}\n",
+                sim.url()
+            ),
+        );
+        ws.write_file(
+            "import.tf",
+            &format!("import {{\n  to = {address}\n  id = \"{id}\"\n}}\n"),
+        );
+        ws.init();
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_failure();
+        assert_eq!(
+            plan.combined().contains("Invalid import id"),
+            !valid,
+            "[{client}] examples/{dir}/import.sh: importing {address} with id {id:?}:\n{plan}"
+        );
+    }
 }
