@@ -24,6 +24,7 @@ pub struct ProviderConfig {
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
     pub drain_delay: Val<String>,
+    pub default_labels: Val<std::collections::BTreeMap<String, String>>,
 }
 
 pub fn schema() -> Schema {
@@ -38,6 +39,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("universe_domain").optional().description("The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.").validator(string_check("A DNS domain like `googleapis.com`.", check_universe_domain)))
         .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
         .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
+        .attribute(Attribute::typed("default_labels", tfplugin::value::Type::map(tfplugin::value::Type::String)).optional().description("Labels every cluster of this provider puts on its GCE objects, as Google's provider's `default_labels`: a cluster's own `labels` win on the same key, and each cluster shows the result in `effective_labels`. Changing them updates the clusters' replica VMs in place (no roll). GCE's rules apply, as for a cluster's `labels`.").validator(crate::resources::labels_validator()))
         .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
 }
 
@@ -144,6 +146,7 @@ impl Settings {
                 &["GOOGLE_COMPUTE_CUSTOM_ENDPOINT"],
             ),
             universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
+            default_labels: cfg.default_labels.known().cloned().unwrap_or_default(),
             user_agent: crate::settings::user_agent(""),
             etcd_dial_timeout: cfg
                 .etcd_dial_timeout
@@ -180,6 +183,7 @@ mod tests {
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,
             drain_delay: Val::Null,
+            default_labels: Val::Null,
         }
     }
 

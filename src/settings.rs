@@ -39,6 +39,8 @@ pub struct Settings {
     /// The Google Cloud universe (`googleapis.com` unless a sovereign cloud's): the Compute endpoint and the
     /// credentials follow it when no endpoint is set.
     pub universe_domain: Option<String>,
+    /// The provider's `default_labels`: every cluster's objects carry them under its own `labels`.
+    pub default_labels: std::collections::BTreeMap<String, String>,
     /// What every Compute request says it is, so API audit logs and quota pages name the provider and the
     /// Terraform that ran it (see [`user_agent`]).
     pub user_agent: String,

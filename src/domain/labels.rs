@@ -132,9 +132,44 @@ pub fn check_labels(labels: &BTreeMap<String, String>) -> Vec<LabelProblem> {
     problems
 }
 
+/// The labels a cluster's objects carry: the provider's `default_labels` with the cluster's own `labels` over
+/// them, so the cluster wins on a key both set (as with Google's provider's `default_labels`).
+pub fn effective(
+    defaults: &BTreeMap<String, String>,
+    own: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut all = defaults.clone();
+    all.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effective_labels_are_the_defaults_with_the_clusters_own_over_them() {
+        let m = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        // (provider defaults, cluster labels, expected)
+        let cases = [
+            (m(&[]), m(&[]), m(&[])),
+            (m(&[("env", "prod")]), m(&[]), m(&[("env", "prod")])),
+            (m(&[]), m(&[("team", "a")]), m(&[("team", "a")])),
+            (
+                m(&[("env", "prod"), ("team", "infra")]),
+                m(&[("team", "a")]),
+                m(&[("env", "prod"), ("team", "a")]),
+            ),
+        ];
+        for (defaults, own, want) in cases {
+            assert_eq!(effective(&defaults, &own), want, "{defaults:?} {own:?}");
+        }
+    }
 
     fn one(key: &str, value: &str) -> Vec<LabelProblem> {
         check_labels(&[(key.to_string(), value.to_string())].into())

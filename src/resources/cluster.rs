@@ -36,6 +36,7 @@ pub struct ClusterModel {
     pub subnetwork: Val<String>,
     pub tags: Val<Vec<String>>,
     pub labels: Val<BTreeMap<String, String>>,
+    pub effective_labels: Val<BTreeMap<String, String>>,
     pub api_source_ranges: Val<Vec<String>>,
     pub etcd_client_source_ranges: Val<Vec<String>>,
     pub api_port: Val<i64>,
@@ -86,6 +87,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters, for custom-mode networks."))
         .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
         .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description(format!("Labels for every GCE object of the cluster. GCE's rules apply: keys are 1-63 characters starting with a lowercase letter, keys and values contain only lowercase letters, digits, `_` and `-`, and at most {} labels (GCE's 64 less room for the provider's own). Keys starting with `ha-master-` or `ha-lock-` are the provider's own (e.g. `ha-master-cluster`) and are refused.", crate::domain::labels::MAX_USER_LABELS)).validator(super::labels_validator()))
+        .attribute(Attribute::typed("effective_labels", Type::map(Type::String)).computed().description("The labels the cluster's replica VMs carry (with the provider's own): the provider's `default_labels` with this cluster's `labels` over them. A change of either shows here and updates the VMs in place."))
         .attribute(Attribute::typed("api_source_ranges", Type::list(Type::String)).default(Value::List(vec![s("0.0.0.0/0")])).description("CIDR ranges allowed to reach the API port on the static IP and on every replica's external IP. They must include where Terraform runs (the provider checks `/healthz` on the static IP after creating or deleting a replica), and your users and nodes. The default, `0.0.0.0/0`, opens the API to the whole Internet: plan warns when a create or a change sets it. See docs/guides/network.md.").validator(cidrs()))
         .attribute(Attribute::typed("etcd_client_source_ranges", Type::list(Type::String)).required().description("CIDR ranges allowed to reach etcd's client port 2379 (mutual TLS) on every replica's external IP. They must include where Terraform runs, since the provider reads and changes etcd membership through it: from outside them, plan refuses to add, remove or roll a replica. Plan warns about `0.0.0.0/0`. See docs/guides/network.md.").validator(cidrs()))
         .attribute(Attribute::number("api_port").default(n(443)).description("The API server's port on the static IP."))
@@ -148,6 +150,35 @@ impl ClusterResource {
                 ),
             }
         }
+    }
+}
+
+impl ClusterResource {
+    /// `effective_labels`: the provider's `default_labels` under the cluster's `labels`, refused at plan (at
+    /// `labels`) when together they break GCE's rules, e.g. too many for one object.
+    fn plan_effective_labels(&self, p: &mut ClusterModel, diags: &mut Diagnostics) {
+        let own = match &p.labels {
+            Val::Unknown => {
+                p.effective_labels = Val::Unknown;
+                return;
+            }
+            other => other.known().cloned().unwrap_or_default(),
+        };
+        let defaults = self.settings().default_labels;
+        let all = crate::domain::labels::effective(&defaults, &own);
+        if !defaults.is_empty() {
+            for problem in crate::domain::labels::check_labels(&all) {
+                diags.attr_error(
+                    AttributePath::attr("labels"),
+                    format!("{} (with the provider's default_labels)", problem.summary),
+                    format!(
+                        "{} The provider's `default_labels` count toward the cluster's labels.",
+                        problem.detail
+                    ),
+                );
+            }
+        }
+        p.effective_labels = Val::Known(all);
     }
 }
 
@@ -218,7 +249,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         network: p.network.clone(),
         subnetwork: p.subnetwork.clone(),
         tags: known_or_default(&p.tags),
-        labels: known_or_default(&p.labels),
+        labels: known_or_default(&p.effective_labels),
         api_port: p.api_port.clone(),
         service_cluster_ip_range: p.service_cluster_ip_range.clone(),
         dns_domain: p.dns_domain.clone(),
@@ -317,6 +348,7 @@ impl Resource for ClusterResource {
     async fn modify_plan(&self, change: PlanChange<'_, ClusterModel>, diags: &mut Diagnostics) {
         let p = change.planned;
         self.defaults_from_provider(change.config, p, diags);
+        self.plan_effective_labels(p, diags);
         if let (Some(project), Some(region), Some(name)) =
             (p.project.known(), p.region.known(), p.name.known())
         {

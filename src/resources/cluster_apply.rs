@@ -167,6 +167,10 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
     if s.data_disk_type.is_null() {
         s.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());
     }
+    // Before `default_labels` a cluster's objects carried its own labels only.
+    if s.effective_labels.is_null() {
+        s.effective_labels = Val::Known(s.labels.known().cloned().unwrap_or_default());
+    }
     if let Val::Known(spec) = &mut s.spec {
         spec.fill_from_older_state();
     }

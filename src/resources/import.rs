@@ -106,6 +106,7 @@ pub async fn cluster(
         subnetwork: Val::Null,
         tags: some_if(a.tags.clone(), !a.tags.is_empty()),
         labels: some_if(a.labels.clone(), !a.labels.is_empty()),
+        effective_labels: Val::Known(a.labels.clone()),
         api_source_ranges: Val::Known(a.api_source_ranges.clone()),
         etcd_client_source_ranges: Val::Known(a.etcd_client_source_ranges.clone()),
         api_port: Val::Known(a.api_port),
