@@ -60,6 +60,12 @@ variable "etcd_version" {{
   default = "3.4"
 }}
 
+# Unset: the provider's default for a new cluster, and what it runs for an existing one.
+variable "kubernetes_version" {{
+  type    = string
+  default = null
+}}
+
 # Where Terraform may reach etcd from: ha-sim's host is 127.0.0.1 unless `ha-sim fault client-ip` moves it.
 variable "etcd_client_source_ranges" {{
   type    = list(string)
@@ -84,6 +90,7 @@ resource "ha_master_cluster" "c" {{
   data_disk_size_gb         = var.data_disk_size_gb
   network                   = var.network
   etcd_version              = var.etcd_version
+  kubernetes_version        = var.kubernetes_version
 }}
 
 resource "ha_master_replica" "r" {{

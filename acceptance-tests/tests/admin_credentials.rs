@@ -14,7 +14,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
-use terraform_provider_ha::master::KUBERNETES_VERSION;
 use terraform_provider_ha::pki::{AdminCertRequest, ClusterCas, issue_admin_cert};
 
 fn provider(sim: &Sim) -> String {
@@ -194,7 +193,8 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         );
         let version: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(
-            version["serverVersion"]["gitVersion"], KUBERNETES_VERSION,
+            version["serverVersion"]["gitVersion"],
+            new_cluster_git_version(),
             "[{client}] {stdout}"
         );
         let (ok, stdout, stderr) = kubectl(
@@ -248,7 +248,7 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         };
         let version = curl("/version");
         assert!(
-            version.ends_with("\n200") && version.contains(KUBERNETES_VERSION),
+            version.ends_with("\n200") && version.contains(&new_cluster_git_version()),
             "[{client}] {version}"
         );
         let api = curl("/api");
@@ -301,4 +301,12 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         }
         ws.destroy();
     });
+}
+
+/// What a new cluster's API servers report: the provider's default release for new clusters.
+fn new_cluster_git_version() -> String {
+    format!(
+        "v{}",
+        terraform_provider_ha::domain::kubernetes_version::DEFAULT_FOR_NEW
+    )
 }

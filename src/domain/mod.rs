@@ -9,6 +9,7 @@ pub mod exposure;
 pub mod guard;
 pub mod ids;
 pub mod kubeconfig;
+pub mod kubernetes_version;
 pub mod labels;
 pub mod lock;
 pub mod machine_type;

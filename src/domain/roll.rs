@@ -34,6 +34,9 @@ pub const DATA_DISK_SIZE: &str = "data_disk_size_gb";
 /// The name `master_settings` shows the etcd image under (absent for the default version's image).
 pub const ETCD_IMAGE: &str = "etcd_image";
 
+/// The name `master_settings` shows the Kubernetes release under (absent for 1.28.15, what masters ran before).
+pub const KUBERNETES_VERSION: &str = "kubernetes_version";
+
 /// The VM label that records which build a replica VM was created from.
 pub const BUILD_LABEL: &str = "ha-master-build";
 
@@ -117,6 +120,8 @@ pub struct BuildSettings<'a> {
     pub dns_domain: &'a str,
     /// The cluster's `etcd_version`.
     pub etcd_version: &'a str,
+    /// The cluster's `kubernetes_version`.
+    pub kubernetes_version: &'a str,
     /// Who the VM runs as, and its scopes as URLs, sorted (`domain::service_account::scope_urls`).
     pub service_account: &'a str,
     pub service_account_scopes: &'a [String],
@@ -148,6 +153,14 @@ impl Build {
         let etcd_image = super::etcd_version::image(s.etcd_version);
         if etcd_image != super::etcd_version::image(super::etcd_version::DEFAULT) {
             settings.insert(ETCD_IMAGE.into(), etcd_image);
+        }
+        // The Kubernetes release likewise: builds from before the setting ran 1.28.15 and keep their digest. A
+        // version is shown as the patch it runs, so `1.33` and `1.33.5` are the same master.
+        let release = super::kubernetes_version::parse(s.kubernetes_version);
+        if release != super::kubernetes_version::parse(super::kubernetes_version::LEGACY)
+            && let Some(v) = release
+        {
+            settings.insert(KUBERNETES_VERSION.into(), v.to_string());
         }
         Build {
             machine_type: s.machine_type.to_string(),
@@ -478,6 +491,15 @@ mod tests {
     }
 
     fn with_account(version: &str, account: &str, scopes: &[String]) -> Build {
+        with_kubernetes(
+            version,
+            account,
+            scopes,
+            crate::domain::kubernetes_version::LEGACY,
+        )
+    }
+
+    fn with_kubernetes(version: &str, account: &str, scopes: &[String], kubernetes: &str) -> Build {
         let range = "10.0.0.0/16".parse().unwrap();
         Build::from_settings(&BuildSettings {
             machine_type: "e2-standard-2",
@@ -491,6 +513,7 @@ mod tests {
             service_range: range,
             dns_domain: "cluster.local",
             etcd_version: version,
+            kubernetes_version: kubernetes,
             service_account: account,
             service_account_scopes: scopes,
         })
@@ -518,6 +541,26 @@ mod tests {
             base.digest(),
             with_account("3.4", "default", &compute).digest()
         );
+    }
+
+    /// The release is part of a master; 1.28.15 (what every master ran before the setting) adds nothing, so
+    /// older builds keep their digest, and `1.33` is the same master as its pinned `1.33.5`.
+    #[test]
+    fn the_kubernetes_release_is_part_of_a_build_and_the_legacy_one_keeps_older_builds() {
+        let scopes = vec!["https://www.googleapis.com/auth/compute".to_string()];
+        let k = |v: &str| with_kubernetes("3.4", "default", &scopes, v);
+        assert!(!k("1.28.15").settings.contains_key(KUBERNETES_VERSION));
+        assert_eq!(k("1.28").digest(), k("1.28.15").digest());
+        assert_eq!(
+            k("1.33")
+                .settings
+                .get(KUBERNETES_VERSION)
+                .map(String::as_str),
+            Some("1.33.5")
+        );
+        assert_eq!(k("1.33").digest(), k("1.33.5").digest());
+        assert_ne!(k("1.33.5").digest(), k("1.34.1").digest());
+        assert_ne!(k("1.28.14").digest(), k("1.28.15").digest());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::k8s::*;
 use super::manifests::{self, component_kubeconfig_path};
-use super::{MasterConfig, dns_service_ip, paths};
+use super::{CloudProvider, MasterConfig, dns_service_ip, paths};
 use crate::pki::CertKey;
 
 const KEY_MODE: &str = "0600";
@@ -105,14 +105,22 @@ fn kubelet_config(cfg: &MasterConfig) -> KubeletConfiguration {
 
 /// systemd drop-in: the image's kubelet unit with our configuration. Names the node after the instance, which
 /// is also the name the kubelet's client certificate carries (`system:node:<name>`).
+/// In tree it reads gce.conf; with an external cloud provider the cloud-controller-manager initialises the node.
 fn kubelet_dropin(cfg: &MasterConfig) -> String {
+    let k = &cfg.kubernetes;
+    let mut cloud = format!("--cloud-provider={}", k.cloud_provider_flag());
+    if !matches!(k.cloud, CloudProvider::External { .. }) {
+        cloud.push_str(&format!(" --cloud-config={}", paths::GCE_CONF));
+    }
+    if let Some(gates) = k.feature_gates() {
+        cloud.push_str(&format!(" --feature-gates={gates}"));
+    }
     format!(
         "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --config={} --kubeconfig={} \
-         --hostname-override={} --cloud-provider=gce --cloud-config={}\nRestart=always\n",
+         --hostname-override={} {cloud}\nRestart=always\n",
         paths::KUBELET_CONFIG,
         paths::KUBELET_KUBECONFIG,
         cfg.replica_name,
-        paths::GCE_CONF,
     )
 }
 
@@ -228,7 +236,16 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     out.push(file(paths::MONIT_KUBELET, monit_kubelet(), FILE_MODE));
     out.push(file(paths::GCE_CONF, gce_conf(cfg), FILE_MODE));
 
+    if let Some(rbac) = cloud_node_controller_rbac(cfg) {
+        out.push(file(
+            format!("{}/cloud-node-controller-rbac.yaml", paths::ADDONS),
+            rbac,
+            FILE_MODE,
+        ));
+    }
+
     // Manifests last: by the time the kubelet sees a pod, the files it mounts exist.
+    let ccm = manifests::cloud_controller_manager(cfg).map(|p| ("cloud-controller-manager", p));
     for (name, pod) in [
         ("etcd", manifests::etcd(cfg)),
         ("kube-apiserver", manifests::kube_apiserver(cfg)),
@@ -239,7 +256,10 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         ("kube-scheduler", manifests::kube_scheduler(cfg)),
         ("cluster-autoscaler", manifests::cluster_autoscaler(cfg)),
         ("kube-addon-manager", manifests::kube_addon_manager(cfg)),
-    ] {
+    ]
+    .into_iter()
+    .chain(ccm)
+    {
         out.push(file(
             format!("{}/{name}.yaml", paths::MANIFESTS),
             yaml(&pod),
@@ -247,4 +267,49 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         ));
     }
     out
+}
+
+/// The role of the cloud node controller's service account, which Kubernetes' bootstrap policy does not carry
+/// (the in-tree controller manager had no such controller): it sets a node's addresses, zone and provider ID
+/// and removes the `uninitialized` taint. The addon manager applies it; `None` while the cloud controllers run
+/// in tree.
+fn cloud_node_controller_rbac(cfg: &MasterConfig) -> Option<String> {
+    if !matches!(cfg.kubernetes.cloud, CloudProvider::External { .. }) {
+        return None;
+    }
+    Some(
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:controller:cloud-node-controller
+  labels:
+    addonmanager.kubernetes.io/mode: Reconcile
+rules:
+- apiGroups: [\"\"]
+  resources: [\"nodes\"]
+  verbs: [\"get\", \"list\", \"watch\", \"update\", \"patch\", \"delete\"]
+- apiGroups: [\"\"]
+  resources: [\"nodes/status\"]
+  verbs: [\"patch\", \"update\"]
+- apiGroups: [\"\"]
+  resources: [\"events\"]
+  verbs: [\"create\", \"patch\", \"update\"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:controller:cloud-node-controller
+  labels:
+    addonmanager.kubernetes.io/mode: Reconcile
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:controller:cloud-node-controller
+subjects:
+- kind: ServiceAccount
+  name: cloud-node-controller
+  namespace: kube-system
+"
+        .into(),
+    )
 }

@@ -2,13 +2,12 @@
 //! `--flag=value` argv element: the contract rejects positional arguments and shell wrappers.
 
 use super::k8s::*;
-use super::{KUBERNETES_VERSION, MasterConfig, paths};
+use super::{CloudProvider, MasterConfig, paths};
 use std::collections::BTreeMap;
 
 /// kops' apiserver health proxy (kubernetes/kops `cmd/kube-apiserver-healthcheck`), built by `ko` on
 /// `gcr.io/distroless/static:nonroot`: its entrypoint is the program, so the manifest passes `args` only.
 const HEALTHCHECK_IMAGE: &str = "registry.k8s.io/kops/kube-apiserver-healthcheck:1.28.0";
-const AUTOSCALER_IMAGE: &str = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.28.0";
 const ADDON_MANAGER_IMAGE: &str = "registry.k8s.io/addon-manager/kube-addon-manager:v9.1.6";
 /// Plain HTTP port of the healthcheck sidecar, fixed in the program (kops `wellknownports.KubeAPIServerHealthCheck`;
 /// it has no flag to change it). Legacy GCE HttpHealthChecks speak only HTTP, and kops points its GCE health check
@@ -24,8 +23,8 @@ pub(super) fn component_kubeconfig_path(component: &str) -> String {
     format!("{}/{component}/kubeconfig", paths::SRV)
 }
 
-fn k8s_image(component: &str) -> String {
-    format!("registry.k8s.io/{component}:{KUBERNETES_VERSION}")
+fn k8s_image(cfg: &MasterConfig, component: &str) -> String {
+    format!("registry.k8s.io/{component}:{}", cfg.kubernetes.image_tag)
 }
 
 fn pod(name: &str, cpu: &str, containers: Vec<Container>, volumes: Vec<Volume>) -> Pod {
@@ -170,7 +169,7 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
     let port = cfg.api_port;
     let apiserver = Container {
         name: "kube-apiserver".into(),
-        image: k8s_image("kube-apiserver"),
+        image: k8s_image(cfg, "kube-apiserver"),
         command: vec![
             "kube-apiserver".into(),
             flag("secure-port", port),
@@ -271,8 +270,7 @@ pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
         // Replicas elect one active controller manager; the others stand by.
         flag("leader-elect", true),
         flag("cluster-name", &cfg.cluster_name),
-        flag("cloud-provider", "gce"),
-        flag("cloud-config", paths::GCE_CONF),
+        flag("cloud-provider", cfg.kubernetes.cloud_provider_flag()),
         flag("service-cluster-ip-range", cfg.service_cluster_ip_range),
         flag("root-ca-file", paths::CA),
         flag(
@@ -281,9 +279,24 @@ pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
         ),
         flag("use-service-account-credentials", true),
     ]);
+    // In-tree, the cloud controllers read gce.conf here; external, the cloud-controller-manager does.
+    if !matches!(cfg.kubernetes.cloud, CloudProvider::External { .. }) {
+        command.push(flag("cloud-config", paths::GCE_CONF));
+    }
+    command.extend(
+        cfg.kubernetes
+            .feature_gates()
+            .map(|g| flag("feature-gates", g)),
+    );
+    // Kubernetes' leader migration: with no configuration file, the cloud controllers take the migration lease
+    // (`cloud-provider-extraction-migration`), which kube-controller-manager and cloud-controller-manager share,
+    // so during the roll that moves them out of tree they run on exactly one master.
+    if cfg.kubernetes.leader_migration {
+        command.push(flag("enable-leader-migration", true));
+    }
     let c = Container {
         name: "kube-controller-manager".into(),
-        image: k8s_image("kube-controller-manager"),
+        image: k8s_image(cfg, "kube-controller-manager"),
         command,
         liveness_probe: Some(probe(10257, "/healthz", "HTTPS")),
         volume_mounts: vec![srv_mount, gce_mount],
@@ -292,14 +305,14 @@ pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
     pod("kube-controller-manager", "200m", vec![c], vec![srv, gce])
 }
 
-pub(super) fn kube_scheduler(_cfg: &MasterConfig) -> Pod {
+pub(super) fn kube_scheduler(cfg: &MasterConfig) -> Pod {
     let (srv, srv_mount) = srv_volume();
     let mut command = vec!["kube-scheduler".into()];
     command.extend(client_flags("kube-scheduler"));
     command.push(flag("leader-elect", true));
     let c = Container {
         name: "kube-scheduler".into(),
-        image: k8s_image("kube-scheduler"),
+        image: k8s_image(cfg, "kube-scheduler"),
         command,
         liveness_probe: Some(probe(10259, "/healthz", "HTTPS")),
         volume_mounts: vec![srv_mount],
@@ -313,7 +326,7 @@ pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
     let (gce, gce_mount) = gce_conf_volume();
     let c = Container {
         name: "cluster-autoscaler".into(),
-        image: AUTOSCALER_IMAGE.into(),
+        image: cfg.kubernetes.autoscaler_image.clone(),
         command: vec![
             "./cluster-autoscaler".into(),
             flag(
@@ -331,6 +344,44 @@ pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
         ..Container::default()
     };
     pod("cluster-autoscaler", "10m", vec![c], vec![srv, gce])
+}
+
+/// Google's cloud-controller-manager (cloud-provider-gcp), for releases whose cloud controllers run out of tree:
+/// the node, node-lifecycle, route and service controllers, elected among the replicas like the controller
+/// manager. It reads the same gce.conf the in-tree provider read, and calls the API as the controller manager does
+/// (its kubeconfig, one service account per controller), so no new client identity is needed.
+pub(super) fn cloud_controller_manager(cfg: &MasterConfig) -> Option<Pod> {
+    let CloudProvider::External { ccm_image } = &cfg.kubernetes.cloud else {
+        return None;
+    };
+    let (srv, srv_mount) = srv_volume();
+    let (gce, gce_mount) = gce_conf_volume();
+    let mut command = vec!["/cloud-controller-manager".into()];
+    command.extend(client_flags("kube-controller-manager"));
+    command.extend([
+        flag("leader-elect", true),
+        flag("cloud-provider", "gce"),
+        flag("cloud-config", paths::GCE_CONF),
+        flag("cluster-name", &cfg.cluster_name),
+        flag("use-service-account-credentials", true),
+    ]);
+    if cfg.kubernetes.leader_migration {
+        command.push(flag("enable-leader-migration", true));
+    }
+    let c = Container {
+        name: "cloud-controller-manager".into(),
+        image: ccm_image.clone(),
+        command,
+        liveness_probe: Some(probe(10258, "/healthz", "HTTPS")),
+        volume_mounts: vec![srv_mount, gce_mount],
+        ..Container::default()
+    };
+    Some(pod(
+        "cloud-controller-manager",
+        "50m",
+        vec![c],
+        vec![srv, gce],
+    ))
 }
 
 pub(super) fn kube_addon_manager(_cfg: &MasterConfig) -> Pod {
@@ -354,13 +405,13 @@ pub(super) fn kube_addon_manager(_cfg: &MasterConfig) -> Pod {
             // Only the replica holding the controller-manager lease applies addons.
             env("ADDON_MANAGER_LEADER_ELECTION", "true".into()),
         ],
-        volume_mounts: vec![srv_mount, mount("addons", "/etc/kubernetes/addons", true)],
+        volume_mounts: vec![srv_mount, mount("addons", paths::ADDONS, true)],
         ..Container::default()
     };
     pod(
         "kube-addon-manager",
         "5m",
         vec![c],
-        vec![srv, host_volume("addons", "/etc/kubernetes/addons", None)],
+        vec![srv, host_volume("addons", paths::ADDONS, None)],
     )
 }

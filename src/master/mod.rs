@@ -2,8 +2,9 @@
 //! `#cloud-config` that writes every static pod manifest, kubelet file and TLS file the master runs from. Pure:
 //! a [`MasterConfig`] in, strings out. Nothing about Terraform or GCE calls.
 //!
-//! Kubernetes version: the manifests pin [`KUBERNETES_VERSION`] (1.28, the last minor with the in-tree GCE
-//! cloud provider, which reads `gce.conf`). Quorum reads: kube-apiserver removed `--etcd-quorum-read` in 1.13
+//! Kubernetes version: [`MasterConfig::kubernetes`] says which release the manifests run and how it reaches
+//! Google Cloud (the in-tree provider reading `gce.conf`, or Google's cloud-controller-manager reading the same
+//! file); `domain::kubernetes_version` decides it from the cluster's `kubernetes_version`. Quorum reads: kube-apiserver removed `--etcd-quorum-read` in 1.13
 //! (kubernetes/kubernetes#69527) and has read from etcd with linearizable reads ever since, so `true` is
 //! satisfied without a flag (passing the flag would stop the apiserver: unknown flag) and `false` cannot be
 //! honoured; [`check`] refuses it so the user hears it rather than getting quorum reads anyway.
@@ -25,12 +26,64 @@ use crate::pki::{ClusterCas, ReplicaCerts};
 use ipnet::Ipv4Net;
 use std::net::Ipv4Addr;
 
-/// Image tag of kube-apiserver, controller-manager and scheduler (and the kubelet the image should carry).
-pub const KUBERNETES_VERSION: &str = "v1.28.15";
+/// What every master of a cluster built before `kubernetes_version` ran: image tag of kube-apiserver,
+/// controller-manager and scheduler (and the kubelet the image should carry).
+pub const LEGACY_KUBERNETES_VERSION: &str = "v1.28.15";
+
+/// How a release's controllers reach Google Cloud (see `domain::kubernetes_version`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloudProvider {
+    /// kube-controller-manager and the kubelet run `--cloud-provider=gce`.
+    InTree,
+    /// The same on a release where it is off by default: the `DisableCloudProviders` gates turn it back on.
+    InTreeByGate,
+    /// `--cloud-provider=external`; this cloud-controller-manager image runs the cloud controllers.
+    External { ccm_image: String },
+}
+
+/// The Kubernetes release a master runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubernetesRelease {
+    /// Tag of kube-apiserver, kube-controller-manager and kube-scheduler (`v1.35.0`).
+    pub image_tag: String,
+    pub cloud: CloudProvider,
+    /// Controller managers take part in leader migration (the in-tree → external hand-over of the cloud
+    /// controllers during a roll).
+    pub leader_migration: bool,
+    pub autoscaler_image: String,
+}
+
+impl KubernetesRelease {
+    /// What masters ran before the version was a setting.
+    pub fn legacy() -> KubernetesRelease {
+        KubernetesRelease {
+            image_tag: LEGACY_KUBERNETES_VERSION.into(),
+            cloud: CloudProvider::InTree,
+            leader_migration: false,
+            autoscaler_image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.28.0".into(),
+        }
+    }
+
+    /// The kubelet's and kube-controller-manager's `--cloud-provider`.
+    pub fn cloud_provider_flag(&self) -> &'static str {
+        match self.cloud {
+            CloudProvider::External { .. } => "external",
+            _ => "gce",
+        }
+    }
+
+    /// `--feature-gates` the kubelet and kube-controller-manager need, if any.
+    pub fn feature_gates(&self) -> Option<&'static str> {
+        matches!(self.cloud, CloudProvider::InTreeByGate)
+            .then_some("DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false")
+    }
+}
 
 /// Guest paths of the contract (docs/master-config.md §4), shared by the renderer and its tests.
 pub mod paths {
     pub const MANIFESTS: &str = "/etc/kubernetes/manifests";
+    /// What the addon manager applies (kube-up's addon directory).
+    pub const ADDONS: &str = "/etc/kubernetes/addons";
     pub const SRV: &str = "/etc/srv/kubernetes";
     pub const ETCD_CA: &str = "/etc/srv/kubernetes/etcd-ca.crt";
     pub const ETCD_PEER_CRT: &str = "/etc/srv/kubernetes/etcd-peer.crt";
@@ -126,6 +179,8 @@ pub struct MasterConfig {
     pub data_disk: bool,
     /// The etcd container's image (`registry.k8s.io/etcd:3.5.1-0`): the cluster's `etcd_version`, pinned to a patch.
     pub etcd_image: String,
+    /// The cluster's `kubernetes_version`: images and cloud integration.
+    pub kubernetes: KubernetesRelease,
 }
 
 /// The device name etcd's data disk is attached under (`/dev/disk/by-id/google-master-pd`), as kube-up names it.

@@ -60,12 +60,30 @@ impl MasterFiles {
 
     /// The etcd container's image (`registry.k8s.io/etcd:3.4.13-0`): the manifest's one `image:` line.
     pub fn etcd_image(&self) -> Option<String> {
-        let content = self.get(&format!("{}/etcd.yaml", paths::MANIFESTS))?;
-        content.lines().find_map(|l| {
-            let l = l.trim().trim_start_matches("- ");
-            l.strip_prefix("image:")
-                .map(|v| v.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
-        })
+        self.images("etcd.yaml").into_iter().next()
+    }
+
+    /// The kube-apiserver container's image (`registry.k8s.io/kube-apiserver:v1.35.0`), whose tag is the
+    /// master's Kubernetes version; the manifest's other container is the health-check sidecar.
+    pub fn apiserver_image(&self) -> Option<String> {
+        self.images("kube-apiserver.yaml")
+            .into_iter()
+            .find(|i| i.contains("/kube-apiserver:"))
+    }
+
+    /// Every `image:` of a static pod manifest, in order.
+    fn images(&self, manifest: &str) -> Vec<String> {
+        let Some(content) = self.get(&format!("{}/{manifest}", paths::MANIFESTS)) else {
+            return Vec::new();
+        };
+        content
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().trim_start_matches("- ");
+                l.strip_prefix("image:")
+                    .map(|v| v.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
+            })
+            .collect()
     }
 
     /// Whether `/etc/gce.conf` says `multizone = true`.

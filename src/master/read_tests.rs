@@ -80,3 +80,97 @@ fn the_etcd_image_reads_back_whatever_version_was_rendered() {
         Some("registry.k8s.io/etcd:3.5.1-0")
     );
 }
+
+/// A release's images and cloud integration reach every place a master reads them, and read back.
+#[test]
+fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
+    use crate::master::{CloudProvider, KubernetesRelease};
+    let mut cfg = rendered(false, "cluster.local", "10.0.0.0/16");
+    let files = read_user_data(&render_user_data(&cfg)).unwrap();
+    assert_eq!(
+        files.apiserver_image().as_deref(),
+        Some("registry.k8s.io/kube-apiserver:v1.28.15")
+    );
+    assert_eq!(
+        files
+            .flag("kube-controller-manager.yaml", "cloud-provider")
+            .as_deref(),
+        Some("gce")
+    );
+    assert!(
+        files
+            .get(&format!(
+                "{}/cloud-controller-manager.yaml",
+                paths::MANIFESTS
+            ))
+            .is_none()
+    );
+
+    cfg.kubernetes = KubernetesRelease {
+        image_tag: "v1.30.14".into(),
+        cloud: CloudProvider::External {
+            ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v30.0.0".into(),
+        },
+        leader_migration: true,
+        autoscaler_image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.0".into(),
+    };
+    let files = read_user_data(&render_user_data(&cfg)).unwrap();
+    assert_eq!(
+        files.apiserver_image().as_deref(),
+        Some("registry.k8s.io/kube-apiserver:v1.30.14")
+    );
+    let kcm = "kube-controller-manager.yaml";
+    assert_eq!(
+        files.flag(kcm, "cloud-provider").as_deref(),
+        Some("external")
+    );
+    assert_eq!(files.flag(kcm, "cloud-config"), None);
+    assert_eq!(
+        files.flag(kcm, "enable-leader-migration").as_deref(),
+        Some("true")
+    );
+    let ccm = "cloud-controller-manager.yaml";
+    assert_eq!(files.flag(ccm, "cloud-provider").as_deref(), Some("gce"));
+    assert_eq!(
+        files.flag(ccm, "cloud-config").as_deref(),
+        Some(paths::GCE_CONF)
+    );
+    assert_eq!(
+        files.flag(ccm, "enable-leader-migration").as_deref(),
+        Some("true")
+    );
+    let dropin = files.get(paths::KUBELET_DROPIN).unwrap();
+    assert!(
+        dropin.contains("--cloud-provider=external") && !dropin.contains("--cloud-config"),
+        "{dropin}"
+    );
+    assert!(
+        files
+            .get(&format!(
+                "{}/cloud-node-controller-rbac.yaml",
+                paths::ADDONS
+            ))
+            .is_some()
+    );
+    let autoscaler = files
+        .get(&format!("{}/cluster-autoscaler.yaml", paths::MANIFESTS))
+        .unwrap();
+    assert!(
+        autoscaler.contains("cluster-autoscaler:v1.30.0"),
+        "{autoscaler}"
+    );
+
+    // 1.29 keeps the in-tree provider through its feature gates, on the kubelet and the controller manager.
+    cfg.kubernetes = KubernetesRelease {
+        image_tag: "v1.29.15".into(),
+        cloud: CloudProvider::InTreeByGate,
+        leader_migration: true,
+        autoscaler_image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.29.0".into(),
+    };
+    let files = read_user_data(&render_user_data(&cfg)).unwrap();
+    let gates = "DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false";
+    assert_eq!(files.flag(kcm, "feature-gates").as_deref(), Some(gates));
+    assert_eq!(files.flag(kcm, "cloud-provider").as_deref(), Some("gce"));
+    assert!(files.get(paths::KUBELET_DROPIN).unwrap().contains(gates));
+    assert!(files.get(&format!("{}/{ccm}", paths::MANIFESTS)).is_none());
+}

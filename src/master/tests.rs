@@ -43,6 +43,7 @@ pub(super) fn config_for(
         service_account_key_pem: pki::service_account_key().unwrap(),
         data_disk: true,
         etcd_image: "registry.k8s.io/etcd:3.4.13-0".into(),
+        kubernetes: crate::master::KubernetesRelease::legacy(),
     }
 }
 

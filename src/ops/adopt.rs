@@ -47,6 +47,9 @@ pub struct AdoptedCluster {
     pub service_account_key: String,
     /// The `etcd_version` the masters' etcd image stands for; `None` for an image whose minor is not pinned.
     pub etcd_version: Option<String>,
+    /// The `kubernetes_version` the masters' kube-apiserver image stands for; `None` for a release the provider
+    /// does not run.
+    pub kubernetes_version: Option<String>,
 }
 
 /// What import reads back of a replica.
@@ -128,7 +131,7 @@ pub fn unlabelled(cluster: &str, vms: &[InstanceInfo]) -> String {
     )
 }
 
-fn files_of(vm: &InstanceInfo) -> Result<MasterFiles> {
+pub(super) fn files_of(vm: &InstanceInfo) -> Result<MasterFiles> {
     let ud = vm.metadata_value("user-data").ok_or_else(|| {
         other(format!(
             "VM {} has no user-data metadata, so it is not a master this provider can adopt",
@@ -264,6 +267,10 @@ pub async fn adopt_cluster(
         etcd_version: files
             .etcd_image()
             .and_then(|i| crate::domain::etcd_version::version_of_image(&i)),
+        kubernetes_version: files
+            .apiserver_image()
+            .and_then(|i| crate::domain::kubernetes_version::version_of_image(&i))
+            .map(|v| v.to_string()),
     })
 }
 

@@ -33,6 +33,7 @@ pub fn build_of(spec: &Spec) -> Build {
         service_range: spec.service_range,
         dns_domain: &spec.dns_domain,
         etcd_version: &spec.etcd_version,
+        kubernetes_version: &spec.kubernetes_version,
         service_account: &spec.service_account,
         service_account_scopes: &spec.service_account_scopes,
     })
@@ -81,6 +82,25 @@ pub fn master_config(
         service_account_key_pem: spec.service_account_key.clone(),
         data_disk: true,
         etcd_image: crate::domain::etcd_version::image(&spec.etcd_version),
+        kubernetes: kubernetes_release(&spec.kubernetes_version),
+    }
+}
+
+/// The release the domain picks for `version`, as the master renders it.
+fn kubernetes_release(version: &str) -> master::KubernetesRelease {
+    use crate::domain::kubernetes_version::{CloudIntegration, master_release};
+    let r = master_release(version);
+    master::KubernetesRelease {
+        image_tag: r.image_tag,
+        cloud: match r.cloud {
+            CloudIntegration::InTree => master::CloudProvider::InTree,
+            CloudIntegration::InTreeByGate => master::CloudProvider::InTreeByGate,
+            CloudIntegration::External { ccm_image } => master::CloudProvider::External {
+                ccm_image: ccm_image.into(),
+            },
+        },
+        leader_migration: r.leader_migration,
+        autoscaler_image: r.autoscaler_image,
     }
 }
 

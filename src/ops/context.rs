@@ -93,6 +93,8 @@ pub struct Spec {
     pub deletion_protection: bool,
     /// The etcd version masters run (`3.4`, `3.5` or a pinned patch): `domain::etcd_version` maps it to an image.
     pub etcd_version: String,
+    /// The Kubernetes release masters run (`1.35.0`, or `1.35` for the pinned patch): `domain::kubernetes_version`.
+    pub kubernetes_version: String,
     /// Who the master VMs run as, and the OAuth scopes as URLs (`domain::service_account`).
     pub service_account: String,
     pub service_account_scopes: Vec<String>,

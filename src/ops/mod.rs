@@ -10,6 +10,7 @@ pub mod endpoint;
 pub mod etcd_version;
 pub mod execute;
 pub mod join;
+pub mod kubernetes_version;
 pub mod leave;
 pub mod lock;
 pub mod observe;

@@ -51,6 +51,7 @@ pub struct ClusterModel {
     pub drift: Val<Vec<String>>,
     pub deletion_protection: Val<bool>,
     pub etcd_version: Val<String>,
+    pub kubernetes_version: Val<String>,
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
     pub timeouts: Val<Timeouts>,
@@ -101,6 +102,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
+        .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", crate::domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", crate::domain::kubernetes_version::check)))
         .attribute(Attribute::string("etcd_version").default(s(crate::domain::etcd_version::DEFAULT)).description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.1, `registry.k8s.io/etcd:3.5.1-0`), or that pinned patch. Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. The default stays `\"3.4\"`, so upgrading the provider rolls no existing cluster. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
         .attribute(Attribute::string("service_account").default(s(crate::domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", crate::domain::service_account::check_email)))
         .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(crate::domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). Defaults to kube-up's master scopes: `storage-ro`, `compute-rw`, `monitoring`, `logging-write`. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| crate::domain::service_account::scope_url(x).map(|_| ()))))
@@ -230,6 +232,77 @@ impl ClusterResource {
     }
 }
 
+/// `kubernetes_version` left unset: a new cluster gets the provider's default for new clusters, an existing one
+/// keeps what it runs (a state from before the setting ran 1.28.15), so a provider upgrade never rolls a cluster.
+fn plan_kubernetes_version(
+    config: &ClusterModel,
+    prior: Option<&ClusterModel>,
+    p: &mut ClusterModel,
+) {
+    use crate::domain::kubernetes_version::{DEFAULT_FOR_NEW, LEGACY};
+    if !config.kubernetes_version.is_null() {
+        return;
+    }
+    p.kubernetes_version = Val::Known(
+        match prior {
+            None => DEFAULT_FOR_NEW,
+            Some(m) => m.kubernetes_version.known().map_or(LEGACY, String::as_str),
+        }
+        .into(),
+    );
+}
+
+impl ClusterResource {
+    /// A change of `kubernetes_version`, judged by the version-skew policy against the release each master was
+    /// built with (`domain::kubernetes_version::check_change`): refused naming the rule, or a warning of the roll.
+    async fn check_kubernetes_version(
+        &self,
+        prior: &ClusterModel,
+        p: &ClusterModel,
+        diags: &mut Diagnostics,
+    ) {
+        use crate::domain::kubernetes_version::{LEGACY, check_change, parse};
+        let from = prior
+            .kubernetes_version
+            .known()
+            .map_or(LEGACY, String::as_str);
+        let (Some(to), Some(name)) = (p.kubernetes_version.known(), p.name.known()) else {
+            return;
+        };
+        if parse(to).is_none() || parse(from) == parse(to) {
+            return;
+        }
+        let at = AttributePath::attr("kubernetes_version");
+        // The masters' own versions, from their VMs; a cluster whose spec is not readable has nothing running to
+        // judge beyond what state records.
+        let replicas = match prior.spec.known().map(ClusterSpec::to_ops) {
+            Some(Ok(spec)) => match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
+                Ok(ctx) => crate::ops::kubernetes_version::read(&ctx).await,
+                Err(e) => Err(e),
+            },
+            _ => Ok(Vec::new()),
+        };
+        let replicas = match replicas {
+            Ok(r) => r,
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error(
+                        format!("Cannot read which Kubernetes version the masters of cluster {name} run"),
+                        format!("{e}. The version-skew rules need every master's version before an upgrade is planned; run plan again once Compute answers."),
+                    )
+                    .at(at),
+                );
+                return;
+            }
+        };
+        match check_change(name, from, to, &replicas) {
+            Ok(None) => {}
+            Ok(Some((summary, detail))) => diags.push(Diagnostic::warning(summary, detail).at(at)),
+            Err((summary, detail)) => diags.push(Diagnostic::error(summary, detail).at(at)),
+        }
+    }
+}
+
 pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
     let carried =
         |f: fn(&ClusterSpec) -> &Val<String>| prior.map(f).cloned().unwrap_or(Val::Unknown);
@@ -263,6 +336,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         service_account_key: carried(|s| &s.service_account_key),
         deletion_protection: p.deletion_protection.clone(),
         etcd_version: p.etcd_version.clone(),
+        kubernetes_version: p.kubernetes_version.clone(),
         service_account: p.service_account.clone(),
         service_account_scopes: p.service_account_scopes.clone(),
     }
@@ -361,6 +435,7 @@ impl Resource for ClusterResource {
                 .requires_replace
                 .retain(|path| *path != AttributePath::attr("zone"));
         }
+        plan_kubernetes_version(change.config, change.prior, p);
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
@@ -390,6 +465,7 @@ impl Resource for ClusterResource {
         }
         if let Some(prior) = change.prior {
             self.check_etcd_version(prior, p, diags).await;
+            self.check_kubernetes_version(prior, p, diags).await;
         }
         if let Some(name) = p.name.known() {
             let prior = change.prior.map(|m| exposure_of(name, m));

@@ -167,6 +167,10 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
     if s.data_disk_type.is_null() {
         s.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());
     }
+    // Masters made before `kubernetes_version` run 1.28.15.
+    if s.kubernetes_version.is_null() {
+        s.kubernetes_version = Val::Known(crate::domain::kubernetes_version::LEGACY.into());
+    }
     // Before `default_labels` a cluster's objects carried its own labels only.
     if s.effective_labels.is_null() {
         s.effective_labels = Val::Known(s.labels.known().cloned().unwrap_or_default());

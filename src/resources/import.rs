@@ -93,6 +93,12 @@ pub async fn cluster(
             .etcd_version
             .as_deref()
             .unwrap_or(crate::domain::etcd_version::DEFAULT)),
+        // What the masters' kube-apiserver image says, so the first plan rolls nothing; a release the provider does
+        // not run reads as 1.28.15, what masters ran before the setting.
+        kubernetes_version: s(a
+            .kubernetes_version
+            .as_deref()
+            .unwrap_or(crate::domain::kubernetes_version::LEGACY)),
         // Assumed the defaults, like the image: GCE shows `default` resolved to the account's email, which would
         // read as a change of account.
         service_account: s(crate::domain::service_account::DEFAULT_EMAIL),

@@ -48,6 +48,8 @@ pub struct ClusterSpec {
     pub deletion_protection: Val<bool>,
     /// The cluster's `etcd_version`: which etcd image the masters run.
     pub etcd_version: Val<String>,
+    /// The cluster's `kubernetes_version`: which Kubernetes release the masters run.
+    pub kubernetes_version: Val<String>,
     /// The cluster's `service_account` and `service_account_scopes`: who the master VMs run as.
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
@@ -86,6 +88,7 @@ impl ClusterSpec {
             ("service_account_key", s()),
             ("deletion_protection", Type::Bool),
             ("etcd_version", s()),
+            ("kubernetes_version", s()),
             ("service_account", s()),
             ("service_account_scopes", Type::list(s())),
         ])
@@ -102,6 +105,10 @@ impl ClusterSpec {
         }
         if self.etcd_version.is_null() {
             self.etcd_version = Val::Known(crate::domain::etcd_version::DEFAULT.into());
+        }
+        // Masters made before the setting run 1.28.15.
+        if self.kubernetes_version.is_null() {
+            self.kubernetes_version = Val::Known(crate::domain::kubernetes_version::LEGACY.into());
         }
         // Masters made before the setting run without a service account; the default gives them one, which
         // shows in the replicas' plan as a roll (`service_account` in `master_settings`).
@@ -142,6 +149,12 @@ impl ClusterSpec {
                     v => v
                         .known()
                         .map_or(crate::domain::etcd_version::DEFAULT, String::as_str),
+                },
+                kubernetes_version: match &self.kubernetes_version {
+                    Val::Unknown => return None,
+                    v => v
+                        .known()
+                        .map_or(crate::domain::kubernetes_version::LEGACY, String::as_str),
                 },
                 service_account: self.service_account.known()?,
                 service_account_scopes: &scopes,
@@ -221,6 +234,11 @@ impl ClusterSpec {
                 .known()
                 .cloned()
                 .unwrap_or_else(|| crate::domain::etcd_version::DEFAULT.into()),
+            kubernetes_version: s
+                .kubernetes_version
+                .known()
+                .cloned()
+                .unwrap_or_else(|| crate::domain::kubernetes_version::LEGACY.into()),
             service_account: need(&s.service_account, "service_account")?,
             service_account_scopes: crate::domain::service_account::scope_urls(&need(
                 &s.service_account_scopes,

@@ -4,8 +4,9 @@ resource "ha_master_cluster" "prod" {
   name         = "prod-master"
   zone         = "europe-west1-b"
   multizone    = true
-  machine_type = "e2-standard-4"
-  etcd_version = "3.5"
+  machine_type       = "e2-standard-4"
+  kubernetes_version = "1.35.0"
+  etcd_version       = "3.5"
 
   # Where Terraform runs: the provider manages etcd membership through etcd's client port.
   etcd_client_source_ranges = ["203.0.113.0/24"]
