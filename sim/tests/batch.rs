@@ -283,6 +283,14 @@ async fn broken_batches_are_refused_whole() {
             "multipart/mixed; boundary=b",
             "--b\nContent-Type: application/http\n\n\n--b--\n".to_string(),
         ),
+        // A good call, then one with a header that cannot be sent: the good one must not run either.
+        (
+            "multipart/mixed; boundary=b",
+            format!(
+                "--b\nContent-Type: application/http\n\n{call}\n--b\nContent-Type: application/http\n\n\
+                 GET /compute/v1/projects/{PROJECT}/regions HTTP/1.1\nBad Header: x\n\n\n--b--\n"
+            ),
+        ),
     ];
     for (ct, body) in bad {
         let (status, _, text) = send(&sim, Some("t"), ct, body.clone()).await;

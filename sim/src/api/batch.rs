@@ -30,13 +30,16 @@ const MAX_CALLS: usize = 1000;
 /// The API method the outer request is logged under (each inner call is logged under its own method too).
 const LOG_API: &str = "batch";
 
+/// Header lines in the order given: (name, value).
+type Headers = Vec<(String, String)>;
+
 /// One inner call, parsed.
 struct Call {
     content_id: Option<String>,
     method: Method,
     path: String,
     query: Option<String>,
-    headers: Vec<(String, String)>,
+    headers: Headers,
     body: Vec<u8>,
 }
 
@@ -103,9 +106,13 @@ async fn serve(
             ),
         ));
     }
+    // Every call's headers are checked before the first one starts, so a refused batch changes nothing.
+    let merged = calls
+        .iter()
+        .map(|c| merge_headers(headers, &c.headers))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut running = Vec::with_capacity(calls.len());
-    for call in calls {
-        let inner_headers = merge_headers(headers, &call.headers)?;
+    for (call, inner_headers) in calls.into_iter().zip(merged) {
         let task = tokio::spawn(super::handle(
             sim.clone(),
             call.method,
@@ -210,7 +217,7 @@ fn split_parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<&'a [u8]>, Stri
         if let Some(d) = delimiter(text, boundary) {
             if let Some(start) = open {
                 // The part ends before the line break that precedes this delimiter.
-                let mut end = at.max(start);
+                let mut end = at;
                 if end > start && body[end - 1] == b'\n' {
                     end -= 1;
                     if end > start && body[end - 1] == b'\r' {
@@ -235,8 +242,8 @@ fn split_parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<&'a [u8]>, Stri
 
 /// Header lines up to the first empty line, and what follows it. Continuation lines (starting with a space or
 /// a tab) extend the header before them.
-fn split_head(mut rest: &[u8]) -> Result<(Vec<(String, String)>, &[u8]), String> {
-    let mut headers: Vec<(String, String)> = Vec::new();
+fn split_head(mut rest: &[u8]) -> Result<(Headers, &[u8]), String> {
+    let mut headers = Headers::new();
     while !rest.is_empty() {
         let (text, after) = line(rest);
         rest = after;
