@@ -163,6 +163,15 @@ async fn the_aggregated_list_shows_every_scope() {
             .to_string();
     }
     assert!(token.is_empty(), "a fourth page: {token}");
+    // A page token past the end (even usize::MAX, where start + maxResults would overflow) is an empty page.
+    for path in [
+        "aggregated/operations?pageToken=18446744073709551615",
+        "global/operations?pageToken=18446744073709551615",
+    ] {
+        let page = sim.get(path).await;
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        assert!(page.body.get("nextPageToken").is_none(), "{}", page.body);
+    }
     seen.sort();
     let mut want: Vec<String> = [&zonal, &regional, &global]
         .iter()

@@ -126,7 +126,7 @@ pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> A
     if !page.is_empty() {
         out["items"] = Value::Array(page);
     }
-    if start + max < items.len() {
+    if start.saturating_add(max) < items.len() {
         out["nextPageToken"] = json!((start + max).to_string());
     }
     Ok(out)
@@ -154,7 +154,10 @@ pub fn aggregated(
             .collect();
         // This scope's items are positions seen..seen+len of the whole filtered list; keep those in the window.
         let first = start.saturating_sub(seen).min(found.len());
-        let last = (start + max).saturating_sub(seen).min(found.len());
+        let last = start
+            .saturating_add(max)
+            .saturating_sub(seen)
+            .min(found.len());
         seen += found.len();
         let page = &found[first..last];
         let entry = if page.is_empty() {
@@ -168,7 +171,7 @@ pub fn aggregated(
     }
     let rel = format!("projects/{}/aggregated/{field}", req.project);
     let mut out = json!({"kind": kind, "id": rel, "items": items, "selfLink": sim.links.url(&rel)});
-    if start + max < seen {
+    if start.saturating_add(max) < seen {
         out["nextPageToken"] = json!((start + max).to_string());
     }
     Ok(out)
