@@ -14,7 +14,8 @@ pub struct Entry {
     pub at: String,
     pub method: String,
     pub path: String,
-    /// API method, e.g. `compute.instances.insert`; `unknown` for unrouted paths.
+    /// API method, e.g. `compute.instances.insert`; `compute.unknown` for unrouted paths; `batch` for a
+    /// `POST /batch/compute/v1` itself (each call inside it has its own entry).
     pub api: String,
     pub status: u16,
     pub millis: u64,

@@ -27,6 +27,10 @@ async fn api(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // Batches carry API calls inside them and are answered by taking them apart (api/batch.rs).
+    if uri.path() == crate::api::batch::PATH {
+        return crate::api::batch::handle(sim, method, headers, body).await;
+    }
     crate::api::handle(
         sim,
         method,

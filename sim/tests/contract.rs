@@ -151,7 +151,8 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     .await;
     sim.get(&format!("regions/{r}/forwardingRules/fr")).await;
     sim.get(&format!("regions/{r}/forwardingRules")).await;
-    // Operations in every scope: list, wait, delete.
+    // Operations in every scope: list, wait, delete; and all scopes at once.
+    sim.get("aggregated/operations").await;
     for scope in [
         format!("zones/{z}"),
         format!("regions/{r}"),

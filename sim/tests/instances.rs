@@ -150,6 +150,23 @@ async fn list_and_aggregated_list_cover_zones() {
         agg.body["items"]["zones/us-east1-c"]["warning"]["code"],
         "NO_RESULTS_ON_PAGE"
     );
+    // The aggregated list takes the same filter (the provider's label filter across a region's zones).
+    let agg = sim
+        .get("aggregated/instances?filter=%28labels.role%20%3D%20%22master%22%29%20AND%20%28name%20%3D%20%22b%22%29")
+        .await;
+    let found: Vec<&str> = agg.body["items"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|s| s["instances"].as_array())
+        .flatten()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, ["b"], "{}", agg.body);
+    assert_eq!(
+        agg.body["items"][format!("zones/{Z}")]["warning"]["code"],
+        "NO_RESULTS_ON_PAGE"
+    );
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
-//! Operations (get, list, delete, wait in all three scopes), requestId, auth, links, persistence.
+//! Operations (get, list, delete, wait in all three scopes; the aggregated list), requestId, auth, links,
+//! persistence.
 
 mod common;
 use common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 const Z: &str = "us-east1-b";
@@ -61,6 +62,123 @@ async fn operations_live_in_their_scope() {
     sim.get(&format!("zones/us-east1-c/operations/{name}"))
         .await
         .expect(404, "notFound");
+}
+
+/// globalOperations.aggregatedList (`gcloud compute operations list`): every scope of the catalog appears, each
+/// operation under its own scope, empty scopes with GCE's NO_RESULTS_ON_PAGE warning; `filter` and paging work
+/// across scopes.
+#[tokio::test]
+async fn the_aggregated_list_shows_every_scope() {
+    let sim = start().await;
+    let zonal = sim
+        .ok(
+            "POST",
+            &format!("zones/{Z}/instances"),
+            Some(instance_body("m1", Z)),
+        )
+        .await;
+    let regional = sim
+        .ok(
+            "POST",
+            "regions/us-east1/addresses",
+            Some(json!({"name": "a"})),
+        )
+        .await;
+    let global = sim
+        .ok(
+            "POST",
+            "global/httpHealthChecks",
+            Some(json!({"name": "h"})),
+        )
+        .await;
+    let agg = sim.get("aggregated/operations").await.body;
+    assert_eq!(agg["kind"], "compute#operationAggregatedList");
+    assert!(
+        agg["selfLink"]
+            .as_str()
+            .unwrap()
+            .ends_with("/projects/proj/aggregated/operations"),
+        "{agg}"
+    );
+    let items = agg["items"].as_object().unwrap();
+    // global, 3 regions, 10 zones.
+    assert_eq!(items.len(), 14, "{agg}");
+    for (scope, op) in [
+        (format!("zones/{Z}"), &zonal),
+        ("regions/us-east1".to_string(), &regional),
+        ("global".to_string(), &global),
+    ] {
+        assert_eq!(
+            items[&scope]["operations"][0]["name"], op["name"],
+            "{scope}"
+        );
+        assert_eq!(items[&scope]["operations"].as_array().unwrap().len(), 1);
+    }
+    let empty = &items["zones/us-east1-c"];
+    assert!(empty.get("operations").is_none(), "{empty}");
+    assert_eq!(empty["warning"]["code"], "NO_RESULTS_ON_PAGE");
+    assert_eq!(
+        empty["warning"]["data"][0],
+        json!({"key": "scope", "value": "zones/us-east1-c"})
+    );
+    assert!(agg.get("nextPageToken").is_none(), "{agg}");
+
+    // A filter applies to the operations, in every scope; one the sim cannot evaluate is refused.
+    sim.get("aggregated/operations?filter=%28name%20%3D%20a%29%20OR%20%28name%20%3D%20b%29")
+        .await
+        .expect(400, "invalid");
+    let insert_of_h = format!(
+        "aggregated/operations?filter=targetId%20%3D%20{}",
+        global["targetId"].as_str().unwrap()
+    );
+    let filtered = sim.get(&insert_of_h).await.body;
+    let shown: Vec<&Value> = filtered["items"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|s| s["operations"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(shown.len(), 1, "{filtered}");
+    assert_eq!(shown[0]["name"], global["name"]);
+
+    // One operation per page: three pages, each operation exactly once, then no token.
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    for _ in 0..3 {
+        let page = sim
+            .get(&format!(
+                "aggregated/operations?maxResults=1&pageToken={token}"
+            ))
+            .await
+            .body;
+        for s in page["items"].as_object().unwrap().values() {
+            for op in s["operations"].as_array().into_iter().flatten() {
+                seen.push(op["name"].as_str().unwrap().to_string());
+            }
+        }
+        token = page["nextPageToken"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+    }
+    assert!(token.is_empty(), "a fourth page: {token}");
+    // A page token past the end (even usize::MAX, where start + maxResults would overflow) is an empty page.
+    for path in [
+        "aggregated/operations?pageToken=18446744073709551615",
+        "global/operations?pageToken=18446744073709551615",
+    ] {
+        let page = sim.get(path).await;
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        assert!(page.body.get("nextPageToken").is_none(), "{}", page.body);
+    }
+    seen.sort();
+    let mut want: Vec<String> = [&zonal, &regional, &global]
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_string())
+        .collect();
+    want.sort();
+    assert_eq!(seen, want);
 }
 
 #[tokio::test]

@@ -189,40 +189,20 @@ fn list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
     common::list(sim, req, "compute#addressList", &rel, items)
 }
 
-/// What `gcloud compute addresses list` calls: every region appears, with `addresses` or with the
-/// NO_RESULTS_ON_PAGE warning real GCE sends for empty scopes (global addresses are not simulated).
+/// What `gcloud compute addresses list` calls: every region (global addresses are not simulated).
 fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
-    let raw = req.q("filter").unwrap_or_default();
-    let terms = super::filter::parse(raw).map_err(|e| {
-        ApiError::invalid_field(
-            "filter",
-            raw,
-            &format!("Invalid list filter expression: {e}."),
-        )
-    })?;
-    let mut items = serde_json::Map::new();
-    for (region, _) in crate::state::catalog::REGIONS {
+    let scopes = common::by_region(|region| {
         let prefix = format!("projects/{}/regions/{region}/addresses/", req.project);
-        let found: Vec<Value> = under(&cloud.addresses, &prefix)
+        under(&cloud.addresses, &prefix)
             .map(|a| render(cloud, a))
-            .collect::<ApiResult<Vec<_>>>()?
-            .into_iter()
-            .filter(|a| super::filter::matches(&terms, a))
-            .collect();
-        let scope = format!("regions/{region}");
-        let entry = if found.is_empty() {
-            serde_json::json!({"warning": {"code": "NO_RESULTS_ON_PAGE",
-                "message": format!("There are no results for scope '{scope}' on this page."),
-                "data": [{"key": "scope", "value": scope}]}})
-        } else {
-            serde_json::json!({ "addresses": found })
-        };
-        items.insert(scope, entry);
-    }
-    let rel = format!("projects/{}/aggregated/addresses", req.project);
-    Ok(
-        serde_json::json!({"kind": "compute#addressAggregatedList", "id": rel, "items": items,
-        "selfLink": sim.links.url(&rel)}),
+            .collect()
+    })?;
+    common::aggregated(
+        sim,
+        req,
+        "compute#addressAggregatedList",
+        "addresses",
+        scopes,
     )
 }
 

@@ -83,21 +83,20 @@ pub fn to_value<T: serde::Serialize>(t: &T) -> ApiResult<Value> {
         .map_err(|e| ApiError::new(500, "backendError", format!("encoding response: {e}")))
 }
 
-/// A `compute#xxxList`, with `filter` (see `filter.rs`; unsupported expressions are a 400), `maxResults` and
-/// `pageToken` (an offset).
-pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> ApiResult<Value> {
+/// The `filter` query parameter, parsed (see `filter.rs`); an unsupported expression is a 400.
+fn filter_terms(req: &Req) -> ApiResult<Vec<super::filter::Term>> {
     let expr = req.q("filter").unwrap_or_default();
-    let terms = super::filter::parse(expr).map_err(|e| {
+    super::filter::parse(expr).map_err(|e| {
         ApiError::invalid_field(
             "filter",
             expr,
             &format!("Invalid list filter expression: {e}."),
         )
-    })?;
-    let items: Vec<Value> = items
-        .into_iter()
-        .filter(|i| super::filter::matches(&terms, i))
-        .collect();
+    })
+}
+
+/// `pageToken` (an offset into the filtered items) and `maxResults` (GCE's default and cap: 500).
+fn page_window(req: &Req) -> ApiResult<(usize, usize)> {
     let start: usize = match req.q("pageToken").filter(|t| !t.is_empty()) {
         Some(t) => t
             .parse()
@@ -111,15 +110,90 @@ pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> A
         None => 500,
     }
     .clamp(1, 500);
+    Ok((start, max))
+}
+
+/// A `compute#xxxList`, with `filter`, `maxResults` and `pageToken`.
+pub fn list(sim: &Sim, req: &Req, kind: &str, rel: &str, items: Vec<Value>) -> ApiResult<Value> {
+    let terms = filter_terms(req)?;
+    let items: Vec<Value> = items
+        .into_iter()
+        .filter(|i| super::filter::matches(&terms, i))
+        .collect();
+    let (start, max) = page_window(req)?;
     let page: Vec<Value> = items.iter().skip(start).take(max).cloned().collect();
     let mut out = json!({"kind": kind, "id": rel, "selfLink": sim.links.url(rel)});
     if !page.is_empty() {
         out["items"] = Value::Array(page);
     }
-    if start + max < items.len() {
+    if start.saturating_add(max) < items.len() {
         out["nextPageToken"] = json!((start + max).to_string());
     }
     Ok(out)
+}
+
+/// A `compute#xxxAggregatedList` (`aggregated/{field}`, what gcloud's `list` commands call): `items` maps every
+/// scope (`zones/Z`, `regions/R`, `global`) to `{field: [...]}`, or to the NO_RESULTS_ON_PAGE warning real GCE
+/// sends for a scope with nothing on this page. `filter` applies to the resources; `maxResults` and `pageToken`
+/// page through all scopes together, as on GCE, so a long-lived sim's hundreds of operations still list whole.
+pub fn aggregated(
+    sim: &Sim,
+    req: &Req,
+    kind: &str,
+    field: &str,
+    scopes: Vec<(String, Vec<Value>)>,
+) -> ApiResult<Value> {
+    let terms = filter_terms(req)?;
+    let (start, max) = page_window(req)?;
+    let mut seen = 0usize;
+    let mut items = serde_json::Map::new();
+    for (scope, found) in scopes {
+        let found: Vec<Value> = found
+            .into_iter()
+            .filter(|i| super::filter::matches(&terms, i))
+            .collect();
+        // This scope's items are positions seen..seen+len of the whole filtered list; keep those in the window.
+        let first = start.saturating_sub(seen).min(found.len());
+        let last = start
+            .saturating_add(max)
+            .saturating_sub(seen)
+            .min(found.len());
+        seen += found.len();
+        let page = &found[first..last];
+        let entry = if page.is_empty() {
+            json!({"warning": {"code": "NO_RESULTS_ON_PAGE",
+                "message": format!("There are no results for scope '{scope}' on this page."),
+                "data": [{"key": "scope", "value": scope}]}})
+        } else {
+            json!({ field: page })
+        };
+        items.insert(scope, entry);
+    }
+    let rel = format!("projects/{}/aggregated/{field}", req.project);
+    let mut out = json!({"kind": kind, "id": rel, "items": items, "selfLink": sim.links.url(&rel)});
+    if start.saturating_add(max) < seen {
+        out["nextPageToken"] = json!((start + max).to_string());
+    }
+    Ok(out)
+}
+
+/// Every zone of the catalog with the items `of_zone` finds there: the scopes of a zonal aggregated list.
+pub fn by_zone(
+    mut of_zone: impl FnMut(&str) -> ApiResult<Vec<Value>>,
+) -> ApiResult<Vec<(String, Vec<Value>)>> {
+    catalog::zones()
+        .map(|z| Ok((format!("zones/{z}"), of_zone(&z)?)))
+        .collect()
+}
+
+/// Every region of the catalog with the items `of_region` finds there: the scopes of a regional aggregated list.
+pub fn by_region(
+    mut of_region: impl FnMut(&str) -> ApiResult<Vec<Value>>,
+) -> ApiResult<Vec<(String, Vec<Value>)>> {
+    catalog::REGIONS
+        .iter()
+        .map(|(r, _)| Ok((format!("regions/{r}"), of_region(r)?)))
+        .collect()
 }
 
 /// The relative path of a referenced resource (full URL, `projects/...` or partial), or a 400 naming the field.

@@ -13,7 +13,7 @@ use crate::app::Sim;
 use crate::ops::model::{Collection, Transition};
 use crate::ops::{OpSpec, Scope};
 use crate::state::resources::Disk;
-use crate::state::{Cloud, catalog, ids, links, under};
+use crate::state::{Cloud, ids, links, under};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -205,39 +205,15 @@ fn list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
     common::list(sim, req, "compute#diskList", &rel, items)
 }
 
-/// Every zone appears: with `disks`, or with the NO_RESULTS_ON_PAGE warning real GCE sends for empty scopes.
+/// What `gcloud compute disks list` calls: every zone.
 fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
-    let mut items = serde_json::Map::new();
-    for zone in catalog::zones() {
+    let scopes = common::by_zone(|zone| {
         let prefix = format!("projects/{}/zones/{zone}/disks/", req.project);
-        let found = under(&cloud.disks, &prefix)
+        under(&cloud.disks, &prefix)
             .map(|d| render(cloud, d))
-            .collect::<ApiResult<Vec<_>>>()?;
-        let terms = super::filter::parse(req.q("filter").unwrap_or_default()).map_err(|e| {
-            ApiError::invalid_field(
-                "filter",
-                req.q("filter").unwrap_or_default(),
-                &format!("Invalid list filter expression: {e}."),
-            )
-        })?;
-        let found: Vec<Value> = found
-            .into_iter()
-            .filter(|d| super::filter::matches(&terms, d))
-            .collect();
-        let scope = format!("zones/{zone}");
-        let entry = if found.is_empty() {
-            json!({"warning": {"code": "NO_RESULTS_ON_PAGE",
-                "message": format!("There are no results for scope '{scope}' on this page."),
-                "data": [{"key": "scope", "value": scope}]}})
-        } else {
-            json!({ "disks": found })
-        };
-        items.insert(scope, entry);
-    }
-    let rel = format!("projects/{}/aggregated/disks", req.project);
-    Ok(
-        json!({"kind": "compute#diskAggregatedList", "id": rel, "items": items, "selfLink": sim.links.url(&rel)}),
-    )
+            .collect()
+    })?;
+    common::aggregated(sim, req, "compute#diskAggregatedList", "disks", scopes)
 }
 
 fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {

@@ -263,40 +263,20 @@ fn delete(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
     })
 }
 
-/// What `gcloud compute forwarding-rules list` calls: every region, with `forwardingRules` or with the
-/// NO_RESULTS_ON_PAGE warning real GCE sends for empty scopes (global rules are not simulated).
+/// What `gcloud compute forwarding-rules list` calls: every region (global rules are not simulated).
 fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
-    let raw = req.q("filter").unwrap_or_default();
-    let terms = super::filter::parse(raw).map_err(|e| {
-        ApiError::invalid_field(
-            "filter",
-            raw,
-            &format!("Invalid list filter expression: {e}."),
-        )
-    })?;
-    let mut items = serde_json::Map::new();
-    for (region, _) in crate::state::catalog::REGIONS {
+    let scopes = common::by_region(|region| {
         let prefix = format!("projects/{}/regions/{region}/forwardingRules/", req.project);
-        let found: Vec<Value> = under(&cloud.forwarding_rules, &prefix)
+        under(&cloud.forwarding_rules, &prefix)
             .map(to_value)
-            .collect::<ApiResult<Vec<_>>>()?
-            .into_iter()
-            .filter(|r| super::filter::matches(&terms, r))
-            .collect();
-        let scope = format!("regions/{region}");
-        let entry = if found.is_empty() {
-            serde_json::json!({"warning": {"code": "NO_RESULTS_ON_PAGE",
-                "message": format!("There are no results for scope '{scope}' on this page."),
-                "data": [{"key": "scope", "value": scope}]}})
-        } else {
-            serde_json::json!({ "forwardingRules": found })
-        };
-        items.insert(scope, entry);
-    }
-    let rel = format!("projects/{}/aggregated/forwardingRules", req.project);
-    Ok(
-        serde_json::json!({"kind": "compute#forwardingRuleAggregatedList", "id": rel, "items": items,
-        "selfLink": sim.links.url(&rel)}),
+            .collect()
+    })?;
+    common::aggregated(
+        sim,
+        req,
+        "compute#forwardingRuleAggregatedList",
+        "forwardingRules",
+        scopes,
     )
 }
 

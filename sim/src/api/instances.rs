@@ -13,7 +13,7 @@ use crate::ops::model::{Collection, Transition};
 use crate::ops::{OpSpec, Scope};
 use crate::state::resources::Instance;
 use crate::state::{Cloud, catalog, ids, under};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 pub const ROUTES: &[Route] = &[
@@ -235,27 +235,18 @@ fn list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
     common::list(sim, req, "compute#instanceList", &rel, items)
 }
 
-/// Every zone appears: with `instances`, or with the NO_RESULTS_ON_PAGE warning real GCE sends for empty scopes.
+/// What `gcloud compute instances list` and the provider's leak and import checks call: every zone.
 fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
-    let mut items = serde_json::Map::new();
-    for zone in catalog::zones() {
+    let scopes = common::by_zone(|zone| {
         let prefix = format!("projects/{}/zones/{zone}/instances/", req.project);
-        let found = under(&cloud.instances, &prefix)
-            .map(to_value)
-            .collect::<ApiResult<Vec<_>>>()?;
-        let scope = format!("zones/{zone}");
-        let entry = if found.is_empty() {
-            json!({"warning": {"code": "NO_RESULTS_ON_PAGE",
-                "message": format!("There are no results for scope '{scope}' on this page."),
-                "data": [{"key": "scope", "value": scope}]}})
-        } else {
-            json!({ "instances": found })
-        };
-        items.insert(scope, entry);
-    }
-    let rel = format!("projects/{}/aggregated/instances", req.project);
-    Ok(
-        json!({"kind": "compute#instanceAggregatedList", "id": rel, "items": items, "selfLink": sim.links.url(&rel)}),
+        under(&cloud.instances, &prefix).map(to_value).collect()
+    })?;
+    common::aggregated(
+        sim,
+        req,
+        "compute#instanceAggregatedList",
+        "instances",
+        scopes,
     )
 }
 

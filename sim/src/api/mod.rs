@@ -4,6 +4,7 @@
 
 pub mod access_configs;
 pub mod addresses;
+pub mod batch;
 pub mod common;
 pub mod disks;
 pub mod error;

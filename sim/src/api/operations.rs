@@ -1,4 +1,5 @@
-//! zoneOperations, regionOperations, globalOperations: get, list, delete and `wait`.
+//! zoneOperations, regionOperations, globalOperations: get, list, delete and `wait`; and
+//! globalOperations.aggregatedList, every scope's operations at once (what `gcloud compute operations list` calls).
 //!
 //! `wait` long-polls: it returns as soon as the operation is DONE, or its current state when the configured
 //! deadline (GCE: about 2 minutes; tests: much less) is reached, so clients must be ready to call it again.
@@ -84,6 +85,12 @@ pub const ROUTES: &[Route] = &[
         api: "globalOperations.wait",
         handler: Handler::Wait,
     },
+    Route {
+        method: "GET",
+        pattern: "aggregated/operations",
+        api: "globalOperations.aggregatedList",
+        handler: Handler::Read(aggregated_list),
+    },
 ];
 
 /// Relative path of the scope's operations collection, from the request's path parameters.
@@ -115,6 +122,33 @@ fn list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
         .map(|r| to_value(&r.op))
         .collect::<ApiResult<Vec<_>>>()?;
     common::list(sim, req, "compute#operationList", &rel, items)
+}
+
+/// Scopes as GCE names them: `global`, then every region, then every zone; each with its operations (the
+/// same records `list` shows for that scope).
+fn aggregated_list(sim: &Sim, cloud: &Cloud, req: &Req) -> ApiResult<Value> {
+    let of = |rel: String| -> ApiResult<Vec<Value>> {
+        under(&cloud.operations, &format!("{rel}/"))
+            .map(|r| to_value(&r.op))
+            .collect()
+    };
+    let mut scopes = vec![(
+        "global".to_string(),
+        of(format!("projects/{}/global/operations", req.project))?,
+    )];
+    scopes.extend(common::by_region(|r| {
+        of(format!("projects/{}/regions/{r}/operations", req.project))
+    })?);
+    scopes.extend(common::by_zone(|z| {
+        of(format!("projects/{}/zones/{z}/operations", req.project))
+    })?);
+    common::aggregated(
+        sim,
+        req,
+        "compute#operationAggregatedList",
+        "operations",
+        scopes,
+    )
 }
 
 /// Deleting an operation only forgets the record; the work it describes goes on (as on GCE).

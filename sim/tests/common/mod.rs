@@ -79,6 +79,7 @@ pub fn contract_check(kind: &str, text: &str) {
         "compute#forwardingRuleList" => p::<gce::ForwardingRuleList>(kind, text),
         "compute#operation" => p::<gce::Operation>(kind, text),
         "compute#operationList" => p::<gce::OperationList>(kind, text),
+        "compute#operationAggregatedList" => p::<gce::OperationAggregatedList>(kind, text),
         "compute#zone" => p::<gce::Zone>(kind, text),
         "compute#zoneList" => p::<gce::ZoneList>(kind, text),
         "compute#region" => p::<gce::Region>(kind, text),
