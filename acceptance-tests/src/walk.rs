@@ -119,6 +119,18 @@ output "by_zone" {{
     )
 }
 
+/// The walk-through's configuration with each `(from, to)` replaced once, for scenarios that need a setting or an
+/// output more; fails loudly when the walk-through no longer has `from`, rather than testing the wrong thing.
+pub fn edit_config(base: String, edits: &[(&str, &str)]) -> String {
+    edits.iter().fold(base, |config, (from, to)| {
+        assert!(
+            config.contains(from),
+            "the walk-through's config lost {from:?}"
+        );
+        config.replacen(from, to, 1)
+    })
+}
+
 pub fn set_zones(ws: &Workspace, zones: &[&str]) {
     set_vars(ws, zones, &[]);
 }

@@ -51,13 +51,7 @@ fn config(sim: &Sim) -> String {
         ),
         ("for_each = toset(var.zones)", "for_each = var.replicas"),
     ];
-    edits.iter().fold(base, |config, (from, to)| {
-        assert!(
-            config.contains(from),
-            "the walk-through's config lost {from:?}"
-        );
-        config.replacen(from, to, 1)
-    })
+    acceptance_tests::walk::edit_config(base, &edits)
 }
 
 /// What the configuration says: the replicas (key → zone) and the cluster's settings that roll.

@@ -30,13 +30,7 @@ fn config(sim: &Sim) -> String {
             "output \"effective_labels\" {\n  value = ha_master_cluster.c.effective_labels\n}\n\noutput \"ca\" {",
         ),
     ];
-    edits.iter().fold(base, |config, (from, to)| {
-        assert!(
-            config.contains(from),
-            "the walk-through's config lost {from:?}"
-        );
-        config.replacen(from, to, 1)
-    })
+    acceptance_tests::walk::edit_config(base, &edits)
 }
 
 fn set_defaults(ws: &Workspace, defaults: &[(&str, &str)]) {
