@@ -104,6 +104,9 @@ pub struct VmFacts {
     pub build: Option<String>,
     /// Whether etcd's data disk is attached: without it etcd lives on the boot disk, which a rebuild deletes.
     pub has_data_disk: bool,
+    /// Whether the certificates the VM runs with are within the cluster's renewal window
+    /// (`domain::certificates`): a roll then rebuilds it, which issues new ones from the same CAs.
+    pub certificates_due: bool,
 }
 
 /// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
@@ -298,7 +301,8 @@ pub fn roll_steps(
     let in_pool = world.pool.as_ref().map(|p| p.contains(me));
     let digest = want.digest();
     let grow = matches!((want.data_disk_gb, data_disk_gb), (Some(w), Some(have)) if w > have);
-    let rebuild = grow || vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()));
+    let rebuild = grow
+        || vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()) || v.certificates_due);
     let resize = vm.is_some_and(|v| v.machine_type != want.machine_type);
     let running = vm.is_some_and(|v| v.status == "RUNNING");
     let mut steps = Vec::new();
@@ -479,6 +483,7 @@ mod tests {
             machine_type: machine_type.into(),
             build: Some(b.digest()),
             has_data_disk: true,
+            certificates_due: false,
         }
     }
 
@@ -757,6 +762,28 @@ mod tests {
                 "{v:?} -> {want:?}"
             );
         }
+    }
+
+    /// Certificates in the renewal window rebuild the VM although its build is current (the rebuild issues new
+    /// ones from the same CAs); outside it, the same VM is left alone.
+    #[test]
+    fn due_certificates_rebuild_a_current_vm_and_nothing_else_does() {
+        let b = build("e2-standard-2", "img-1");
+        let w = world(&["a", "b", "c"], &[]);
+        let mut v = vm("RUNNING", "e2-standard-2", &b);
+        assert_eq!(roll_steps(&w, "a", Some(&v), Some(20), &b), Ok(vec![]));
+        v.certificates_due = true;
+        let steps = roll_steps(&w, "a", Some(&v), Some(20), &b).unwrap();
+        assert_eq!(
+            steps[..4],
+            [
+                Step::RemoveFromPool,
+                Step::MoveLeadership,
+                Step::DeleteInstance,
+                Step::RebuildInstance
+            ],
+            "{steps:?}"
+        );
     }
 
     #[test]

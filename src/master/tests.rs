@@ -23,6 +23,7 @@ pub(super) fn config_for(
         static_ip,
         first_service_ip: first_service_ip(&range),
         dns_domain: "cluster.local".into(),
+        validity: time::Duration::days(365),
     };
     MasterConfig {
         cluster_name: "prod".into(),

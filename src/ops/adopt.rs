@@ -159,6 +159,18 @@ impl RecordedCerts {
     }
 }
 
+impl RecordedCerts {
+    /// When the first of them expires (Unix seconds); `None` when one does not parse.
+    pub fn expire_at(&self) -> Option<i64> {
+        [&self.api_server, &self.etcd_peer, &self.etcd_server]
+            .iter()
+            .map(|c| crate::pki::not_after_unix(&c.cert_pem).ok())
+            .collect::<Option<Vec<i64>>>()?
+            .into_iter()
+            .min()
+    }
+}
+
 /// The certificates replica VM `vm` runs with, read from its startup configuration.
 pub fn certs_on(vm: &InstanceInfo) -> Result<RecordedCerts> {
     let files = files_of(vm)?;

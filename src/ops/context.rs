@@ -95,6 +95,10 @@ pub struct Spec {
     pub etcd_version: String,
     /// The Kubernetes release masters run (`1.35.0`, or `1.35` for the pinned patch): `domain::kubernetes_version`.
     pub kubernetes_version: String,
+    /// How long a replica's certificates live, and how long before expiry a roll renews them
+    /// (`domain::certificates`).
+    pub certificate_validity: std::time::Duration,
+    pub certificate_renew_before: std::time::Duration,
     /// Who the master VMs run as, and the OAuth scopes as URLs (`domain::service_account`).
     pub service_account: String,
     pub service_account_scopes: Vec<String>,

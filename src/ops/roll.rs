@@ -40,7 +40,11 @@ pub struct Rolled {
     pub member_id: u64,
 }
 
-fn facts(vm: &InstanceInfo, prior: &Build) -> VmFacts {
+fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
+    // The clock is read here, in the shell; the domain only compares.
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let due_by =
+        crate::domain::certificates::renew_if_expiring_by(now, ctx.spec.certificate_renew_before);
     VmFacts {
         status: vm.status.clone(),
         machine_type: vm.machine_type.clone(),
@@ -51,6 +55,10 @@ fn facts(vm: &InstanceInfo, prior: &Build) -> VmFacts {
                 .unwrap_or_else(|| prior.digest()),
         ),
         has_data_disk: vm.attached_disks.contains_key(DATA_DEVICE),
+        certificates_due: certs_on(vm)
+            .ok()
+            .and_then(|c| c.expire_at())
+            .is_some_and(|t| t <= due_by),
     }
 }
 
@@ -96,7 +104,7 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     let steps = roll_steps(
         &snap.observed,
         &r.name,
-        vm.as_ref().map(|v| facts(v, &r.prior)).as_ref(),
+        vm.as_ref().map(|v| facts(ctx, v, &r.prior)).as_ref(),
         disk.map(|d| d.size_gb),
         &want,
     )

@@ -135,8 +135,18 @@ impl Issuer {
 
     /// Issues a leaf certificate with a fresh P-256 key, valid for a replica's lifetime.
     pub fn issue(&self, spec: &LeafSpec, usage: Usage) -> Result<CertKey, PkiError> {
+        self.issue_for(spec, usage, LEAF_VALIDITY)
+    }
+
+    /// Issues a leaf certificate with a fresh P-256 key that expires `lifetime` from now.
+    pub fn issue_for(
+        &self,
+        spec: &LeafSpec,
+        usage: Usage,
+        lifetime: Duration,
+    ) -> Result<CertKey, PkiError> {
         let now = OffsetDateTime::now_utc();
-        self.issue_until(spec, usage, now + LEAF_VALIDITY)
+        self.issue_until(spec, usage, now + lifetime)
     }
 
     /// Issues a leaf certificate with a fresh P-256 key that expires at `not_after` (valid from 5 minutes ago).

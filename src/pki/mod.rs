@@ -109,6 +109,8 @@ pub struct ReplicaCertRequest {
     pub first_service_ip: Ipv4Addr,
     /// e.g. `cluster.local`.
     pub dns_domain: String,
+    /// How long every certificate of the replica is valid (the cluster's `certificate_validity`).
+    pub validity: time::Duration,
 }
 
 /// One replica's certificates (docs/master-config.md §4). Each one gets its own key.
@@ -142,8 +144,9 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
     let ca = cas.issuers()?;
     let name = req.name.as_str();
     let loopback = Ipv4Addr::LOCALHOST;
+    let lifetime = req.validity;
 
-    let api_server = ca.cluster.issue(
+    let api_server = ca.cluster.issue_for(
         &LeafSpec {
             common_name: "kube-apiserver".into(),
             dns_names: vec![
@@ -164,8 +167,9 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
             ..LeafSpec::default()
         },
         Usage::Server,
+        lifetime,
     )?;
-    let etcd_peer = ca.etcd_peer.issue(
+    let etcd_peer = ca.etcd_peer.issue_for(
         &LeafSpec {
             common_name: name.into(),
             dns_names: vec![name.into()],
@@ -173,10 +177,11 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
             ..LeafSpec::default()
         },
         Usage::ServerAndClient,
+        lifetime,
     )?;
     // DNS <name>: the provider reaches each member's client port through the replica's external (maybe
     // ephemeral) IP and verifies the certificate by the member's name, never by an IP no certificate names.
-    let etcd_server = ca.etcd_client.issue(
+    let etcd_server = ca.etcd_client.issue_for(
         &LeafSpec {
             common_name: format!("etcd-{name}"),
             dns_names: vec![name.into()],
@@ -184,39 +189,48 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
             ..LeafSpec::default()
         },
         Usage::Server,
+        lifetime,
     )?;
-    let etcd_apiserver_client = ca
-        .etcd_client
-        .issue(&client("client", &[]), Usage::Client)?;
-    let kubelet = ca.cluster.issue(
+    let etcd_apiserver_client =
+        ca.etcd_client
+            .issue_for(&client("client", &[]), Usage::Client, lifetime)?;
+    let kubelet = ca.cluster.issue_for(
         &client(&format!("system:node:{name}"), &["system:nodes"]),
         Usage::Client,
+        lifetime,
     )?;
-    let controller_manager = ca.cluster.issue(
+    let controller_manager = ca.cluster.issue_for(
         &client("system:kube-controller-manager", &[]),
         Usage::Client,
+        lifetime,
     )?;
-    let scheduler = ca
-        .cluster
-        .issue(&client("system:kube-scheduler", &[]), Usage::Client)?;
-    let cluster_autoscaler = ca
-        .cluster
-        .issue(&client("cluster-autoscaler", &[]), Usage::Client)?;
+    let scheduler = ca.cluster.issue_for(
+        &client("system:kube-scheduler", &[]),
+        Usage::Client,
+        lifetime,
+    )?;
+    let cluster_autoscaler =
+        ca.cluster
+            .issue_for(&client("cluster-autoscaler", &[]), Usage::Client, lifetime)?;
     // The addon manager applies arbitrary addon manifests, so it needs cluster-admin (as kube-up's had).
-    let addon_manager = ca.cluster.issue(
+    let addon_manager = ca.cluster.issue_for(
         &client("system:kube-addon-manager", &["system:masters"]),
         Usage::Client,
+        lifetime,
     )?;
     // system:masters, as kubeadm's apiserver-kubelet-client: kubelets authorize it through the webhook.
-    let apiserver_kubelet_client = ca.cluster.issue(
+    let apiserver_kubelet_client = ca.cluster.issue_for(
         &client("kube-apiserver-kubelet-client", &["system:masters"]),
         Usage::Client,
+        lifetime,
     )?;
     // No group: as any authenticated user it may GET /healthz, /livez and /readyz (system:public-info-viewer),
     // which is all the sidecar proxies. CN as kops issues it.
-    let healthcheck_client = ca
-        .cluster
-        .issue(&client("kube-apiserver-healthcheck", &[]), Usage::Client)?;
+    let healthcheck_client = ca.cluster.issue_for(
+        &client("kube-apiserver-healthcheck", &[]),
+        Usage::Client,
+        lifetime,
+    )?;
     Ok(ReplicaCerts {
         healthcheck_client,
         api_server,
@@ -281,4 +295,19 @@ fn check_domain(domain: &str) -> Result<()> {
             field: "dns_domain",
             reason: format!("{domain:?} is not a DNS domain"),
         })
+}
+
+/// When a certificate expires (its notAfter), as seconds since the Unix epoch.
+pub fn not_after_unix(cert_pem: &str) -> Result<i64> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| {
+        PkiError::InvalidRequest {
+            field: "certificate",
+            reason: format!("not a PEM certificate: {e}"),
+        }
+    })?;
+    let cert = pem.parse_x509().map_err(|e| PkiError::InvalidRequest {
+        field: "certificate",
+        reason: format!("not an X.509 certificate: {e}"),
+    })?;
+    Ok(cert.validity().not_after.timestamp())
 }

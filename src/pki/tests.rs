@@ -97,6 +97,7 @@ fn fixture() -> &'static (ClusterCas, ReplicaCertRequest, ReplicaCerts) {
             static_ip: "34.1.2.3".parse().unwrap(),
             first_service_ip: "10.0.0.1".parse().unwrap(),
             dns_domain: "cluster.local".into(),
+            validity: time::Duration::days(365),
         };
         let certs = issue_replica_certs(&cas, &req).unwrap();
         (cas, req, certs)
@@ -400,4 +401,32 @@ fn admin_cert_is_a_short_client_cert_under_the_cluster_ca_naming_user_and_groups
     };
     let err = issue_admin_cert(&keyless, &req).unwrap_err().to_string();
     assert!(err.contains("cluster CA"), "{err}");
+}
+
+/// Every certificate of a replica lives as long as the cluster's `certificate_validity` says, and
+/// `not_after_unix` reads that back (what plan compares with the renewal window).
+#[test]
+fn replica_certificates_live_as_long_as_asked_and_their_expiry_reads_back() {
+    let (cas, req, _) = fixture();
+    let req = ReplicaCertRequest {
+        validity: time::Duration::minutes(10),
+        ..req.clone()
+    };
+    let before = time::OffsetDateTime::now_utc().unix_timestamp();
+    let certs = issue_replica_certs(cas, &req).unwrap();
+    let after = time::OffsetDateTime::now_utc().unix_timestamp();
+    for (what, c) in [
+        ("api server", &certs.api_server),
+        ("etcd peer", &certs.etcd_peer),
+        ("etcd server", &certs.etcd_server),
+        ("kubelet", &certs.kubelet),
+        ("healthcheck", &certs.healthcheck_client),
+    ] {
+        let t = not_after_unix(&c.cert_pem).unwrap();
+        assert!(
+            (before + 600..=after + 600).contains(&t),
+            "{what} expires at {t}, not 10 minutes after {before}"
+        );
+    }
+    assert!(not_after_unix("not a certificate").is_err());
 }

@@ -52,6 +52,8 @@ pub struct ClusterModel {
     pub deletion_protection: Val<bool>,
     pub etcd_version: Val<String>,
     pub kubernetes_version: Val<String>,
+    pub certificate_validity: Val<String>,
+    pub certificate_renew_before: Val<String>,
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
     pub timeouts: Val<Timeouts>,
@@ -103,6 +105,8 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
         .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", crate::domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", crate::domain::kubernetes_version::check)))
+        .attribute(Attribute::string("certificate_validity").default(s(crate::domain::certificates::DEFAULT_VALIDITY)).description("How long the certificates a replica is built with live (API server, etcd peer and server, the components' client certificates), as a duration such as `8760h` (one year, the default, as kubeadm) or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. Changing it rolls nothing.").validator(tfplugin_framework::validator::duration()))
+        .attribute(Attribute::string("certificate_renew_before").default(s(crate::domain::certificates::DEFAULT_RENEW_BEFORE)).description("How long before its certificates expire a replica is renewed: once a replica's `certificates_expire_at` is this close, plan shows a roll of that replica (new leaf certificates from the same CAs, naming the same IPs; the same etcd member and data), and any roll of it renews them. Defaults to `720h` (30 days). Plan warns of certificates expiring within 30 days even outside this window. Must be shorter than `certificate_validity`.").validator(tfplugin_framework::validator::duration()))
         .attribute(Attribute::string("etcd_version").default(s(crate::domain::etcd_version::DEFAULT)).description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.1, `registry.k8s.io/etcd:3.5.1-0`), or that pinned patch. Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. The default stays `\"3.4\"`, so upgrading the provider rolls no existing cluster. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
         .attribute(Attribute::string("service_account").default(s(crate::domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", crate::domain::service_account::check_email)))
         .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(crate::domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). Defaults to kube-up's master scopes: `storage-ro`, `compute-rw`, `monitoring`, `logging-write`. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| crate::domain::service_account::scope_url(x).map(|_| ()))))
@@ -337,6 +341,8 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         deletion_protection: p.deletion_protection.clone(),
         etcd_version: p.etcd_version.clone(),
         kubernetes_version: p.kubernetes_version.clone(),
+        certificate_validity: p.certificate_validity.clone(),
+        certificate_renew_before: p.certificate_renew_before.clone(),
         service_account: p.service_account.clone(),
         service_account_scopes: p.service_account_scopes.clone(),
     }
@@ -366,6 +372,20 @@ impl Resource for ClusterResource {
     }
 
     fn validate(&self, c: &ClusterModel, diags: &mut Diagnostics) {
+        if let (Some(v), Some(r)) = (
+            c.certificate_validity.known(),
+            c.certificate_renew_before.known(),
+        ) && let (Ok(v), Ok(r)) = (
+            tfplugin_framework::validator::parse_duration(v),
+            tfplugin_framework::validator::parse_duration(r),
+        ) && let Err((summary, detail)) = crate::domain::certificates::check_lifetimes(v, r)
+        {
+            diags.attr_error(
+                AttributePath::attr("certificate_renew_before"),
+                summary,
+                detail,
+            );
+        }
         if let (Some(zone), Some(region)) = (c.zone.known(), c.region.known())
             && zones::check_zone(zone).is_ok()
             && zones::region_of(zone) != Some(region.as_str())

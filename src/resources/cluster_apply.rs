@@ -167,6 +167,13 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
     if s.data_disk_type.is_null() {
         s.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());
     }
+    if s.certificate_validity.is_null() {
+        s.certificate_validity = Val::Known(crate::domain::certificates::DEFAULT_VALIDITY.into());
+    }
+    if s.certificate_renew_before.is_null() {
+        s.certificate_renew_before =
+            Val::Known(crate::domain::certificates::DEFAULT_RENEW_BEFORE.into());
+    }
     // Masters made before `kubernetes_version` run 1.28.15.
     if s.kubernetes_version.is_null() {
         s.kubernetes_version = Val::Known(crate::domain::kubernetes_version::LEGACY.into());

@@ -95,6 +95,8 @@ pub async fn cluster(
             .unwrap_or(crate::domain::etcd_version::DEFAULT)),
         // What the masters' kube-apiserver image says, so the first plan rolls nothing; a release the provider does
         // not run reads as 1.28.15, what masters ran before the setting.
+        certificate_validity: s(crate::domain::certificates::DEFAULT_VALIDITY),
+        certificate_renew_before: s(crate::domain::certificates::DEFAULT_RENEW_BEFORE),
         kubernetes_version: s(a
             .kubernetes_version
             .as_deref()
@@ -205,6 +207,8 @@ pub async fn replica(
         startup_metadata: Val::Known(vm.metadata.iter().cloned().collect()),
         drift: Val::Known(Vec::new()),
         master_settings: Val::Null,
+        // Filled from the certificates above (`replica::with_expiry`).
+        certificates_expire_at: Val::Null,
         timeouts: Val::Null,
     })
 }

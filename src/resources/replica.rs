@@ -41,6 +41,7 @@ pub struct ReplicaModel {
     pub startup_metadata: Val<BTreeMap<String, String>>,
     pub drift: Val<Vec<String>>,
     pub master_settings: Val<BTreeMap<String, String>>,
+    pub certificates_expire_at: Val<String>,
     pub timeouts: Val<Timeouts>,
 }
 
@@ -78,6 +79,7 @@ pub fn schema() -> Schema {
         .attribute(stable(Attribute::string("etcd_peer_private_key")).sensitive().description("Its private key."))
         .attribute(stable(Attribute::string("etcd_server_certificate")).description("PEM of the etcd client-port serving certificate."))
         .attribute(stable(Attribute::string("etcd_server_private_key")).sensitive().description("Its private key."))
+        .attribute(stable(Attribute::string("certificates_expire_at")).description("When the first of the replica's certificates expires (RFC 3339, UTC). They all come from one issue, when the VM is built, and live the cluster's `certificate_validity`. Within the cluster's `certificate_renew_before` of this time, plan shows a roll of the replica that renews them (planned unknown here), and warns of certificates expiring within 30 days."))
         .attribute(stable(Attribute::typed("startup_metadata", Type::map(Type::String))).sensitive().description("The VM's metadata as the provider wrote it: `user-data` (the startup configuration, which holds the replica's private keys; see docs/master-config.md) and `cluster-name`. The provider owns the whole set."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found changed by hand in the VM's metadata, one sentence per item (removed, changed or added). Planned empty: an apply writes `startup_metadata` back; the VM reads it at its next boot."))
         .attribute(Attribute::typed("master_settings", Type::map(Type::String)).computed().description("What this replica's master is made of, from the cluster's settings: `machine_type`, `image`, `boot_disk_size_gb`, `data_disk_size_gb`, `tags` and the settings a master reads at boot (`multizone`, `etcd_quorum_read`, `api_port`, `service_cluster_ip_range`, `dns_domain`), `etcd_image` once the cluster's `etcd_version` is not the default, and `kubernetes_version` once the cluster runs another release than 1.28.15 (what masters ran before the setting). When the cluster changes any of them, the plan shows the change here and the apply rolls this replica in place, one replica of the cluster at a time: a machine type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd data disk and internal IP (a larger `data_disk_size_gb` grows the disk first), so etcd restarts as the same member with its data."))
@@ -179,6 +181,7 @@ fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
 fn plan_rebuild(p: &mut ReplicaModel) {
     p.instance_id = Val::Unknown;
     p.startup_metadata = Val::Unknown;
+    p.certificates_expire_at = Val::Unknown;
     for cert in [
         &mut p.api_server_certificate,
         &mut p.api_server_private_key,
@@ -188,6 +191,79 @@ fn plan_rebuild(p: &mut ReplicaModel) {
         &mut p.etcd_server_private_key,
     ] {
         *cert = Val::Unknown;
+    }
+}
+
+/// When the replica's certificates expire, read from the ones `m` holds (Unix seconds).
+fn expiry_unix(m: &ReplicaModel) -> Option<i64> {
+    [
+        &m.api_server_certificate,
+        &m.etcd_peer_certificate,
+        &m.etcd_server_certificate,
+    ]
+    .iter()
+    .map(|c| {
+        c.known()
+            .and_then(|pem| crate::pki::not_after_unix(pem).ok())
+    })
+    .collect::<Option<Vec<i64>>>()?
+    .into_iter()
+    .min()
+}
+
+/// `certificates_expire_at` as the certificates `m` holds say (null while they are not known).
+pub fn with_expiry(mut m: ReplicaModel) -> ReplicaModel {
+    m.certificates_expire_at = match expiry_unix(&m) {
+        Some(t) => Val::Known(rfc3339(t)),
+        None if m.api_server_certificate.is_unknown() => Val::Unknown,
+        None => Val::Null,
+    };
+    m
+}
+
+fn rfc3339(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// Certificates within the cluster's renewal window: the replica is rolled, and the rebuild issues new ones from
+/// the same CAs (`domain::certificates`). Within 30 days but outside the window, a warning. `now` is injected.
+fn plan_certificates(
+    prior: &ReplicaModel,
+    p: &mut ReplicaModel,
+    now: i64,
+    diags: &mut Diagnostics,
+) -> bool {
+    use crate::domain::certificates::{DEFAULT_RENEW_BEFORE, Outlook, expiry_warning, outlook};
+    let (Some(expires), Some(cluster)) = (expiry_unix(prior), p.cluster.known()) else {
+        return false;
+    };
+    let renew_before = cluster
+        .certificate_renew_before
+        .known()
+        .map_or(DEFAULT_RENEW_BEFORE, String::as_str);
+    let Ok(renew_before) = tfplugin_framework::validator::parse_duration(renew_before) else {
+        return false;
+    };
+    match outlook(expires, now, renew_before) {
+        Outlook::Fine => false,
+        Outlook::ExpiresSoon => {
+            let name = prior.name.known().cloned().unwrap_or_default();
+            let (summary, detail) = expiry_warning(&name, &rfc3339(expires), renew_before);
+            diags.warning(summary, detail);
+            false
+        }
+        Outlook::Renew => {
+            p.external_ip = Val::Unknown;
+            p.holds_static_ip = Val::Unknown;
+            plan_rebuild(p);
+            true
+        }
     }
 }
 
@@ -286,7 +362,9 @@ impl Resource for ReplicaResource {
             plan_repairs(prior, p, change.requires_replace, diags);
             if change.requires_replace.len() == framework_paths {
                 plan_roll(prior, p);
-                super::replica_guard::check_roll(&self.settings(), prior, p, diags).await;
+                let now = time::OffsetDateTime::now_utc().unix_timestamp();
+                let renewing = plan_certificates(prior, p, now, diags);
+                super::replica_guard::check_roll(&self.settings(), prior, p, renewing, diags).await;
             }
         }
         if let (Some(cluster), Some(zone), Some(name)) =
@@ -307,11 +385,15 @@ impl Resource for ReplicaResource {
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::replica_apply::create(&self.settings(), &self.stop, planned, diags).await
+        super::replica_apply::create(&self.settings(), &self.stop, planned, diags)
+            .await
+            .map(with_expiry)
     }
 
     async fn read(&self, state: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::replica_apply::read(&self.settings(), state, diags).await
+        super::replica_apply::read(&self.settings(), state, diags)
+            .await
+            .map(with_expiry)
     }
 
     async fn update(
@@ -320,7 +402,9 @@ impl Resource for ReplicaResource {
         planned: ReplicaModel,
         diags: &mut Diagnostics,
     ) -> Option<ReplicaModel> {
-        super::replica_apply::update(&self.settings(), prior, planned, diags).await
+        super::replica_apply::update(&self.settings(), prior, planned, diags)
+            .await
+            .map(with_expiry)
     }
 
     async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
@@ -354,7 +438,9 @@ impl Resource for ReplicaResource {
     }
 
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::import::replica(&self.settings(), id, diags).await
+        super::import::replica(&self.settings(), id, diags)
+            .await
+            .map(with_expiry)
     }
 }
 

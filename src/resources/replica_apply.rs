@@ -384,6 +384,14 @@ pub async fn update(
         let old = Build::from_shown(old);
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
+    // Certificates in the renewal window (planned unknown): the roll rebuilds the VM, which issues new ones.
+    if p.certificates_expire_at.is_unknown() && prior.certificates_expire_at.known().is_some() {
+        let old = match prior.master_settings.known() {
+            Some(shown) => Build::from_shown(shown),
+            None => build_of(&ctx.spec),
+        };
+        return roll_replica(&ctx, prior, p, old, until, diags).await;
+    }
     // The VM is gone and its data disk is not: the roll's steps create it again on the disk.
     if prior.status.known().is_some_and(|s| s == VM_DELETED) {
         let old = build_of(&ctx.spec);
@@ -474,6 +482,16 @@ async fn roll_replica(
         p.etcd_peer_private_key = Val::Known(certs.etcd_peer.key_pem.clone());
         p.etcd_server_certificate = Val::Known(certs.etcd_server.cert_pem.clone());
         p.etcd_server_private_key = Val::Known(certs.etcd_server.key_pem.clone());
+    }
+    // Nothing was rebuilt after all, or the VM's configuration cannot be read: the certificates are still the ones
+    // state holds (an apply must not leave them unknown).
+    if p.api_server_certificate.is_unknown() {
+        p.api_server_certificate = prior.api_server_certificate.clone();
+        p.api_server_private_key = prior.api_server_private_key.clone();
+        p.etcd_peer_certificate = prior.etcd_peer_certificate.clone();
+        p.etcd_peer_private_key = prior.etcd_peer_private_key.clone();
+        p.etcd_server_certificate = prior.etcd_server_certificate.clone();
+        p.etcd_server_private_key = prior.etcd_server_private_key.clone();
     }
     p.startup_metadata = Val::Known(vm.metadata.iter().cloned().collect());
     p.master_settings = Val::Known(build_of(&ctx.spec).shown());

@@ -85,6 +85,7 @@ pub async fn check_roll(
     settings: &Settings,
     prior: &ReplicaModel,
     planned: &ReplicaModel,
+    renewing_certificates: bool,
     diags: &mut Diagnostics,
 ) {
     let (Some(old), Some(new)) = (
@@ -93,13 +94,16 @@ pub async fn check_roll(
     ) else {
         return;
     };
-    if old == new {
+    if old == new && !renewing_certificates {
         return;
     }
     let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
         return;
     };
-    let changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
+    let mut changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
+    if renewing_certificates {
+        changes.push("certificates".into());
+    }
     let mut replicas = None;
     let mut resuming = Vec::new();
     observe_and_judge(settings, prior, diags, |w| {
@@ -118,7 +122,16 @@ pub async fn check_roll(
     })
     .await;
     // Without a look (the cluster is busy or could not be observed), assume company: apply checks again.
-    let (summary, mut detail) = roll_warning(&name, &changes, replicas.unwrap_or(2));
+    let (mut summary, mut detail) = roll_warning(&name, &changes, replicas.unwrap_or(2));
+    if renewing_certificates {
+        let expires = prior
+            .certificates_expire_at
+            .known()
+            .cloned()
+            .unwrap_or_default();
+        summary = format!("{summary} (its certificates expire at {expires} and are renewed)");
+        detail.push_str(" The rebuilt VM gets new leaf certificates from the cluster's CAs, naming the same IPs, so clients and the other members keep trusting it.");
+    }
     if !resuming.is_empty() {
         detail.push_str(&format!(
             " The roll of {} was interrupted (stopped and out of the load balancer): this apply resumes it, and {name} rolls once that member is healthy again.",

@@ -50,6 +50,10 @@ pub struct ClusterSpec {
     pub etcd_version: Val<String>,
     /// The cluster's `kubernetes_version`: which Kubernetes release the masters run.
     pub kubernetes_version: Val<String>,
+    /// The cluster's `certificate_validity` and `certificate_renew_before` (durations): how long a replica's
+    /// certificates live, and when a roll renews them.
+    pub certificate_validity: Val<String>,
+    pub certificate_renew_before: Val<String>,
     /// The cluster's `service_account` and `service_account_scopes`: who the master VMs run as.
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
@@ -89,6 +93,8 @@ impl ClusterSpec {
             ("deletion_protection", Type::Bool),
             ("etcd_version", s()),
             ("kubernetes_version", s()),
+            ("certificate_validity", s()),
+            ("certificate_renew_before", s()),
             ("service_account", s()),
             ("service_account_scopes", Type::list(s())),
         ])
@@ -105,6 +111,14 @@ impl ClusterSpec {
         }
         if self.etcd_version.is_null() {
             self.etcd_version = Val::Known(crate::domain::etcd_version::DEFAULT.into());
+        }
+        if self.certificate_validity.is_null() {
+            self.certificate_validity =
+                Val::Known(crate::domain::certificates::DEFAULT_VALIDITY.into());
+        }
+        if self.certificate_renew_before.is_null() {
+            self.certificate_renew_before =
+                Val::Known(crate::domain::certificates::DEFAULT_RENEW_BEFORE.into());
         }
         // Masters made before the setting run 1.28.15.
         if self.kubernetes_version.is_null() {
@@ -234,6 +248,16 @@ impl ClusterSpec {
                 .known()
                 .cloned()
                 .unwrap_or_else(|| crate::domain::etcd_version::DEFAULT.into()),
+            certificate_validity: duration_or(
+                &s.certificate_validity,
+                crate::domain::certificates::DEFAULT_VALIDITY,
+                "certificate_validity",
+            )?,
+            certificate_renew_before: duration_or(
+                &s.certificate_renew_before,
+                crate::domain::certificates::DEFAULT_RENEW_BEFORE,
+                "certificate_renew_before",
+            )?,
             kubernetes_version: s
                 .kubernetes_version
                 .known()
@@ -247,6 +271,13 @@ impl ClusterSpec {
             .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
         })
     }
+}
+
+/// A duration attribute of the spec; a state from before the setting has the default.
+fn duration_or(v: &Val<String>, default: &str, what: &str) -> Result<std::time::Duration, OpError> {
+    let s = v.known().map_or(default, String::as_str);
+    tfplugin_framework::validator::parse_duration(s)
+        .map_err(|e| OpError::Other(format!("{what} {s:?}: {e}")))
 }
 
 #[cfg(test)]
