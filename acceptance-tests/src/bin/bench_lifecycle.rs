@@ -2,7 +2,8 @@
 //! 1. apply wall time of a cluster with 3 replicas, divided by the sum of the sim's operation latencies on the
 //!    critical path (the provider runs one cluster's operations one after another, so every operation of the
 //!    apply is on it); target ≤ 1.10;
-//! 2. rolling 3 replicas onto a new machine type, then a new image (a rebuild on the data disks): wall time per
+//! 2. rolling 3 replicas onto a new machine type, then a new image (a rebuild on the data disks), then etcd
+//!    3.4 → 3.5 (real binaries, one member at a time) and Kubernetes one minor up: wall time per
 //!    replica against the operations of its roll (target ≤ 1.2 without the deliberate waits: the drain after
 //!    leaving the pool and the soak), failed probes at the static IP (every 50 ms; target 0) and acknowledged
 //!    etcd writes lost (a writer at 10/s; target 0);
@@ -45,6 +46,14 @@ variable "image" {{
   type    = string
   default = "projects/cos-cloud/global/images/family/cos-stable"
 }}
+variable "etcd_version" {{
+  type    = string
+  default = "3.4"
+}}
+variable "kubernetes_version" {{
+  type    = string
+  default = "1.35"
+}}
 provider "ha" {{
   project                 = "bench"
   zone                    = "europe-west1-b"
@@ -58,6 +67,8 @@ resource "ha_master_cluster" "c" {{
   deletion_protection       = false # scenarios end with a destroy
   machine_type              = var.machine_type
   image                     = var.image
+  etcd_version              = var.etcd_version
+  kubernetes_version        = var.kubernetes_version
 }}
 resource "ha_master_replica" "r" {{
   for_each = toset(var.zones)
@@ -246,6 +257,14 @@ fn main() {
         (
             "image (rebuild on the data disk)",
             serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64" }),
+        ),
+        (
+            "etcd 3.4 → 3.5 (rebuild on the data disk, real etcd binaries)",
+            serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5" }),
+        ),
+        (
+            "Kubernetes 1.35 → 1.36 (rebuild on the data disk)",
+            serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36" }),
         ),
     ] {
         let before = operations(&sim);
