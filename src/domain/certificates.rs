@@ -16,6 +16,8 @@ pub const DEFAULT_VALIDITY: &str = "8760h";
 pub const DEFAULT_RENEW_BEFORE: &str = "720h";
 /// Plan warns of certificates that expire within this, even outside the renewal window.
 pub const WARN_WITHIN: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The longest lifetime or window the attributes take: ten years, about as long as the cluster's CAs live.
+pub const MAX_LIFETIME: Duration = Duration::from_secs(87600 * 3600);
 /// Shorter than a roll of a few replicas takes, a certificate would be due again before the last one is done.
 pub const MIN_VALIDITY: Duration = Duration::from_secs(60);
 

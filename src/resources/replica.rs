@@ -247,7 +247,10 @@ fn plan_certificates(
         .certificate_renew_before
         .known()
         .map_or(DEFAULT_RENEW_BEFORE, String::as_str);
-    let Ok(renew_before) = tfplugin_framework::validator::parse_duration(renew_before) else {
+    let Ok(renew_before) = tfplugin_framework::validator::parse_duration_within(
+        renew_before,
+        crate::domain::certificates::MAX_LIFETIME,
+    ) else {
         return false;
     };
     match outlook(expires, now, renew_before) {

@@ -276,12 +276,37 @@ impl ClusterSpec {
 /// A duration attribute of the spec; a state from before the setting has the default.
 fn duration_or(v: &Val<String>, default: &str, what: &str) -> Result<std::time::Duration, OpError> {
     let s = v.known().map_or(default, String::as_str);
-    tfplugin_framework::validator::parse_duration(s)
-        .map_err(|e| OpError::Other(format!("{what} {s:?}: {e}")))
+    tfplugin_framework::validator::parse_duration_within(
+        s,
+        crate::domain::certificates::MAX_LIFETIME,
+    )
+    .map_err(|e| OpError::Other(format!("{what} {s:?}: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
+
+    /// The defaults are lifetimes of a year and a month: past the one-day bound of time limits, within the
+    /// certificates' own (a state without the settings must still reach ops).
+    #[test]
+    fn certificate_lifetimes_default_to_a_year_and_a_month_and_parse() {
+        let day = 24 * 3600;
+        let v = duration_or(
+            &Val::Null,
+            crate::domain::certificates::DEFAULT_VALIDITY,
+            "v",
+        )
+        .unwrap();
+        assert_eq!(v.as_secs(), 365 * day);
+        let r = duration_or(
+            &Val::Null,
+            crate::domain::certificates::DEFAULT_RENEW_BEFORE,
+            "r",
+        )
+        .unwrap();
+        assert_eq!(r.as_secs(), 30 * day);
+        assert!(duration_or(&Val::Known("87601h".into()), "1h", "certificate_validity").is_err());
+    }
     use super::*;
     use tfplugin::value::Value;
 

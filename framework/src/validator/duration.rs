@@ -14,15 +14,28 @@ use super::Validator;
 /// `Instant + Duration` and every conversion well inside range.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
-pub struct DurationValidator;
+pub struct DurationValidator {
+    max: Duration,
+}
 
+/// A time limit on one operation: at most [`MAX_DURATION`].
 pub fn duration() -> DurationValidator {
-    DurationValidator
+    DurationValidator { max: MAX_DURATION }
+}
+
+/// A duration that is not a time limit on one operation (a certificate's lifetime, say), bounded by `max` instead.
+pub fn duration_within(max: Duration) -> DurationValidator {
+    DurationValidator { max }
 }
 
 /// Parses a sequence of `<number><unit>` with units h, m, s, ms, up to [`MAX_DURATION`]. Returns a sentence saying
 /// what is wrong. Never panics: every step is checked, so any string (huge, negative, garbage) is an `Err`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, MAX_DURATION)
+}
+
+/// [`parse_duration`] with another bound.
+pub fn parse_duration_within(s: &str, max: Duration) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("a duration cannot be empty".into());
     }
@@ -70,12 +83,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         let too_long = || {
             format!(
                 "{s:?} is longer than the limit of {}h",
-                MAX_DURATION.as_secs() / 3600
+                max.as_secs() / 3600
             )
         };
         let part = Duration::try_from_secs_f64(n * secs).map_err(|_| too_long())?;
         total = total.checked_add(part).ok_or_else(too_long)?;
-        if total > MAX_DURATION {
+        if total > max {
             return Err(too_long());
         }
     }
@@ -94,7 +107,7 @@ impl Validator for DurationValidator {
 
     fn validate(&self, path: &AttributePath, value: &Value, diags: &mut Diagnostics) {
         if let Value::String(s) = value
-            && let Err(e) = parse_duration(s)
+            && let Err(e) = parse_duration_within(s, self.max)
         {
             diags.attr_error(
                 path.clone(),
@@ -102,7 +115,7 @@ impl Validator for DurationValidator {
                 format!(
                     "{e}. Write a duration between 1ms and {}h like `30m`, `1h30m` or `90s` (units h, m, s, ms), \
                      or leave the attribute out to use the default.",
-                    MAX_DURATION.as_secs() / 3600
+                    self.max.as_secs() / 3600
                 ),
             );
         }
@@ -119,6 +132,26 @@ mod tests {
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+    }
+
+    /// A lifetime is not a time limit: it may pass a day, up to its own bound, and no further.
+    #[test]
+    fn a_wider_bound_takes_longer_durations_and_still_stops() {
+        let ten_years = Duration::from_secs(87600 * 3600);
+        assert_eq!(
+            parse_duration_within("8760h", ten_years).unwrap(),
+            Duration::from_secs(8760 * 3600)
+        );
+        assert!(
+            parse_duration("8760h")
+                .unwrap_err()
+                .contains("limit of 24h")
+        );
+        assert!(
+            parse_duration_within("87601h", ten_years)
+                .unwrap_err()
+                .contains("limit of 87600h")
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@ mod duration;
 mod from_fn;
 mod map_check;
 
-pub use duration::{MAX_DURATION, duration, parse_duration};
+pub use duration::{
+    MAX_DURATION, duration, duration_within, parse_duration, parse_duration_within,
+};
 pub use from_fn::{FnValidator, string_check};
 pub use map_check::{MapCheck, MapProblem, MapValidator, map_check};
 
