@@ -101,6 +101,7 @@ const CLUSTER_UNKNOWN: &[&str] = &[
 const REPLICA_UNKNOWN: &[&str] = &[
     "api_server_certificate",
     "api_server_private_key",
+    "certificates_expire_at",
     "cluster",
     "etcd_member_id",
     "etcd_peer_certificate",
