@@ -225,8 +225,20 @@ impl SharedLock {
         // The fingerprint last read and since when (our clock): unchanged for a TTL means a dead holder.
         let mut seen: Option<(Fingerprint, Instant)> = None;
         let mut said: Option<Instant> = None;
+        // Who held the lock when we last looked, so a deadline that runs out during a read still names them.
+        let mut last_holder: Option<Holder> = None;
         loop {
-            let (labels, fingerprint) = place.read(deadline).await?;
+            let (labels, fingerprint) = match place.read(deadline).await {
+                Ok(read) => read,
+                Err(e) => match &last_holder {
+                    Some(h) if Instant::now() + place.timing.poll >= deadline => {
+                        let (summary, detail) =
+                            timeout_problem(&place.cluster, h, place.timing.ttl);
+                        return Err(OpError::Refused(summary, detail));
+                    }
+                    _ => return Err(e),
+                },
+            };
             let now = Instant::now();
             let unchanged_for = match &seen {
                 Some((f, at)) if *f == fingerprint => now - *at,
@@ -265,6 +277,7 @@ impl SharedLock {
                 }
                 Decision::Wait => {
                     let Some(h) = current else { continue };
+                    last_holder = Some(h.clone());
                     if said.is_none_or(|at| now - at >= place.timing.say) {
                         tracing::info!("{}", waiting_message(&place.cluster, &h, now - started));
                         said = Some(now);
@@ -396,9 +409,11 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     /// Short clocks so expiry tests take a second, not a minute.
+    // A TTL of several renewals and two seconds: on a loaded 2-core machine (the whole suite at once) a renewal
+    // can come late by more than half a second, and a 600 ms TTL then took a live holder for dead.
     const FAST: Timing = Timing {
-        ttl: Duration::from_millis(600),
-        renew: Duration::from_millis(150),
+        ttl: Duration::from_secs(2),
+        renew: Duration::from_millis(250),
         poll: Duration::from_millis(30),
         say: Duration::from_millis(200),
     };
