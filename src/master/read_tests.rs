@@ -144,14 +144,21 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
         dropin.contains("--cloud-provider=external") && !dropin.contains("--cloud-config"),
         "{dropin}"
     );
-    assert!(
-        files
-            .get(&format!(
-                "{}/cloud-node-controller-rbac.yaml",
-                paths::ADDONS
-            ))
-            .is_some()
-    );
+    // The addon is two YAML documents the addon manager applies: the role and its binding to the controller's
+    // service account.
+    let rbac = files
+        .get(&format!(
+            "{}/cloud-node-controller-rbac.yaml",
+            paths::ADDONS
+        ))
+        .unwrap();
+    let kinds: Vec<String> = serde_norway::Deserializer::from_str(rbac)
+        .map(|doc| {
+            let v = <serde_norway::Value as serde::Deserialize>::deserialize(doc).unwrap();
+            v["kind"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"], "{rbac}");
     let autoscaler = files
         .get(&format!("{}/cluster-autoscaler.yaml", paths::MANIFESTS))
         .unwrap();
