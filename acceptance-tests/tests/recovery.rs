@@ -7,7 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config, write_keys};
+use acceptance_tests::walk::{
+    check, edit_config, replicas_by_zone, set_zones, walk_config, write_keys,
+};
 use acceptance_tests::{Sim, Workspace, for_each_client};
 use serde_json::Value;
 
@@ -131,5 +133,122 @@ fn two_vms_deleted_with_their_disks_kept_come_back_as_the_same_members_with_one_
             );
             assert_eq!(key_count(&sim, vm), KEYS, "[{client}] keys seen from {vm}");
         }
+    });
+}
+
+/// The walk-through's configuration, with the cluster's `restore` block at `generation` when given.
+fn config_with_restore(sim: &Sim, generation: Option<u32>) -> String {
+    let base = walk_config(sim);
+    match generation {
+        None => base,
+        Some(g) => edit_config(
+            base,
+            &[(
+                "  kubernetes_version        = var.kubernetes_version\n",
+                &format!(
+                    "  kubernetes_version        = var.kubernetes_version\n  restore {{\n    source     = \"surviving_member\"\n    generation = {g}\n  }}\n"
+                ),
+            )],
+        ),
+    }
+}
+
+/// Deletes a replica's VM and its etcd data disk with Google's own CLI, as an operator would by mistake.
+fn delete_vm_and_disk(sim: &Sim, zone: &str, vm: &str) {
+    let disk = format!("{vm}-pd");
+    for args in [
+        [
+            "compute",
+            "instances",
+            "delete",
+            vm,
+            "--zone",
+            zone,
+            "--quiet",
+        ],
+        [
+            "compute", "disks", "delete", &disk, "--zone", zone, "--quiet",
+        ],
+    ] {
+        sim.gcloud(&args).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("recovery-survivor-{client}"));
+        let ws = Workspace::new(client, "recovery-survivor").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config_with_restore(&sim, None));
+        ws.init();
+        set_zones(&ws, &[B, C, D]);
+        ws.apply();
+        let by_zone = replicas_by_zone(&ws);
+        let survivor = by_zone[B].clone();
+        write_keys(&sim, &survivor);
+        write_many_keys(&sim, &survivor);
+        let before = member_ids(&sim, &survivor);
+
+        // Two of three replicas lost for good: VMs and data disks. One member of three runs, with every key.
+        for zone in [C, D] {
+            delete_vm_and_disk(&sim, zone, &by_zone[zone]);
+        }
+        assert!(
+            sim.try_ssh(
+                &survivor,
+                &["etcdctl", "endpoint", "health", "--command-timeout=1s"]
+            )
+            .is_err(),
+            "[{client}] etcd must have lost quorum"
+        );
+
+        // Without the opt-in, plan refuses and names the way out.
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
+        plan.assert_contains("etcd has lost quorum");
+        plan.assert_contains("surviving_member");
+
+        // Opted in: the plan says what the recovery does, and replaces nothing (a replacement's delete would run
+        // before the cluster's recovery, when no member can be removed).
+        ws.write_main_tf(&config_with_restore(&sim, Some(1)));
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(plan.code, Some(2), "[{client}] plan:\n{plan}");
+        plan.assert_contains(&format!(
+            "etcd has lost quorum and will be recovered from replica {survivor}"
+        ));
+        for zone in [C, D] {
+            plan.assert_contains(&format!(
+                "Replica {} rejoins etcd as a new member after the recovery",
+                by_zone[zone]
+            ));
+        }
+        assert!(
+            !plan.stdout.contains("must be replaced"),
+            "[{client}] a recovery replaces no replica:\n{plan}"
+        );
+
+        ws.apply();
+        check(client, &ws, &sim, 3);
+        assert_eq!(
+            replicas_by_zone(&ws),
+            by_zone,
+            "[{client}] the same replicas"
+        );
+        let after = member_ids(&sim, &survivor);
+        assert_eq!(
+            after.intersection(&before).count(),
+            1,
+            "[{client}] the survivor keeps its member id, the others are new: {before:?} -> {after:?}"
+        );
+        for vm in by_zone.values() {
+            assert_eq!(key_count(&sim, vm), KEYS, "[{client}] keys seen from {vm}");
+        }
+
+        // Asking again on a healthy cluster is refused: a recovery drops members.
+        ws.write_main_tf(&config_with_restore(&sim, Some(2)));
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
+        plan.assert_contains("etcd has quorum: there is nothing to recover");
+        ws.write_main_tf(&config_with_restore(&sim, Some(1)));
     });
 }

@@ -70,7 +70,7 @@ pub fn check_join(world: &Observed) -> Verdict {
         return Verdict::Refuse((
             "etcd has lost quorum: a new replica cannot join".into(),
             format!(
-                "{healthy} of {n} etcd members are healthy (unhealthy: {}); a majority of {} is needed to admit a member. Bring the unhealthy replicas back first (a plain `terraform apply` restarts a TERMINATED VM), or restore etcd from a backup, then add replicas.",
+                "{healthy} of {n} etcd members are healthy (unhealthy: {}); a majority of {} is needed to admit a member. Bring the unhealthy replicas back first (a plain `terraform apply` restarts a TERMINATED VM, and rebuilds a deleted one on its surviving data disk). If their VMs and disks are gone for good while one member still runs with its data, recover from it: add `restore {{ source = \"surviving_member\", generation = 1 }}` to the ha_master_cluster (or raise its generation by one) and apply; plan then says what the recovery does (docs/guides/disaster-recovery.md).",
                 unhealthy_names(&voters),
                 quorum::quorum(n)
             ),

@@ -20,6 +20,7 @@ pub mod network;
 pub mod orphans;
 pub mod protection;
 pub mod quorum;
+pub mod recovery;
 pub mod replica_drift;
 pub mod roll;
 pub mod service_account;

@@ -39,6 +39,9 @@ pub enum Step {
     CreateJoiningInstance,
     /// Create the VM again with the cluster's current settings on its own etcd data disk and internal IP.
     RebuildInstance,
+    /// Disaster recovery (`domain::recovery`): create the VM again on its data disk with etcd's
+    /// `--force-new-cluster`, so its member becomes a one-member cluster with all its data.
+    RecoverAsSoleMember,
     /// Grow the replica's etcd data disk to the cluster's `data_disk_size_gb` (GCE only grows disks); the
     /// rebuilt VM's first boot grows the filesystem.
     GrowDataDisk,

@@ -2,7 +2,7 @@
 //! `--flag=value` argv element: the contract rejects positional arguments and shell wrappers.
 
 use super::k8s::*;
-use super::{CloudProvider, MasterConfig, paths};
+use super::{CloudProvider, InitialState, MasterConfig, paths};
 use std::collections::BTreeMap;
 
 /// kops' apiserver health proxy (kubernetes/kops `cmd/kube-apiserver-healthcheck`), built by `ko` on
@@ -107,7 +107,7 @@ fn initial_cluster(cfg: &MasterConfig) -> String {
 /// etcd's argv, exactly the contract's flags (§5). Public to the module so the boot test can run it for real.
 pub(super) fn etcd_command(cfg: &MasterConfig) -> Vec<String> {
     let ip = cfg.internal_ip;
-    vec![
+    let mut argv = vec![
         "/usr/local/bin/etcd".into(),
         flag("name", &cfg.replica_name),
         flag("data-dir", paths::ETCD_DATA),
@@ -129,7 +129,11 @@ pub(super) fn etcd_command(cfg: &MasterConfig) -> Vec<String> {
         flag("peer-trusted-ca-file", paths::ETCD_CA),
         flag("peer-cert-file", paths::ETCD_PEER_CRT),
         flag("peer-key-file", paths::ETCD_PEER_KEY),
-    ]
+    ];
+    if cfg.initial_state == InitialState::ForceNewCluster {
+        argv.push(flag("force-new-cluster", true));
+    }
+    argv
 }
 
 /// Where etcd's data directory is on the VM: on the data disk when there is one, so it outlives the VM.

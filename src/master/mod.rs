@@ -114,18 +114,22 @@ pub mod paths {
     pub const ETCD_DATA: &str = "/var/lib/etcd";
 }
 
-/// Whether this member founds the etcd cluster or joins one (after `etcdctl member add`).
+/// Whether this member founds the etcd cluster, joins one (after `etcdctl member add`), or is forced to be the
+/// whole cluster (disaster recovery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitialState {
     New,
     Existing,
+    /// An existing member restarted as a one-member cluster from its own data (etcd's `--force-new-cluster`),
+    /// for disaster recovery only (`domain::recovery`).
+    ForceNewCluster,
 }
 
 impl InitialState {
     pub fn as_flag(self) -> &'static str {
         match self {
             InitialState::New => "new",
-            InitialState::Existing => "existing",
+            InitialState::Existing | InitialState::ForceNewCluster => "existing",
         }
     }
 }

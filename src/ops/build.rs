@@ -142,6 +142,13 @@ pub async fn create_instance(
         DataDisk::Attach { name, device_name }
     };
     let mut labels = vm_labels(ctx, own_labels);
+    // A VM forced to be a one-member cluster is no build: a resumed recovery (and any roll) rebuilds it.
+    if cfg.initial_state == master::InitialState::ForceNewCluster {
+        labels.insert(
+            BUILD_LABEL.into(),
+            crate::domain::recovery::RECOVERING_BUILD.into(),
+        );
+    }
     if joining {
         labels.insert(JOINING_LABEL.into(), "true".into());
     }

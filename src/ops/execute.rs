@@ -311,21 +311,33 @@ impl<'a> Run<'a> {
                 )
                 .await?;
             }
-            Step::RebuildInstance => {
+            Step::RebuildInstance | Step::RecoverAsSoleMember => {
                 let me = self.me(step)?;
                 self.progress.certs = Some(issue_certs(ctx, me)?);
-                let alone = self.snap.instances.keys().all(|n| *n == me.name);
+                // The only VM takes the static IP, unless a forwarding rule still holds it (a recovery: the
+                // cluster's repair moves the IP once the API serves again).
+                let alone = self.snap.instances.keys().all(|n| *n == me.name)
+                    && !self.snap.observed.forwarding_rule;
                 let external = if alone {
                     ExternalIp::Static(spec.external_ip.clone())
                 } else {
                     ExternalIp::Ephemeral
                 };
-                tracing::info!(
-                    "{}: creating its VM again with the new settings on its data disk",
-                    me.name
-                );
+                let state = if *step == Step::RecoverAsSoleMember {
+                    tracing::info!(
+                        "{}: creating its VM again on its data disk with etcd forced to a one-member cluster",
+                        me.name
+                    );
+                    InitialState::ForceNewCluster
+                } else {
+                    tracing::info!(
+                        "{}: creating its VM again with the new settings on its data disk",
+                        me.name
+                    );
+                    InitialState::Existing
+                };
                 let initial = self.progress.initial_cluster.clone();
-                self.create(step, me, external, initial, InitialState::Existing, false)
+                self.create(step, me, external, initial, state, false)
                     .await?;
             }
             Step::GrowDataDisk => {

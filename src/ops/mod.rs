@@ -15,6 +15,7 @@ pub mod leave;
 pub mod lock;
 pub mod observe;
 pub mod orphans;
+pub mod recover;
 pub mod refresh;
 pub mod repair;
 pub mod roll;

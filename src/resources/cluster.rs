@@ -9,7 +9,9 @@ use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::{Type, Value};
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
-use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
+use tfplugin_framework::{
+    Attribute, PlanChange, Resource, Schema, SingleBlock, Val, timeouts_block,
+};
 
 use super::spec::ClusterSpec;
 use super::{Timeouts, known_or_default};
@@ -56,7 +58,32 @@ pub struct ClusterModel {
     pub certificate_renew_before: Val<String>,
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
+    pub restore: Val<Restore>,
     pub timeouts: Val<Timeouts>,
+}
+
+/// The `restore` block: how, and how many times, etcd was recovered on purpose.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Restore {
+    pub generation: Val<i64>,
+    pub source: Val<String>,
+}
+
+/// The recovery generation a model asks for (0 without a `restore` block).
+fn restore_generation(m: &ClusterModel) -> Option<i64> {
+    match &m.restore {
+        Val::Known(r) => r.generation.known().copied(),
+        Val::Null => Some(0),
+        Val::Unknown => None,
+    }
+}
+
+/// Whether this change raises `restore.generation`: the plan then recovers etcd (`domain::recovery`).
+pub fn recovery_planned(prior: Option<&ClusterModel>, p: &ClusterModel) -> bool {
+    match (prior.and_then(restore_generation), restore_generation(p)) {
+        (Some(old), Some(new)) => new > old,
+        _ => false,
+    }
 }
 
 pub struct ClusterResource {
@@ -110,6 +137,14 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("etcd_version").default(s(crate::domain::etcd_version::DEFAULT)).description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.1, `registry.k8s.io/etcd:3.5.1-0`), or that pinned patch. Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. The default stays `\"3.4\"`, so upgrading the provider rolls no existing cluster. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
         .attribute(Attribute::string("service_account").default(s(crate::domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", crate::domain::service_account::check_email)))
         .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(crate::domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). Defaults to kube-up's master scopes: `storage-ro`, `compute-rw`, `monitoring`, `logging-write`. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| crate::domain::service_account::scope_url(x).map(|_| ()))))
+        .block(SingleBlock {
+            name: "restore",
+            description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after it lost quorum for good; the plan says exactly what it will do, and refuses when etcd still has quorum or can get it back without one. See docs/guides/disaster-recovery.md.".into(),
+            attributes: vec![
+                Attribute::number("generation").required().description("Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: the same number never recovers again."),
+                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members.", crate::domain::recovery::SURVIVING_MEMBER)),
+            ],
+        })
         .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
 }
 
@@ -307,6 +342,65 @@ impl ClusterResource {
     }
 }
 
+impl ClusterResource {
+    /// A raised `restore.generation`: the recovery the apply will run, judged from the running cluster
+    /// (`domain::recovery`), as a warning that says what it does, or refused saying why it cannot or need not.
+    /// A lowered one is refused.
+    async fn check_recovery(
+        &self,
+        prior: &ClusterModel,
+        p: &ClusterModel,
+        diags: &mut Diagnostics,
+    ) {
+        let at = AttributePath::attr("restore").then_attr("generation");
+        let (Some(old), Some(new)) = (restore_generation(prior), restore_generation(p)) else {
+            return;
+        };
+        if new < old {
+            diags.push(
+                Diagnostic::error(
+                    format!("restore.generation cannot go back from {old} to {new}"),
+                    format!("The generation counts the recoveries asked for; a recovery runs when it goes up. Set it back to {old}."),
+                )
+                .at(at),
+            );
+            return;
+        }
+        if !recovery_planned(Some(prior), p) {
+            return;
+        }
+        let name = p.name.known().cloned().unwrap_or_default();
+        let judged = match prior.spec.known().map(ClusterSpec::to_ops) {
+            Some(Ok(spec)) => match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
+                Ok(ctx) => {
+                    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+                    crate::ops::recover::plan(&ctx, until).await.map(|(_, r)| r)
+                }
+                Err(e) => Err(e),
+            },
+            Some(Err(e)) => Err(e),
+            // Not created yet: nothing runs, nothing to recover; the generation is only recorded.
+            None => return,
+        };
+        match judged {
+            Ok(r) => {
+                let (summary, detail) = crate::domain::recovery::describe(&name, &r);
+                diags.push(Diagnostic::warning(summary, detail).at(at));
+            }
+            Err(crate::ops::OpError::Refused(summary, detail)) => {
+                diags.push(Diagnostic::error(summary, detail).at(at))
+            }
+            Err(e) => diags.push(
+                Diagnostic::error(
+                    format!("Cannot judge the recovery of cluster {name}"),
+                    format!("{e}. A recovery is planned only from what the cluster's VMs and etcd say; run plan again once they answer."),
+                )
+                .at(at),
+            ),
+        }
+    }
+}
+
 pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
     let carried =
         |f: fn(&ClusterSpec) -> &Val<String>| prior.map(f).cloned().unwrap_or(Val::Unknown);
@@ -345,6 +439,11 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         certificate_renew_before: p.certificate_renew_before.clone(),
         service_account: p.service_account.clone(),
         service_account_scopes: p.service_account_scopes.clone(),
+        restore_generation: match &p.restore {
+            Val::Known(r) => r.generation.clone(),
+            Val::Null => Val::Null,
+            Val::Unknown => Val::Unknown,
+        },
     }
 }
 
@@ -372,6 +471,26 @@ impl Resource for ClusterResource {
     }
 
     fn validate(&self, c: &ClusterModel, diags: &mut Diagnostics) {
+        if let Val::Known(r) = &c.restore {
+            if let Some(source) = r.source.known()
+                && source != crate::domain::recovery::SURVIVING_MEMBER
+            {
+                diags.attr_error(
+                    AttributePath::attr("restore").then_attr("source"),
+                    format!("Unknown restore source {source:?}"),
+                    format!("`restore.source` must be \"{}\": recover etcd from the member that survives with its data. Restoring from a Cloud Storage snapshot is not available in this provider version.", crate::domain::recovery::SURVIVING_MEMBER),
+                );
+            }
+            if let Some(g) = r.generation.known()
+                && *g < 1
+            {
+                diags.attr_error(
+                    AttributePath::attr("restore").then_attr("generation"),
+                    format!("restore.generation is {g}"),
+                    "`restore.generation` starts at 1 and only goes up: raise it by one to run a recovery.",
+                );
+            }
+        }
         if let (Some(v), Some(r)) = (
             c.certificate_validity.known(),
             c.certificate_renew_before.known(),
@@ -492,6 +611,7 @@ impl Resource for ClusterResource {
         if let Some(prior) = change.prior {
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;
+            self.check_recovery(prior, p, diags).await;
         }
         if let Some(name) = p.name.known() {
             let prior = change.prior.map(|m| exposure_of(name, m));

@@ -239,6 +239,25 @@ pub async fn update(
             return Some(p);
         }
     };
+    // A recovery first: the shape's repair waits for the API at the static IP, which needs etcd's quorum.
+    if super::cluster::recovery_planned(Some(&prior), &p)
+        && let Err(e) = crate::ops::recover::recover(&ctx, until).await
+    {
+        lock.release().await;
+        failed::<()>(
+            diags,
+            "recover etcd of",
+            &name,
+            super::advice::with_advice(&e),
+        );
+        // The generation stays where it was, so the next plan shows the recovery again (resumed from the VMs).
+        p.restore = prior.restore.clone();
+        if let (Val::Known(spec), Some(old)) = (&mut p.spec, prior.spec.known()) {
+            spec.restore_generation = old.restore_generation.clone();
+        }
+        p.drift = prior.drift.clone();
+        return Some(p);
+    }
     let repaired = repair_shape(&ctx, until).await;
     lock.release().await;
     match repaired {

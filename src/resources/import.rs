@@ -129,6 +129,7 @@ pub async fn cluster(
         drift: Val::Known(Vec::new()),
         // Imported data is as precious as created data: protected, as the default says.
         deletion_protection: Val::Known(true),
+        restore: Val::Null,
         timeouts: Val::Null,
     };
     let mut spec = spec_of(&m, None);

@@ -158,6 +158,42 @@ fn plan_repairs(
     }
 }
 
+/// Whether the replica's cluster raises `restore.generation` in this plan: its apply recovers etcd from a
+/// surviving member (`domain::recovery`) before any replica's update.
+pub(super) fn cluster_recovers(prior: &ReplicaModel, p: &ReplicaModel) -> bool {
+    let generation = |m: &ReplicaModel| {
+        m.cluster
+            .known()
+            .map(|c| c.restore_generation.known().copied().unwrap_or(0))
+    };
+    matches!((generation(prior), generation(p)), (Some(old), Some(new)) if new > old)
+}
+
+/// The cluster recovers etcd in this apply. A replica whose VM is gone rejoins as a new member once it has, in
+/// place: a replacement would delete it first, and Terraform runs a dependent's delete before its cluster's
+/// update, when etcd still has no quorum to remove a member. The survivor's VM is created again by the recovery,
+/// so its instance and certificates are planned unknown; any other replica keeps its member.
+fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnostics) {
+    let name = prior.name.known().cloned().unwrap_or_default();
+    let gone = prior.instance_id.known().is_some_and(|id| id.is_empty())
+        || prior.status.known().is_some_and(|s| s == VM_DELETED);
+    p.external_ip = Val::Unknown;
+    p.holds_static_ip = Val::Unknown;
+    plan_rebuild(p);
+    if gone {
+        diags.warning(
+            format!("Replica {name} rejoins etcd as a new member after the recovery"),
+            format!("The VM of {name} is gone, and the cluster's recovery drops its etcd member. Once the cluster has recovered, {name} joins again in its zone as a new member (a learner first, promoted once caught up), on a new data disk: what it held is on the survivor."),
+        );
+        p.etcd_member_id = Val::Unknown;
+        p.self_link = Val::Unknown;
+        p.internal_ip = Val::Unknown;
+        p.status = Val::Unknown;
+    } else {
+        p.status = Val::Known("RUNNING".into());
+    }
+}
+
 /// A replica whose `master_settings` change is rolled in place. What the roll changes is planned unknown: the
 /// VM's ephemeral IP (it restarts), and for a rebuild its instance id, startup metadata and certificates (issued
 /// anew from the same CAs, for settings they name such as the service range).
@@ -361,7 +397,12 @@ impl Resource for ReplicaResource {
                 None => Val::Unknown,
             };
         }
-        if let Some(prior) = change.prior {
+        let recovering = change.prior.is_some_and(|prior| cluster_recovers(prior, p));
+        if let Some(prior) = change.prior
+            && recovering
+        {
+            plan_recovery(prior, p, diags);
+        } else if let Some(prior) = change.prior {
             plan_repairs(prior, p, change.requires_replace, diags);
             if change.requires_replace.len() == framework_paths {
                 plan_roll(prior, p);
@@ -405,7 +446,7 @@ impl Resource for ReplicaResource {
         planned: ReplicaModel,
         diags: &mut Diagnostics,
     ) -> Option<ReplicaModel> {
-        super::replica_apply::update(&self.settings(), prior, planned, diags)
+        super::replica_apply::update(&self.settings(), &self.stop, prior, planned, diags)
             .await
             .map(with_expiry)
     }

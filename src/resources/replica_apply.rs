@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{report_interrupted, unless_stopped};
-use super::replica::{ReplicaModel, VM_DELETED};
+use super::replica::{ReplicaModel, VM_DELETED, cluster_recovers};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use crate::domain::ids;
@@ -149,6 +149,17 @@ pub async fn create(
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
     let ctx = context(settings, &p, diags).await?;
+    join_as_new_member(&ctx, stop, p, diags).await
+}
+
+/// The replica joins etcd as a new member (a learner first): its create, or its rejoin after the cluster's
+/// recovery dropped its member.
+async fn join_as_new_member(
+    ctx: &ClusterCtx,
+    stop: &CancellationToken,
+    p: ReplicaModel,
+    diags: &mut Diagnostics,
+) -> Option<ReplicaModel> {
     let name = p
         .name
         .known()
@@ -163,7 +174,7 @@ pub async fn create(
     // Nothing is made before the lock is held: stopped while waiting, or given up waiting, there is no state to save.
     let lock = match unless_stopped(
         stop,
-        lock_cluster(&ctx, &format!("create replica {name}"), until),
+        lock_cluster(ctx, &format!("create replica {name}"), until),
     )
     .await
     {
@@ -182,21 +193,21 @@ pub async fn create(
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
     };
-    match unless_stopped(stop, join(&ctx, &req, until)).await {
+    match unless_stopped(stop, join(ctx, &req, until)).await {
         Some(Ok(j)) => {
-            unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
+            unless_stopped(stop, warn_about_shape(ctx, &lock, until, diags)).await;
             lock.release().await;
-            Some(fill(p, &ctx, &name, &zone, Some(&j)))
+            Some(fill(p, ctx, &name, &zone, Some(&j)))
         }
         Some(Err(e)) => {
             report(diags, "create", &name, e);
             // Save what may exist (the reserved IP, perhaps a VM or a learner) so the next apply cleans it up.
-            Some(fill(p, &ctx, &name, &zone, None))
+            Some(fill(p, ctx, &name, &zone, None))
         }
         None => {
             // The join stopped mid-way; its name is saved, so the next apply finds and removes what it made.
             report_interrupted(diags, &format!("Creating replica {name}"));
-            Some(fill(p, &ctx, &name, &zone, None))
+            Some(fill(p, ctx, &name, &zone, None))
         }
     }
 }
@@ -369,6 +380,7 @@ fn own_labels(
 /// the cluster's plus the replica's. The computed values that may change with it (status, external IP) are read back.
 pub async fn update(
     settings: &Settings,
+    stop: &CancellationToken,
     prior: ReplicaModel,
     p: ReplicaModel,
     diags: &mut Diagnostics,
@@ -378,6 +390,16 @@ pub async fn update(
     };
     let ctx = context(settings, &p, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, Duration::from_secs(600));
+    // The cluster recovered etcd before this update (planned so): a replica whose VM was gone lost its member
+    // and joins again as a new one; the survivor was created again, and its roll reads the VM back.
+    let recovered = cluster_recovers(&prior, &p);
+    if recovered && p.etcd_member_id.is_unknown() {
+        return join_as_new_member(&ctx, stop, p, diags).await;
+    }
+    if recovered && prior.master_settings.known() == p.master_settings.known() {
+        let old = build_of(&ctx.spec);
+        return roll_replica(&ctx, prior, p, old, until, diags).await;
+    }
     if let (Some(old), Some(new)) = (prior.master_settings.known(), p.master_settings.known())
         && old != new
     {

@@ -57,6 +57,9 @@ pub struct ClusterSpec {
     /// The cluster's `service_account` and `service_account_scopes`: who the master VMs run as.
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
+    /// The cluster's `restore.generation` when its source is a surviving member (null without a `restore` block):
+    /// a replica whose cluster raises it rejoins after the cluster's recovery instead of being replaced first.
+    pub restore_generation: Val<i64>,
 }
 
 impl ClusterSpec {
@@ -97,6 +100,7 @@ impl ClusterSpec {
             ("certificate_renew_before", s()),
             ("service_account", s()),
             ("service_account_scopes", Type::list(s())),
+            ("restore_generation", Type::Number),
         ])
     }
 
