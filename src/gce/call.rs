@@ -80,6 +80,7 @@ impl Compute {
         Fut: Future<Output = google_cloud_gax::Result<T>>,
     {
         let mut delay = self.backoff.initial;
+        let mut unavailable = 0u32;
         loop {
             let attempt_end = deadline.min(Instant::now() + self.backoff.attempt_timeout);
             let failure = match tokio::time::timeout_at(attempt_end, f()).await {
@@ -101,6 +102,23 @@ impl Compute {
             };
             if !failure.retryable {
                 return Err(failure.into_error(resource, action));
+            }
+            // A zonal call answered 503 twice in a row: if the zone itself is DOWN, say so now rather than retry
+            // into the deadline (a roll must stop before it touches another replica).
+            if failure.status == Some(503) {
+                unavailable += 1;
+                if unavailable >= 2
+                    && let Some(zone) = zone_of_resource(resource)
+                    && self.zone_reported_down(zone).await
+                {
+                    return Err(Error::ZoneDown {
+                        resource: resource.into(),
+                        action: action.into(),
+                        zone: zone.into(),
+                    });
+                }
+            } else {
+                unavailable = 0;
             }
             let pause = jittered(delay);
             if Instant::now() + pause >= deadline {
@@ -127,6 +145,26 @@ impl Compute {
             );
             tokio::time::sleep(pause).await;
             delay = (delay * 2).min(self.backoff.max);
+        }
+    }
+
+    /// Whether Compute Engine reports `zone` DOWN: one `zones.get`, no retries (any failure says "not known to
+    /// be down", and the caller goes on retrying as before).
+    async fn zone_reported_down(&self, zone: &str) -> bool {
+        let Ok(project) = self.project() else {
+            return false;
+        };
+        let call = self
+            .clients
+            .zones
+            .get()
+            .set_project(project)
+            .set_zone(zone)
+            .with_user_agent(self.user_agent())
+            .send();
+        match tokio::time::timeout(Duration::from_secs(10), call).await {
+            Ok(Ok(z)) => z.status.as_ref().and_then(|s| s.name()) == Some("DOWN"),
+            _ => false,
         }
     }
 
@@ -312,6 +350,34 @@ mod tests {
                 j >= Duration::from_millis(500) && j <= Duration::from_millis(1000),
                 "{j:?}"
             );
+        }
+    }
+}
+
+/// The zone a call's resource lives in (`.../zones/<zone>/...`), if it is zonal.
+fn zone_of_resource(resource: &str) -> Option<&str> {
+    let rest = resource.split("zones/").nth(1)?;
+    let zone = rest.split('/').next()?;
+    (!zone.is_empty()).then_some(zone)
+}
+
+#[cfg(test)]
+mod zone_tests {
+    use super::zone_of_resource;
+
+    #[test]
+    fn the_zone_of_a_zonal_resource_is_read_from_its_path() {
+        let cases = [
+            (
+                "instance projects/p/zones/europe-west1-c/instances/a",
+                Some("europe-west1-c"),
+            ),
+            ("zone projects/p/zones/us-central1-a", Some("us-central1-a")),
+            ("address projects/p/regions/europe-west1/addresses/x", None),
+            ("firewall projects/p/global/firewalls/f", None),
+        ];
+        for (resource, zone) in cases {
+            assert_eq!(zone_of_resource(resource), zone, "{resource}");
         }
     }
 }

@@ -66,6 +66,17 @@ pub enum Error {
         last: String,
     },
 
+    /// A call in a zone that Compute Engine reports DOWN (an outage): retrying until the deadline would only
+    /// hold the rest of the change back, so the call stops at once.
+    #[error(
+        "{resource}: {action} failed: zone {zone} is DOWN (Compute Engine answers 503 for it, and reports the zone DOWN). Nothing more was changed in this step; apply again once `gcloud compute zones describe {zone}` says UP"
+    )]
+    ZoneDown {
+        resource: String,
+        action: String,
+        zone: String,
+    },
+
     /// No HTTP answer: connection, TLS, authentication or decoding failures.
     #[error("{resource}: {action} failed: {message}")]
     Transport {
@@ -89,7 +100,7 @@ impl Error {
                     | "OPERATION_CANCELED"
             ),
             Error::Api { status, .. } => *status == 429 || *status >= 500,
-            Error::Timeout { .. } | Error::Transport { .. } => true,
+            Error::Timeout { .. } | Error::Transport { .. } | Error::ZoneDown { .. } => true,
             _ => false,
         }
     }
