@@ -227,7 +227,43 @@ fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
             "[{client}] a recovery replaces no replica:\n{plan}"
         );
 
+        // Killed once the survivor runs with `--force-new-cluster`: the next plan finishes the recovery (its VM
+        // must not keep the flag), and the next apply does.
+        let mut child = ws.spawn(
+            &["apply", "-input=false", "-no-color", "-auto-approve"],
+            "recovery-killed",
+        );
+        let until = std::time::Instant::now() + Duration::from_secs(120);
+        while sim.instance(&survivor)["labels"]["ha-master-build"] != "force-new-cluster" {
+            assert!(
+                std::time::Instant::now() < until,
+                "[{client}] the survivor never ran with --force-new-cluster"
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "[{client}] the apply ended before the forced start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: kill(2) with the negated pid of the process group `spawn` created for this child.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        child.wait().unwrap();
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(
+            plan.code,
+            Some(2),
+            "[{client}] plan after the kill:\n{plan}"
+        );
+        plan.assert_contains(&format!(
+            "finishing the recovery of etcd from replica {survivor}"
+        ));
+
         ws.apply();
+        assert_ne!(
+            sim.instance(&survivor)["labels"]["ha-master-build"],
+            "force-new-cluster",
+            "[{client}] the survivor kept --force-new-cluster"
+        );
         check(client, &ws, &sim, 3);
         assert_eq!(
             replicas_by_zone(&ws),

@@ -78,10 +78,17 @@ pub fn decide(
             .collect()
     };
     if let Some(survivor) = recovering {
+        // The forced start is done once etcd has quorum (one of one). A recovery killed before etcd ran with the
+        // flag does it again: forcing a new cluster twice is the same as once.
+        let forced = members
+            .iter()
+            .filter(|m| !m.is_learner)
+            .all(|m| m.healthy && m.name == survivor)
+            && !members.is_empty();
         return Ok(Recovery {
             survivor: survivor.to_string(),
             dropped: others(survivor),
-            steps: steps(true),
+            steps: steps(forced),
             resuming: true,
         });
     }
@@ -246,6 +253,21 @@ mod tests {
             vec![DeleteInstance, RebuildInstance, AwaitMember, AwaitApi, Soak]
         );
         assert!(describe("walk", &r).0.contains("finishing"));
+        // Killed before etcd ran with the flag: the members are still the old ones, without quorum (or the VM's
+        // etcd does not answer yet). The forced start is done again.
+        for w in [
+            world(&["a"], &["a", "b", "c"], &["a"], &[]),
+            Observed {
+                instances: ["a".to_string()].into(),
+                ..Observed::default()
+            },
+        ] {
+            let r = decide(&w, &none(), Some("a")).unwrap();
+            assert_eq!(
+                r.steps[..3],
+                [DeleteInstance, RecoverAsSoleMember, AwaitMember]
+            );
+        }
     }
 
     #[test]
