@@ -63,12 +63,24 @@ fn remove_member(sim: &Sim, via: &str, name: &str) {
     let until = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         match sim.try_ssh(via, &["etcdctl", "member", "remove", &id]) {
-            Ok(_) => return,
+            Ok(_) => break,
             Err(e) if e.contains("unhealthy cluster") && std::time::Instant::now() < until => {
                 std::thread::sleep(Duration::from_millis(200));
             }
             Err(e) => panic!("etcdctl member remove {id} ({name}) via {via}: {e}"),
         }
+    }
+    // An operator plans once etcd has settled: right after the removal a remaining member can answer unhealthy
+    // for a moment (a new leader, the configuration change still being applied), and plan would rightly refuse.
+    while sim
+        .try_ssh(via, &["etcdctl", "endpoint", "health", "--cluster"])
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < until,
+            "etcd did not settle after removing {name}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
