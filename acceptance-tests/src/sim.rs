@@ -277,6 +277,12 @@ impl Sim {
 
     /// The VM `name` as the sim stores it (`GET /_sim/state`), in GCE's JSON shape (labels, metadata, ...).
     pub fn instance(&self, name: &str) -> Value {
+        self.find_instance(name)
+            .unwrap_or_else(|| panic!("no VM {name} in the sim"))
+    }
+
+    /// The VM `name`, or `None` while it does not exist (e.g. between a rebuild's delete and its create).
+    pub fn find_instance(&self, name: &str) -> Option<Value> {
         let state = self.admin("state");
         state["instances"]
             .as_object()
@@ -285,7 +291,6 @@ impl Sim {
             .map(|(_, i)| i)
             .find(|i| i["name"] == name)
             .cloned()
-            .unwrap_or_else(|| panic!("no VM {name} in the sim"))
     }
 
     /// Names of the objects of one kind in `status` (`instances`, `addresses`, `forwardingRules`).

@@ -234,7 +234,12 @@ fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
             "recovery-killed",
         );
         let until = std::time::Instant::now() + Duration::from_secs(120);
-        while sim.instance(&survivor)["labels"]["ha-master-build"] != "force-new-cluster" {
+        // The survivor's VM is gone for a moment between the recovery's delete and its create.
+        let forced = |sim: &Sim| {
+            sim.find_instance(&survivor)
+                .is_some_and(|vm| vm["labels"]["ha-master-build"] == "force-new-cluster")
+        };
+        while !forced(&sim) {
             assert!(
                 std::time::Instant::now() < until,
                 "[{client}] the survivor never ran with --force-new-cluster"

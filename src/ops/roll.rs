@@ -17,6 +17,7 @@ use super::execute::{Progress, Replica, Run, ip};
 use super::lock::lock_cluster;
 use super::observe::{Snapshot, observe};
 use super::repair::restore_reachability;
+use super::shared::zone_of;
 use crate::domain::roll::{BUILD_LABEL, Build, VmFacts, roll_steps};
 use crate::gce::InstanceInfo;
 use crate::master::DATA_DEVICE;
@@ -101,14 +102,33 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     let disk = c
         .get_disk(&r.zone, &data_disk_name(&r.name), deadline)
         .await?;
-    let steps = roll_steps(
+    let steps = match roll_steps(
         &snap.observed,
         &r.name,
         vm.as_ref().map(|v| facts(ctx, v, &r.prior)).as_ref(),
         disk.map(|d| d.size_gb),
         &want,
-    )
-    .map_err(|(s, d)| OpError::NotYet(s, d))?;
+    ) {
+        Ok(steps) => steps,
+        Err((summary, detail)) => {
+            // A sibling that is down because its zone is DOWN will not be back within a sibling's roll: say so
+            // now instead of waiting for it.
+            if let Some((sibling, zone)) = sibling_in_down_zone(ctx, &snap, &r.name, deadline).await
+            {
+                return Err(OpError::Refused(
+                    format!(
+                        "The roll of replica {} stopped: zone {zone} is DOWN",
+                        r.name
+                    ),
+                    format!(
+                        "Replica {sibling} is in zone {zone}, which Compute Engine reports DOWN, so its etcd member is down. Rolling {} now would take a second member away, so it was not touched. Apply again once `gcloud compute zones describe {zone}` says UP: the roll resumes where it stopped.",
+                        r.name
+                    ),
+                ));
+            }
+            return Err(OpError::NotYet(summary, detail));
+        }
+    };
     tracing::debug!(replica = %r.name, steps = ?steps, "roll steps");
     let member_id = snap
         .member_named(&r.name)
@@ -153,6 +173,27 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
         certs,
         member_id,
     })
+}
+
+/// A replica VM other than `me` that is not running and whose zone Compute Engine reports DOWN, with that zone.
+async fn sibling_in_down_zone(
+    ctx: &ClusterCtx,
+    snap: &Snapshot,
+    me: &str,
+    deadline: Instant,
+) -> Option<(String, String)> {
+    for name in snap.observed.stopped.iter().filter(|n| n.as_str() != me) {
+        let Some(vm) = snap.instances.get(name) else {
+            continue;
+        };
+        let zone = zone_of(vm);
+        if let Ok(z) = ctx.compute.get_zone(&zone, deadline).await
+            && z.status == "DOWN"
+        {
+            return Some((name.clone(), zone));
+        }
+    }
+    None
 }
 
 /// The replica's internal IP: its VM's, or (between delete and create) its member's peer URL.
