@@ -20,6 +20,7 @@ pub struct ProviderConfig {
     pub access_token: Val<String>,
     pub impersonate_service_account: Val<String>,
     pub compute_custom_endpoint: Val<String>,
+    pub storage_custom_endpoint: Val<String>,
     pub universe_domain: Val<String>,
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
@@ -36,6 +37,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("access_token").optional().sensitive().description("An OAuth 2.0 access token to use as is. Env: `GOOGLE_OAUTH_ACCESS_TOKEN`. Conflicts with `credentials`."))
         .attribute(Attribute::string("impersonate_service_account").optional().description("A service account email to impersonate with the credentials above. Env: `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`."))
         .attribute(Attribute::string("compute_custom_endpoint").optional().description("Base URL of the Compute Engine API, e.g. `http://127.0.0.1:8787/compute/v1/` for `ha-sim`. Env: `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint.").validator(string_check("An http(s) URL.", check_endpoint)))
+        .attribute(Attribute::string("storage_custom_endpoint").optional().description("Base URL of the Cloud Storage API that cluster backups go to, e.g. `http://127.0.0.1:4443/storage/v1/` for a local emulator. Env: `GOOGLE_STORAGE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint (`https://storage.<universe_domain>`).").validator(string_check("An http(s) URL.", check_storage_endpoint)))
         .attribute(Attribute::string("universe_domain").optional().description("The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.").validator(string_check("A DNS domain like `googleapis.com`.", check_universe_domain)))
         .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
         .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
@@ -48,6 +50,14 @@ fn check_endpoint(s: &str) -> Result<(), (String, String)> {
         Ok(())
     } else {
         Err((format!("Invalid endpoint {s:?}"), "Write the Compute API base as a URL, like `https://compute.googleapis.com/compute/v1/`.".into()))
+    }
+}
+
+fn check_storage_endpoint(s: &str) -> Result<(), (String, String)> {
+    if s.starts_with("https://") || s.starts_with("http://") {
+        Ok(())
+    } else {
+        Err((format!("Invalid endpoint {s:?}"), "Write the Cloud Storage API base as a URL, like `https://storage.googleapis.com/storage/v1/`.".into()))
     }
 }
 
@@ -145,6 +155,11 @@ impl Settings {
                 env,
                 &["GOOGLE_COMPUTE_CUSTOM_ENDPOINT"],
             ),
+            storage_endpoint: pick(
+                &cfg.storage_custom_endpoint,
+                env,
+                &["GOOGLE_STORAGE_CUSTOM_ENDPOINT"],
+            ),
             universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
             default_labels: cfg.default_labels.known().cloned().unwrap_or_default(),
             user_agent: crate::settings::user_agent(""),
@@ -179,6 +194,7 @@ mod tests {
             access_token: Val::Null,
             impersonate_service_account: Val::Null,
             compute_custom_endpoint: Val::Null,
+            storage_custom_endpoint: Val::Null,
             universe_domain: Val::Null,
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,

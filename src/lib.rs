@@ -12,3 +12,4 @@ pub mod pki;
 pub mod provider;
 pub mod resources;
 pub mod settings;
+pub mod storage;

@@ -23,6 +23,7 @@ const LAYERS: &[Layer] = &[
             "crate::etcd",
             "crate::pki",
             "crate::master",
+            "crate::storage",
             "crate::resources",
             "crate::config",
             "crate::settings",
@@ -34,7 +35,7 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "backends",
-        dirs: &["gce", "etcd", "pki", "master"],
+        dirs: &["gce", "etcd", "pki", "master", "storage"],
         forbidden: &[
             "crate::ops",
             "crate::domain",
@@ -61,8 +62,8 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "resources",
         dirs: &["resources"],
-        forbidden: &["crate::gce", "crate::etcd"],
-        why: "resources reach GCE and etcd only through `ops`",
+        forbidden: &["crate::gce", "crate::etcd", "crate::storage"],
+        why: "resources reach GCE, etcd and Cloud Storage only through `ops`",
     },
 ];
 

@@ -232,6 +232,32 @@ pub fn write_keys(sim: &Sim, vm: &str) {
     }
 }
 
+/// Writes `n` keys (a multiple of 100) `<prefix>k<i>` through `vm` in transactions of 100 puts (etcd's default
+/// limit is 128 operations per transaction): ten etcdctl runs for a thousand keys. Each txn reads no comparison,
+/// the puts, and no failure branch, each section ended by an empty line.
+pub fn write_many_keys(sim: &Sim, vm: &str, prefix: &str, n: usize) {
+    // The batch's counter lives in the outer loop: the pipeline's left side runs in a subshell.
+    let script = format!(
+        r#"for b in $(seq 0 100 {last}); do {{ echo; for i in $(seq $b $((b+99))); do echo "put {prefix}k$i v$i"; done; echo; echo; }} | etcdctl txn >/dev/null || exit 1; done"#,
+        last = n - 100
+    );
+    sim.ssh(vm, &["sh", "-c", &script]);
+    assert_eq!(key_count(sim, vm, prefix), n, "keys written through {vm}");
+}
+
+/// How many keys under `prefix` `vm`'s etcd holds (a linearizable read: it needs quorum).
+pub fn key_count(sim: &Sim, vm: &str, prefix: &str) -> usize {
+    let out = sim.ssh(
+        vm,
+        &[
+            "sh",
+            "-c",
+            &format!("etcdctl get {prefix} --prefix --keys-only | grep -c ."),
+        ],
+    );
+    out.trim().parse().unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 /// Every check of the walk-through, for the replicas Terraform says exist.
 pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
     let out = outputs(ws);

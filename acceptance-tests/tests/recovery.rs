@@ -20,30 +20,12 @@ const D: &str = "europe-west1-d";
 /// How many keys the scenario writes before the loss, under `recover/`.
 const KEYS: usize = 1000;
 
-/// Writes `KEYS` keys through `vm` in transactions of 100 puts (etcd's default limit is 128 operations per
-/// transaction): ten etcdctl runs instead of a thousand. Each txn reads no comparison, the puts, and no failure
-/// branch, each section ended by an empty line.
 fn write_many_keys(sim: &Sim, vm: &str) {
-    // The batch's counter lives in the outer loop: the pipeline's left side runs in a subshell.
-    let script = format!(
-        r#"for b in $(seq 0 100 {last}); do {{ echo; for i in $(seq $b $((b+99))); do echo "put recover/k$i v$i"; done; echo; echo; }} | etcdctl txn >/dev/null || exit 1; done"#,
-        last = KEYS - 100
-    );
-    sim.ssh(vm, &["sh", "-c", &script]);
-    assert_eq!(key_count(sim, vm), KEYS, "keys written through {vm}");
+    acceptance_tests::walk::write_many_keys(sim, vm, "recover/", KEYS);
 }
 
-/// How many `recover/` keys `vm`'s etcd holds (a linearizable read: it needs quorum).
 fn key_count(sim: &Sim, vm: &str) -> usize {
-    let out = sim.ssh(
-        vm,
-        &[
-            "sh",
-            "-c",
-            "etcdctl get recover/ --prefix --keys-only | grep -c .",
-        ],
-    );
-    out.trim().parse().unwrap_or_else(|e| panic!("{e}: {out}"))
+    acceptance_tests::walk::key_count(sim, vm, "recover/")
 }
 
 /// The member ids etcd lists, as `etcdctl member list` on `vm` shows them (a serializable read: it answers

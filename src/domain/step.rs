@@ -10,6 +10,13 @@
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
+    /// Before a change that touches etcd (`domain::backup::before`): a snapshot from a healthy member, checked
+    /// and uploaded to the cluster's backup bucket, old ones pruned. `change` names what follows, for the
+    /// snapshot's metadata.
+    TakeBackup {
+        change: String,
+    },
+
     // etcd membership.
     /// A learner left by an interrupted join of another replica blocks new joins: remove it first.
     RemoveStaleMember {

@@ -80,7 +80,7 @@ impl Etcd {
             .timeout(self.inner.dial_timeout)
     }
 
-    async fn client(&self, target: &EtcdTarget) -> Result<Client, EndpointFailure> {
+    pub(super) async fn client(&self, target: &EtcdTarget) -> Result<Client, EndpointFailure> {
         if let Some(client) = self.cached(target) {
             return Ok(client);
         }
@@ -219,6 +219,7 @@ impl Etcd {
             .await?;
         Ok(MemberStatus {
             member_id: resp.header().map(|h| h.member_id()).unwrap_or_default(),
+            revision: resp.header().map(|h| h.revision()).unwrap_or_default(),
             leader_id: resp.leader(),
             raft_index: resp.raft_index(),
             raft_applied_index: resp.raft_applied_index(),

@@ -20,6 +20,10 @@ pub enum EtcdError {
     #[error("reading etcd's versions from {target} failed: {message}")]
     Version { target: String, message: String },
 
+    /// The snapshot stream broke off, or did not end within its time.
+    #[error("taking an etcd snapshot from {target} failed: {message}")]
+    Snapshot { target: String, message: String },
+
     #[error("listing etcd alarms failed")]
     Alarms(#[source] CallError),
 

@@ -20,6 +20,7 @@ mod client;
 mod error;
 mod members;
 mod preflight;
+mod snapshot;
 mod status;
 mod version;
 
@@ -156,6 +157,8 @@ pub struct MemberStatus {
     pub member_id: u64,
     /// The leader it knows; 0 when it knows none.
     pub leader_id: u64,
+    /// The key-value store's revision as this member has applied it.
+    pub revision: i64,
     /// Raft committed index.
     pub raft_index: u64,
     pub raft_applied_index: u64,

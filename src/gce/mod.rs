@@ -87,15 +87,23 @@ pub(crate) fn normalize_endpoint(given: &str) -> Result<String> {
     Ok(t.to_string())
 }
 
+/// The provider's Google credentials (its `Auth`, impersonation and universe), for the other Google backend
+/// (`storage`), so both speak as the same principal.
+pub(crate) fn google_credentials(
+    settings: &Settings,
+) -> Result<google_cloud_auth::credentials::Credentials> {
+    auth::credentials(
+        &settings.auth,
+        settings.impersonate_service_account.as_deref(),
+        settings.universe_domain.as_deref(),
+    )
+}
+
 impl Compute {
     /// Clients for `settings`: credentials from its `Auth` (plus impersonation), endpoint override honoured.
     /// The project may be absent here and given later with [`for_project`](Self::for_project).
     pub async fn new(settings: &Settings) -> Result<Compute> {
-        let creds = auth::credentials(
-            &settings.auth,
-            settings.impersonate_service_account.as_deref(),
-            settings.universe_domain.as_deref(),
-        )?;
+        let creds = google_credentials(settings)?;
         let endpoint = match settings
             .compute_endpoint
             .as_deref()

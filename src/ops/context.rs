@@ -23,6 +23,8 @@ pub enum OpError {
     Preflight(#[from] crate::etcd::PreflightError),
     #[error("{0}")]
     Pki(#[from] crate::pki::PkiError),
+    #[error("{0}")]
+    Storage(#[from] crate::storage::Error),
     #[error("the master configuration is invalid: {0}")]
     Master(#[from] crate::master::MasterError),
     /// A change the domain refuses (quorum): summary and what to do.
@@ -102,6 +104,8 @@ pub struct Spec {
     /// Who the master VMs run as, and the OAuth scopes as URLs (`domain::service_account`).
     pub service_account: String,
     pub service_account_scopes: Vec<String>,
+    /// Where snapshots go before a change that touches etcd (`domain::backup`); none without a `backup` block.
+    pub backup: Option<crate::domain::backup::Policy>,
 }
 
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
@@ -122,6 +126,8 @@ pub struct ClusterCtx {
     /// How long a replica out of the pool keeps serving before it stops.
     pub drain_delay: Duration,
     pub names: DerivedNames,
+    /// The provider's settings, for the backends a change reaches only sometimes (Cloud Storage, for a backup).
+    pub(in crate::ops) settings: Settings,
 }
 
 impl ClusterCtx {
@@ -149,6 +155,7 @@ impl ClusterCtx {
             etcd,
             etcd_via_internal_ip: settings.etcd_via_internal_ip,
             drain_delay: settings.drain_delay,
+            settings: settings.clone(),
         })
     }
 }

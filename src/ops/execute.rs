@@ -59,6 +59,8 @@ pub struct Progress {
     /// Set once this run adds a learner, cleared once it is promoted: a join that fails in between takes its
     /// learner back out.
     pub added_learner: Option<u64>,
+    /// The snapshot a `TakeBackup` step uploaded, as `gs://bucket/object`.
+    pub last_backup: Option<String>,
 }
 
 pub struct Run<'a> {
@@ -164,6 +166,19 @@ impl<'a> Run<'a> {
         let c = &ctx.compute;
         let deadline = self.deadline;
         match step {
+            Step::TakeBackup { change } => {
+                // Boxed: the snapshot and upload futures are deep, and every apply's future holds this one.
+                if let Some(taken) = Box::pin(super::backup::take(
+                    ctx,
+                    &self.progress.targets,
+                    change,
+                    deadline,
+                ))
+                .await?
+                {
+                    self.progress.last_backup = Some(taken.url);
+                }
+            }
             Step::RemoveStaleMember { name, id } => {
                 tracing::info!("removing learner {name}, left by an interrupted join");
                 ctx.etcd.remove_member(&self.progress.targets, *id).await?;

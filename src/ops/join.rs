@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::backup::backup_first;
 use super::build::vm_labels;
 use super::context::{ClusterCtx, OpError, Result};
 use super::execute::{Progress, Replica, Run, ip, issue_certs};
@@ -53,6 +54,13 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
 
     let snap = observe(ctx, &[(req.name.clone(), address.ip.clone())], deadline).await?;
     let steps = join_steps(&snap.observed, &req.name).map_err(|(s, d)| OpError::Refused(s, d))?;
+    let steps = backup_first(
+        ctx,
+        steps,
+        &snap.observed,
+        &req.name,
+        &format!("join of replica {}", req.name),
+    );
     tracing::debug!(replica = %req.name, steps = ?steps, "join steps");
 
     // Clearing the learners that interrupted joins left is a removal: it gets the removal preflight, with all

@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 
 use tokio::time::Instant;
 
+use super::backup::backup_first;
 use super::context::{ClusterCtx, OpError, Result};
 use super::execute::{Replica, Run};
 use super::observe::observe;
@@ -21,6 +22,13 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
         snap = observe(ctx, &[], deadline).await?;
     }
     let steps = leave_steps(&snap.observed, name).map_err(|(s, d)| OpError::Refused(s, d))?;
+    let steps = backup_first(
+        ctx,
+        steps,
+        &snap.observed,
+        name,
+        &format!("removal of replica {name}"),
+    );
     check_leave(&snap.observed, name, ctx.spec.deletion_protection)
         .map_err(|(s, d)| OpError::Refused(s, d))?;
     tracing::debug!(replica = %name, steps = ?steps, "leave steps");

@@ -2,6 +2,7 @@
 //! the steps out through gce, etcd and pki. Resources call this layer; it knows nothing of Terraform.
 
 pub mod adopt;
+pub mod backup;
 pub mod build;
 pub mod cloud;
 pub mod cluster;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::adopt::{RecordedCerts, certs_on};
+use super::backup::backup_first;
 use super::build::{build_of, data_disk_name, vm_labels};
 use super::context::{ClusterCtx, OpError, Result};
 use super::execute::{Progress, Replica, Run, ip};
@@ -129,6 +130,13 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
             return Err(OpError::NotYet(summary, detail));
         }
     };
+    let steps = backup_first(
+        ctx,
+        steps,
+        &snap.observed,
+        &r.name,
+        &format!("roll of replica {}", r.name),
+    );
     tracing::debug!(replica = %r.name, steps = ?steps, "roll steps");
     let member_id = snap
         .member_named(&r.name)

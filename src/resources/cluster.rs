@@ -59,7 +59,18 @@ pub struct ClusterModel {
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
     pub restore: Val<Restore>,
+    pub backup: Val<Backup>,
+    pub last_backup: Val<String>,
     pub timeouts: Val<Timeouts>,
+}
+
+/// The `backup` block: where etcd snapshots go before every change that touches etcd.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Backup {
+    pub bucket: Val<String>,
+    pub prefix: Val<String>,
+    pub keep: Val<i64>,
+    pub stop_on_failure: Val<bool>,
 }
 
 /// The `restore` block: how, and how many times, etcd was recovered on purpose.
@@ -143,6 +154,17 @@ pub fn schema() -> Schema {
             attributes: vec![
                 Attribute::number("generation").required().description("Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: the same number never recovers again."),
                 Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members.", crate::domain::recovery::SURVIVING_MEMBER)),
+            ],
+        })
+        .attribute(Attribute::string("last_backup").computed().description("The newest etcd snapshot of this cluster in the `backup` bucket, as `gs://<bucket>/<object>`, read at refresh (replicas take the snapshots, so it shows after the next refresh). Null without a `backup` block or before the first backup.").modifier(use_state_for_unknown()))
+        .block(SingleBlock {
+            name: "backup",
+            description: "Backups of etcd to Cloud Storage, as kops' etcd-manager takes them. Before every change that touches etcd (a replica joining or leaving, a roll, a version change, a certificate renewal), the provider takes a snapshot from a healthy member (a follower when there is one), checks it (size, its SHA-256 trailer, the bbolt header, a revision that did not go back while it was taken), uploads it as `<prefix>/<cluster>/etcd-<time>-rev<revision>.db` with metadata (cluster, member, revision, etcd version, time, the change), and deletes the cluster's snapshots beyond `keep`. The plan of such a change says a backup will be taken. The provider's credentials need `roles/storage.objectAdmin` on the bucket; `storage_custom_endpoint` in the provider block points elsewhere. See docs/guides/disaster-recovery.md.".into(),
+            attributes: vec![
+                Attribute::string("bucket").required().description("The Cloud Storage bucket's name (no `gs://`). The provider does not create it: give it versioning or a retention policy as your backups need.").validator(string_check("A Cloud Storage bucket name.", crate::domain::backup::check_bucket)),
+                Attribute::string("prefix").optional().description("A path in the bucket the cluster's snapshots go under, e.g. `clusters`; they land in `<prefix>/<cluster name>/`. Defaults to the bucket's root.").validator(string_check("A path inside the bucket.", crate::domain::backup::check_prefix)),
+                Attribute::number("keep").optional().description(format!("How many of the cluster's snapshots to keep: after each upload, older ones are deleted (objects that are not the provider's snapshots are never touched). 1 to {}; defaults to {}.", crate::domain::backup::MAX_KEEP, crate::domain::backup::DEFAULT_KEEP)),
+                Attribute::bool("stop_on_failure").optional().description("Whether a backup that cannot be taken, checked or uploaded stops the change before anything moves (the default, `true`), naming the bucket and what failed; `false` logs the failure and goes on."),
             ],
         })
         .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
@@ -444,6 +466,19 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
             Val::Null => Val::Null,
             Val::Unknown => Val::Unknown,
         },
+        backup_bucket: backup_part(&p.backup, |b| &b.bucket),
+        backup_prefix: backup_part(&p.backup, |b| &b.prefix),
+        backup_keep: backup_part(&p.backup, |b| &b.keep),
+        backup_stop_on_failure: backup_part(&p.backup, |b| &b.stop_on_failure),
+    }
+}
+
+/// One setting of the `backup` block: null without the block, unknown while the block is.
+fn backup_part<T: Clone>(b: &Val<Backup>, f: fn(&Backup) -> &Val<T>) -> Val<T> {
+    match b {
+        Val::Known(b) => f(b).clone(),
+        Val::Null => Val::Null,
+        Val::Unknown => Val::Unknown,
     }
 }
 
@@ -471,6 +506,16 @@ impl Resource for ClusterResource {
     }
 
     fn validate(&self, c: &ClusterModel, diags: &mut Diagnostics) {
+        if let Val::Known(b) = &c.backup
+            && let Some(keep) = b.keep.known()
+            && !(1..=i64::from(crate::domain::backup::MAX_KEEP)).contains(keep)
+        {
+            diags.attr_error(
+                AttributePath::attr("backup").then_attr("keep"),
+                format!("backup.keep is {keep}"),
+                format!("Keep between 1 and {} snapshots: the newest is the one a restore needs, and each is as large as etcd's database.", crate::domain::backup::MAX_KEEP),
+            );
+        }
         if let Val::Known(r) = &c.restore {
             if let Some(source) = r.source.known()
                 && source != crate::domain::recovery::SURVIVING_MEMBER
@@ -586,6 +631,10 @@ impl Resource for ClusterResource {
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
         // that lists what is wrong; `spec` above stays as it was, so replicas see no change from a repair.
         p.drift = Val::Known(Vec::new());
+        // Replicas take the backups, so a new cluster has none: known at plan.
+        if change.prior.is_none() {
+            p.last_backup = Val::Null;
+        }
         if let Some(prior) = change.prior
             && let Some(drift) = prior.drift.known().filter(|d| !d.is_empty())
         {

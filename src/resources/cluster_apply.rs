@@ -117,6 +117,10 @@ pub async fn create(
     spec.service_account_key = Val::Known(sa_key);
     p.spec = Val::Known(spec);
     p.drift = Val::Known(Vec::new());
+    // Replicas take the backups; a new cluster has none yet.
+    if p.last_backup.is_unknown() {
+        p.last_backup = Val::Null;
+    }
     Some(p)
 }
 
@@ -152,7 +156,31 @@ pub async fn read(
             failed::<()>(diags, "observe the load balancer of", &cluster, e);
         }
     }
+    read_last_backup(settings, &mut s, diags).await;
     Some(s)
+}
+
+/// `last_backup`: the newest snapshot in the bucket. A bucket that cannot be listed leaves the value as it was,
+/// with a warning: a refresh never fails for a backup it only reports.
+async fn read_last_backup(settings: &Settings, s: &mut ClusterModel, diags: &mut Diagnostics) {
+    let Some(spec) = s.spec.known() else {
+        return;
+    };
+    let (Some(policy), Some(name)) = (spec.backup_policy(), s.name.known().cloned()) else {
+        s.last_backup = Val::Null;
+        return;
+    };
+    match crate::ops::backup::latest(settings, &policy, &name).await {
+        Ok(latest) => s.last_backup = latest.map_or(Val::Null, Val::Known),
+        Err(e) => diags.warning(
+            format!("Could not list the backups of cluster {name}"),
+            format!(
+                "{}. `last_backup` keeps the value it had. Check that bucket {} exists and that the provider's credentials may list its objects.",
+                e.explain(),
+                policy.bucket
+            ),
+        ),
+    }
 }
 
 /// State written before `deletion_protection` existed: the cluster is protected, as the default says, so
@@ -213,6 +241,9 @@ pub async fn update(
     mut p: ClusterModel,
     diags: &mut Diagnostics,
 ) -> Option<ClusterModel> {
+    if p.last_backup.is_unknown() {
+        p.last_backup = prior.last_backup.clone();
+    }
     let Some((net, project)) = network(&p) else {
         return Some(prior);
     };

@@ -130,6 +130,8 @@ pub async fn cluster(
         // Imported data is as precious as created data: protected, as the default says.
         deletion_protection: Val::Known(true),
         restore: Val::Null,
+        backup: Val::Null,
+        last_backup: Val::Null,
         timeouts: Val::Null,
     };
     let mut spec = spec_of(&m, None);

@@ -55,9 +55,41 @@ async fn observe_and_judge(
     }
 }
 
+/// The plan's word on the backup a change of `r` takes first, when its cluster has a `backup` block
+/// (`domain::backup::plan_note`).
+fn backup_note(r: &ReplicaModel, change: &str, diags: &mut Diagnostics) {
+    let Some(cluster) = r.cluster.known() else {
+        return;
+    };
+    if let (Some(policy), Some(name)) = (cluster.backup_policy(), cluster.name.known()) {
+        let (summary, detail) = crate::domain::backup::plan_note(&policy, name, change);
+        diags.warning(summary, detail);
+    }
+}
+
+fn has_voter(w: &crate::domain::topology::Observed) -> bool {
+    w.members
+        .as_ref()
+        .is_some_and(|m| m.iter().any(|m| !m.is_learner))
+}
+
 /// A replica to be created (or created again by a replacement).
 pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &mut Diagnostics) {
-    observe_and_judge(settings, planned, diags, check_join).await;
+    let mut joins_members = false;
+    observe_and_judge(settings, planned, diags, |w| {
+        joins_members = has_voter(w);
+        check_join(w)
+    })
+    .await;
+    if joins_members {
+        // A new replica's name is often generated at apply: then it is the one joining in its zone.
+        let change = match (planned.name.known(), planned.zone.known()) {
+            (Some(name), _) => format!("join of replica {name}"),
+            (None, Some(zone)) => format!("join of the new replica in {zone}"),
+            (None, None) => "join of the new replica".to_string(),
+        };
+        backup_note(planned, &change, diags);
+    }
 }
 
 /// A replica to be destroyed.
@@ -69,14 +101,25 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
         .cluster
         .known()
         .is_none_or(|c| c.deletion_protection.known() != Some(&false));
-    observe_and_judge(settings, prior, diags, |w| match check_leave(w, &name) {
-        Verdict::Fine => match crate::domain::protection::check_leave(w, &name, protected) {
-            Ok(()) => Verdict::Fine,
-            Err(refusal) => Verdict::Refuse(refusal),
-        },
-        other => other,
+    let mut leaves_members = false;
+    observe_and_judge(settings, prior, diags, |w| {
+        // Only a member's removal takes a backup (`domain::backup::before`).
+        leaves_members = has_voter(w)
+            && w.members
+                .as_ref()
+                .is_some_and(|m| m.iter().any(|m| m.name == name));
+        match check_leave(w, &name) {
+            Verdict::Fine => match crate::domain::protection::check_leave(w, &name, protected) {
+                Ok(()) => Verdict::Fine,
+                Err(refusal) => Verdict::Refuse(refusal),
+            },
+            other => other,
+        }
     })
     .await;
+    if leaves_members {
+        backup_note(prior, &format!("removal of replica {name}"), diags);
+    }
 }
 
 /// A replica whose `master_settings` change: the plan says how it will be rolled and what the user will see, and
@@ -139,4 +182,5 @@ pub async fn check_roll(
         ));
     }
     diags.warning(summary, detail);
+    backup_note(planned, &format!("roll of replica {name}"), diags);
 }

@@ -60,6 +60,11 @@ pub struct ClusterSpec {
     /// The cluster's `restore.generation` when its source is a surviving member (null without a `restore` block):
     /// a replica whose cluster raises it rejoins after the cluster's recovery instead of being replaced first.
     pub restore_generation: Val<i64>,
+    /// The cluster's `backup` block (all null without one): replicas take the snapshots before their changes.
+    pub backup_bucket: Val<String>,
+    pub backup_prefix: Val<String>,
+    pub backup_keep: Val<i64>,
+    pub backup_stop_on_failure: Val<bool>,
 }
 
 impl ClusterSpec {
@@ -101,6 +106,10 @@ impl ClusterSpec {
             ("service_account", s()),
             ("service_account_scopes", Type::list(s())),
             ("restore_generation", Type::Number),
+            ("backup_bucket", s()),
+            ("backup_prefix", s()),
+            ("backup_keep", Type::Number),
+            ("backup_stop_on_failure", Type::Bool),
         ])
     }
 
@@ -273,6 +282,22 @@ impl ClusterSpec {
                 "service_account_scopes",
             )?)
             .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
+            backup: self.backup_policy(),
+        })
+    }
+
+    /// The `backup` block as `domain::backup` takes it, with its defaults; none without a bucket.
+    pub fn backup_policy(&self) -> Option<crate::domain::backup::Policy> {
+        use crate::domain::backup::{DEFAULT_KEEP, Policy};
+        Some(Policy {
+            bucket: self.backup_bucket.known()?.clone(),
+            prefix: self.backup_prefix.known().cloned().unwrap_or_default(),
+            keep: self
+                .backup_keep
+                .known()
+                .and_then(|k| u32::try_from(*k).ok())
+                .unwrap_or(DEFAULT_KEEP),
+            stop_on_failure: self.backup_stop_on_failure.known() != Some(&false),
         })
     }
 }

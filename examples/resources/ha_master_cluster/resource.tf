@@ -12,4 +12,10 @@ resource "ha_master_cluster" "prod" {
   etcd_client_source_ranges = ["203.0.113.0/24"]
 
   labels = { team = "platform" }
+
+  # A checked etcd snapshot in Cloud Storage before every change that touches etcd; the newest 10 are kept.
+  backup {
+    bucket = "my-project-etcd-backups"
+    prefix = "clusters"
+  }
 }

@@ -1,0 +1,201 @@
+//! A private Cloud Storage emulator per scenario: `fake-gcs-server` (scripts/setup installs it from PyPI), in
+//! memory, on a free loopback port. The provider writes snapshots to it through Google's official client;
+//! scenarios read them back over its JSON API with a plain HTTP/1.0 request (no client library of ours between
+//! the test and the bucket) and check them with etcd's own `etcdutl`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::paths::{tools_bin, work_dir};
+
+pub struct FakeGcs {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+/// One object as the emulator lists it.
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub name: String,
+    pub size: u64,
+    pub metadata: BTreeMap<String, String>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+impl FakeGcs {
+    /// Starts the emulator and waits until it answers.
+    pub fn start(scenario: &str) -> FakeGcs {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("gcs-{scenario}-"))
+            .tempdir_in(work_dir())
+            .expect("emulator dir");
+        let log = std::fs::File::create(dir.path().join("fake-gcs.log")).expect("emulator log");
+        let port = free_port();
+        let host = format!("127.0.0.1:{port}");
+        let child = Command::new(tools_bin().join("fake-gcs-server"))
+            .args([
+                "-scheme",
+                "http",
+                "-host",
+                "127.0.0.1",
+                "-port",
+                &port.to_string(),
+            ])
+            .args(["-backend", "memory", "-public-host", &host])
+            .args([
+                "-external-url",
+                &format!("http://{host}"),
+                "-log-level",
+                "warn",
+            ])
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting fake-gcs-server (run scripts/setup)");
+        let gcs = FakeGcs {
+            child,
+            port,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while gcs.get("/storage/v1/b").is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "fake-gcs-server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        gcs
+    }
+
+    /// What to give the provider as `storage_custom_endpoint`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/storage/v1/", self.port)
+    }
+
+    fn request(&self, method: &str, path: &str, body: &str) -> Result<(u16, Vec<u8>), String> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_secs(30))).ok();
+        // HTTP/1.0: the server answers with the whole body and closes, no chunking to undo.
+        let req = format!(
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.port,
+            body.len()
+        );
+        s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("no HTTP header")?;
+        let head = String::from_utf8_lossy(&raw[..split]).to_string();
+        let code = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| format!("bad status line: {head}"))?;
+        Ok((code, raw[split + 4..].to_vec()))
+    }
+
+    fn get(&self, path: &str) -> Result<Vec<u8>, String> {
+        match self.request("GET", path, "")? {
+            (200, body) => Ok(body),
+            (code, body) => Err(format!("HTTP {code}: {}", String::from_utf8_lossy(&body))),
+        }
+    }
+
+    pub fn create_bucket(&self, name: &str) {
+        let (code, body) = self
+            .request("POST", "/storage/v1/b", &format!(r#"{{"name":"{name}"}}"#))
+            .expect("creating a bucket");
+        assert!(
+            code == 200,
+            "creating bucket {name}: HTTP {code} {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+
+    /// The bucket's objects under `prefix`, by name.
+    pub fn list(&self, bucket: &str, prefix: &str) -> Vec<Object> {
+        let body = self
+            .get(&format!("/storage/v1/b/{bucket}/o?prefix={prefix}"))
+            .unwrap_or_else(|e| panic!("listing gs://{bucket}/{prefix}: {e}"));
+        let v: Value = serde_json::from_slice(&body).expect("a JSON listing");
+        let mut out: Vec<Object> = v["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| Object {
+                name: o["name"].as_str().unwrap_or_default().to_string(),
+                size: o["size"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0),
+                metadata: o["metadata"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// The object's bytes, written to a file under `dir`.
+    pub fn download(&self, bucket: &str, object: &str, dir: &std::path::Path) -> PathBuf {
+        let encoded: String = object
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let body = self
+            .get(&format!("/storage/v1/b/{bucket}/o/{encoded}?alt=media"))
+            .unwrap_or_else(|e| panic!("downloading gs://{bucket}/{object}: {e}"));
+        let path = dir.join(object.replace('/', "_"));
+        std::fs::write(&path, body).expect("writing the download");
+        path
+    }
+}
+
+impl Drop for FakeGcs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What etcd's own tool says of a snapshot file: `etcdutl snapshot status -w json` (3.5.1, which reads 3.4's
+/// databases too). It checks the file's hash and reads its revision and key count; it fails on a corrupt file.
+pub fn snapshot_status(file: &std::path::Path) -> Value {
+    let etcdutl = crate::paths::repo_root().join(".tools/etcd-3.5/bin/etcdutl");
+    let out = Command::new(&etcdutl)
+        .args(["snapshot", "status", "-w", "json"])
+        .arg(file)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", etcdutl.display()));
+    assert!(
+        out.status.success(),
+        "etcdutl snapshot status {} failed: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("etcdutl's JSON")
+}

@@ -1,0 +1,192 @@
+//! Backups before every change that touches etcd (issue #11), under both clients, against a real Cloud Storage
+//! emulator (fake-gcs-server) and ha-sim with real etcd. A cluster with a `backup` block holding 1,000 keys grows,
+//! rolls and shrinks: each plan says a backup will be taken, each change leaves a snapshot in the bucket that
+//! etcd's own `etcdutl` reads back with every key, old snapshots are pruned to `keep`, and `last_backup` names
+//! the newest after a refresh. With a bucket that does not exist, a grow is refused before anything moves, with
+//! a sentence that names the bucket.
+
+use std::time::Duration;
+
+use acceptance_tests::gcs::snapshot_status;
+use acceptance_tests::walk::{
+    check, edit_config, member_names, replicas_by_zone, set_vars, set_zones, walk_config,
+    write_keys, write_many_keys,
+};
+use acceptance_tests::{FakeGcs, Sim, for_each_client};
+
+const B: &str = "europe-west1-b";
+const C: &str = "europe-west1-c";
+const BUCKET: &str = "ha-backups";
+const PREFIX: &str = "clusters/walk/";
+const KEYS: usize = 1000;
+
+/// The walk-through with the provider pointed at the emulator and the cluster backing up to `bucket`.
+fn config(sim: &Sim, gcs: &FakeGcs, bucket: &str) -> String {
+    edit_config(
+        walk_config(sim),
+        &[
+            (
+                "  access_token            = \"sim-token\"\n",
+                &format!(
+                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
+                    gcs.endpoint()
+                ),
+            ),
+            (
+                "  kubernetes_version        = var.kubernetes_version\n",
+                &format!(
+                    "  kubernetes_version        = var.kubernetes_version\n  backup {{\n    bucket = \"{bucket}\"\n    prefix = \"clusters\"\n    keep   = 3\n  }}\n"
+                ),
+            ),
+        ],
+    )
+}
+
+/// The snapshot `name` as etcd reads it: present, whole, with at least the scenario's keys.
+fn assert_restorable(gcs: &FakeGcs, dir: &std::path::Path, name: &str, label: &str) {
+    let file = gcs.download(BUCKET, name, dir);
+    let status = snapshot_status(&file);
+    let keys = status["totalKey"].as_u64().unwrap_or(0);
+    assert!(
+        keys as usize >= KEYS,
+        "[{label}] {name} holds {keys} keys, fewer than the {KEYS} written: {status}"
+    );
+    assert!(
+        status["revision"].as_i64().unwrap_or(0) > 0,
+        "[{label}] {status}"
+    );
+}
+
+#[test]
+fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops_a_grow() {
+    for_each_client(|client| {
+        let label = client.to_string();
+        let sim = Sim::start(&format!("backup-{client}"));
+        let gcs = FakeGcs::start(&format!("backup-{client}"));
+        gcs.create_bucket(BUCKET);
+        let ws = acceptance_tests::Workspace::new(client, "backup")
+            .with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim, &gcs, BUCKET));
+        ws.init();
+        set_zones(&ws, &[B]);
+        ws.apply();
+        assert!(
+            gcs.list(BUCKET, PREFIX).is_empty(),
+            "[{label}] the founding replica has nothing to back up"
+        );
+        let first = replicas_by_zone(&ws)[B].clone();
+        write_keys(&sim, &first);
+        write_many_keys(&sim, &first, "backup/", KEYS);
+
+        // Grow: the plan says so, and the join leaves a snapshot holding every key.
+        set_zones(&ws, &[B, C]);
+        ws.plan().assert_contains(&format!(
+            "A backup of etcd is taken before the join of the new replica in {C}"
+        ));
+        ws.apply();
+        let after_grow = gcs.list(BUCKET, PREFIX);
+        assert_eq!(after_grow.len(), 1, "[{label}] {after_grow:?}");
+        let snap = &after_grow[0];
+        assert_eq!(
+            snap.metadata.get("ha-cluster").map(String::as_str),
+            Some("walk")
+        );
+        assert!(
+            snap.metadata
+                .get("ha-before")
+                .is_some_and(|b| b.starts_with("join of replica")),
+            "[{label}] {:?}",
+            snap.metadata
+        );
+        assert_eq!(snap.metadata.get("ha-sha256").map(String::len), Some(64));
+        let dir = tempfile::tempdir().expect("download dir");
+        assert_restorable(&gcs, dir.path(), &snap.name, &label);
+
+        // Roll: one snapshot before each replica's roll.
+        set_vars(&ws, &[B, C], &[("machine_type", "e2-standard-4")]);
+        ws.plan()
+            .assert_contains("A backup of etcd is taken before the roll of replica");
+        ws.apply();
+        check(client, &ws, &sim, 2);
+        let after_roll = gcs.list(BUCKET, PREFIX);
+        assert_eq!(after_roll.len(), 3, "[{label}] {after_roll:?}");
+        let rolls = after_roll
+            .iter()
+            .filter(|o| {
+                o.metadata
+                    .get("ha-before")
+                    .is_some_and(|b| b.starts_with("roll of replica"))
+            })
+            .count();
+        assert_eq!(rolls, 2, "[{label}] {after_roll:?}");
+
+        // Shrink: a fourth snapshot, and the oldest pruned (keep = 3).
+        set_vars(&ws, &[B], &[("machine_type", "e2-standard-4")]);
+        ws.plan()
+            .assert_contains("A backup of etcd is taken before the removal of replica");
+        ws.apply();
+        let after_shrink = gcs.list(BUCKET, PREFIX);
+        assert_eq!(
+            after_shrink.len(),
+            3,
+            "[{label}] pruned to keep = 3: {after_shrink:?}"
+        );
+        assert!(
+            !after_shrink.iter().any(|o| o.name == snap.name),
+            "[{label}] the oldest snapshot was pruned"
+        );
+        let newest = after_shrink.last().expect("a snapshot").clone();
+        assert!(newest.metadata["ha-before"].starts_with("removal of replica"));
+        assert_restorable(&gcs, dir.path(), &newest.name, &label);
+
+        // `last_backup` shows the newest after a refresh. (Not an output here: an output of it changes after every
+        // change that took a backup, which `check`'s empty plan would count.)
+        ws.run(&[
+            "apply",
+            "-refresh-only",
+            "-auto-approve",
+            "-input=false",
+            "-no-color",
+        ])
+        .assert_success();
+        let state = ws.show_json();
+        let cluster = state["values"]["root_module"]["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["address"] == "ha_master_cluster.c")
+            .expect("the cluster in state")
+            .clone();
+        assert_eq!(
+            cluster["values"]["last_backup"].as_str(),
+            Some(format!("gs://{BUCKET}/{}", newest.name).as_str()),
+            "[{label}] last_backup"
+        );
+
+        // A bucket that does not exist: the grow is refused before etcd or any VM changes.
+        ws.write_main_tf(&config(&sim, &gcs, "missing-bucket"));
+        set_vars(&ws, &[B, C], &[("machine_type", "e2-standard-4")]);
+        let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        refused
+            .assert_failure()
+            .assert_contains("The backup before the join of replica")
+            .assert_contains("missing-bucket");
+        assert_eq!(
+            member_names(&sim, &first).len(),
+            1,
+            "[{label}] no member was added"
+        );
+        assert_eq!(
+            sim.names("instances").len(),
+            1,
+            "[{label}] no VM was created: {:?}",
+            sim.names("instances")
+        );
+
+        // With the bucket back, the grow finishes, and the cluster is destroyed cleanly.
+        ws.write_main_tf(&config(&sim, &gcs, BUCKET));
+        ws.apply();
+        check(client, &ws, &sim, 2);
+        ws.destroy();
+    });
+}
