@@ -258,6 +258,27 @@ pub fn key_count(sim: &Sim, vm: &str, prefix: &str) -> usize {
     out.trim().parse().unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
+/// Deletes a replica's VM and its etcd data disk with Google's own CLI, as an operator would by mistake.
+pub fn delete_vm_and_disk(sim: &Sim, zone: &str, vm: &str) {
+    let disk = format!("{vm}-pd");
+    for args in [
+        [
+            "compute",
+            "instances",
+            "delete",
+            vm,
+            "--zone",
+            zone,
+            "--quiet",
+        ],
+        [
+            "compute", "disks", "delete", &disk, "--zone", zone, "--quiet",
+        ],
+    ] {
+        sim.gcloud(&args).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 /// Every check of the walk-through, for the replicas Terraform says exist.
 pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
     let out = outputs(ws);

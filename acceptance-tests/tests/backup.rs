@@ -3,14 +3,15 @@
 //! rolls and shrinks: each plan says a backup will be taken, each change leaves a snapshot in the bucket that
 //! etcd's own `etcdutl` reads back with every key, old snapshots are pruned to `keep`, and `last_backup` names
 //! the newest after a refresh. With a bucket that does not exist, a grow is refused before anything moves, with
-//! a sentence that names the bucket.
+//! a sentence that names the bucket. With every VM and disk deleted, the plan says the replacement founds an empty
+//! etcd and points at the backups.
 
 use std::time::Duration;
 
 use acceptance_tests::gcs::snapshot_status;
 use acceptance_tests::walk::{
-    check, edit_config, member_names, replicas_by_zone, set_vars, set_zones, walk_config,
-    write_keys, write_many_keys,
+    check, delete_vm_and_disk, edit_config, member_names, replicas_by_zone, set_vars, set_zones,
+    walk_config, write_keys, write_many_keys,
 };
 use acceptance_tests::{FakeGcs, Sim, for_each_client};
 
@@ -183,10 +184,21 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
             sim.names("instances")
         );
 
-        // With the bucket back, the grow finishes, and the cluster is destroyed cleanly.
+        // With the bucket back, the grow finishes.
         ws.write_main_tf(&config(&sim, &gcs, BUCKET));
         ws.apply();
         check(client, &ws, &sim, 2);
+
+        // Every VM and data disk deleted out of band: the plan says the replacement starts an empty etcd, and
+        // points at the backups, instead of quietly founding a new cluster.
+        for (zone, vm) in replicas_by_zone(&ws) {
+            delete_vm_and_disk(&sim, &zone, &vm);
+        }
+        ws.plan()
+            .assert_contains(
+                "No replica of the cluster has a VM: this replica founds a new, empty etcd",
+            )
+            .assert_contains("last_backup");
         ws.destroy();
     });
 }

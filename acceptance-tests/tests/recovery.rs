@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    check, edit_config, replicas_by_zone, set_zones, walk_config, write_keys,
+    check, delete_vm_and_disk, edit_config, replicas_by_zone, set_zones, walk_config, write_keys,
 };
 use acceptance_tests::{Sim, Workspace, for_each_client};
 use serde_json::Value;
@@ -132,27 +132,6 @@ fn config_with_restore(sim: &Sim, generation: Option<u32>) -> String {
                 ),
             )],
         ),
-    }
-}
-
-/// Deletes a replica's VM and its etcd data disk with Google's own CLI, as an operator would by mistake.
-fn delete_vm_and_disk(sim: &Sim, zone: &str, vm: &str) {
-    let disk = format!("{vm}-pd");
-    for args in [
-        [
-            "compute",
-            "instances",
-            "delete",
-            vm,
-            "--zone",
-            zone,
-            "--quiet",
-        ],
-        [
-            "compute", "disks", "delete", &disk, "--zone", zone, "--quiet",
-        ],
-    ] {
-        sim.gcloud(&args).unwrap_or_else(|e| panic!("{e}"));
     }
 }
 

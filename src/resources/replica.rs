@@ -404,6 +404,9 @@ impl Resource for ReplicaResource {
             plan_recovery(prior, p, diags);
         } else if let Some(prior) = change.prior {
             plan_repairs(prior, p, change.requires_replace, diags);
+            if change.requires_replace.len() > framework_paths {
+                super::replica_guard::check_replace(&self.settings(), prior, diags).await;
+            }
             if change.requires_replace.len() == framework_paths {
                 plan_roll(prior, p);
                 let now = time::OffsetDateTime::now_utc().unix_timestamp();

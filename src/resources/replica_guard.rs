@@ -92,6 +92,15 @@ pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &m
     }
 }
 
+/// A replica that the plan replaces (its VM is gone): Terraform shows only the warnings of the replacement's first
+/// half, so the one a join gives when it would found an empty etcd is asked for here.
+pub async fn check_replace(settings: &Settings, prior: &ReplicaModel, diags: &mut Diagnostics) {
+    observe_and_judge(settings, prior, diags, |w| {
+        crate::domain::guard::founds_empty(w).map_or(Verdict::Fine, Verdict::Warn)
+    })
+    .await;
+}
+
 /// A replica to be destroyed.
 pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mut Diagnostics) {
     let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
