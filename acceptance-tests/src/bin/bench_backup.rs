@@ -102,7 +102,10 @@ fn main() {
             out.assert_success();
             let taken = backups_in(&out.stderr);
             let Some((bytes, secs)) = taken.last().copied() else {
-                panic!("no backup in the provider's log of the {label}:\n{}", out.stderr);
+                panic!(
+                    "no backup in the provider's log of the {label}:\n{}",
+                    out.stderr
+                );
             };
             println!(
                 "{mib:>4} MiB written, {label:<7}: snapshot {:.1} MiB taken, checked and uploaded in {secs:.2} s ({:.0} MiB/s); the apply took {wall:.1} s, the backup {:.0} % of it",
