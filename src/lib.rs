@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod domain;
+pub mod error_chain;
 pub mod etcd;
 pub mod functions;
 pub mod gce;

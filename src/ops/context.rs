@@ -48,17 +48,7 @@ impl OpError {
     /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"
     /// alone does not say why, its source does.
     pub fn explain(&self) -> String {
-        let mut text = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(c) = cause {
-            let s = c.to_string();
-            if !text.contains(&s) {
-                text.push_str(": ");
-                text.push_str(&s);
-            }
-            cause = c.source();
-        }
-        text
+        crate::error_chain::explain(self)
     }
 }
 

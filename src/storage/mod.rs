@@ -296,17 +296,7 @@ impl Bucket {
 
 /// A transport failure with its causes: "error sending request" alone does not say "connection refused".
 fn transport(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        let s = c.to_string();
-        if !text.contains(&s) {
-            text.push_str(": ");
-            text.push_str(&s);
-        }
-        cause = c.source();
-    }
-    text
+    crate::error_chain::explain(e)
 }
 
 /// The service's refusal, with its own message when the body carries one (`{"error":{"message":...}}`).
