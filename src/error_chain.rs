@@ -3,8 +3,13 @@
 //! above it is not repeated.
 
 pub fn explain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
+    with_causes(e.to_string(), e.source())
+}
+
+/// `text` followed by `cause` and every cause beneath it, each once: for callers that say the error itself in
+/// their own words (the etcd backend gives etcd's gRPC message instead of tonic's status text).
+pub fn with_causes(mut text: String, cause: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut cause = cause;
     while let Some(c) = cause {
         let s = c.to_string();
         if !text.contains(&s) {

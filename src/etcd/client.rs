@@ -290,20 +290,11 @@ fn failure(target: &EtcdTarget, kind: FailureKind, e: &etcd_client::Error) -> En
 
 /// The error and its causes on one line: tonic's "transport error" alone hides a TLS verification failure.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = match e.downcast_ref::<etcd_client::Error>() {
+    let head = match e.downcast_ref::<etcd_client::Error>() {
         // The gRPC message is what etcd said; Status's Display adds code and metadata noise.
         Some(etcd_client::Error::GRpcStatus(status)) => status.message().to_string(),
         _ => e.to_string(),
     };
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let s = c.to_string();
-        // Layers often repeat their cause's text; print each piece once.
-        if !text.contains(&s) {
-            text.push_str(": ");
-            text.push_str(&s);
-        }
-        cause = c.source();
-    }
-    text
+    // Layers often repeat their cause's text; each piece is said once.
+    crate::error_chain::with_causes(head, e.source())
 }
