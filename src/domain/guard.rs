@@ -49,7 +49,7 @@ pub fn founds_empty(world: &Observed) -> Option<super::Problem> {
     (had_members && world.instances.is_empty() && !has_voter).then(|| {
         (
             "No replica of the cluster has a VM: this replica founds a new, empty etcd".into(),
-            "The cluster's load balancer exists, so it had two replicas or more, but none of their VMs does now, and no data disk was kept for them (a replica whose VM is gone and whose disk is not is rebuilt on that disk instead). The first replica created founds a new etcd with no data: every Kubernetes object the old masters held is gone. With a `backup` block, the cluster's `last_backup` names the newest snapshot; docs/guides/disaster-recovery.md says how to check it and what restoring it by hand takes. To keep the cluster as it is while you decide, do not apply.".into(),
+            "The cluster's load balancer exists, so it had two replicas or more, but none of their VMs does now, and no data disk was kept for them (a replica whose VM is gone and whose disk is not is rebuilt on that disk instead). The first replica created founds a new etcd with no data: every Kubernetes object the old masters held is gone. To restore the newest backup instead (the cluster's `last_backup` names it), do not apply this: add `restore { source = \"snapshot\", generation = 1 }` to the ha_master_cluster (or raise its generation by one) and plan again; see docs/guides/disaster-recovery.md.".into(),
         )
     })
 }

@@ -23,6 +23,7 @@ pub mod protection;
 pub mod quorum;
 pub mod recovery;
 pub mod replica_drift;
+pub mod restore;
 pub mod roll;
 pub mod service_account;
 pub mod shape;

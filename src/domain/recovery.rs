@@ -98,7 +98,7 @@ pub fn decide(
         }
         return Err((
             "No etcd member survives to recover from".into(),
-            "No replica VM of the cluster runs an etcd member, so there is no data to recover from. Restoring from a Cloud Storage snapshot is not available in this provider version; set `restore.generation` back to what it was.".into(),
+            "No replica VM of the cluster runs an etcd member, so there is no data to recover from. Restore the newest backup instead: set `restore.source = \"snapshot\"` (with a `backup` block, or `restore.snapshot = \"gs://...\"`); otherwise set `restore.generation` back to what it was.".into(),
         ));
     };
     let voters: Vec<&MemberView> = members.iter().filter(|m| !m.is_learner).collect();
@@ -120,7 +120,7 @@ pub fn decide(
         return Err((
             "No etcd member survives to recover from".into(),
             format!(
-                "None of the {n} etcd members ({}) answered from a running VM. Start the replicas' VMs if they are stopped (a plain `terraform apply` restarts a TERMINATED VM) and plan again. Restoring from a Cloud Storage snapshot is not available in this provider version.",
+                "None of the {n} etcd members ({}) answered from a running VM. Start the replicas' VMs if they are stopped (a plain `terraform apply` restarts a TERMINATED VM) and plan again. If their VMs are gone for good too, delete them and restore from a snapshot (`restore.source = \"snapshot\"`).",
                 names(voters.iter().map(|m| m.name.as_str()))
             ),
         ));

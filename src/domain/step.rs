@@ -49,6 +49,11 @@ pub enum Step {
     /// Disaster recovery (`domain::recovery`): create the VM again on its data disk with etcd's
     /// `--force-new-cluster`, so its member becomes a one-member cluster with all its data.
     RecoverAsSoleMember,
+    /// Disaster recovery (`domain::restore`): the replica's VM on a new data disk, restoring a Cloud Storage
+    /// snapshot as a new one-member cluster before etcd starts.
+    RestoreFromSnapshot {
+        with_static_ip: bool,
+    },
     /// Grow the replica's etcd data disk to the cluster's `data_disk_size_gb` (GCE only grows disks); the
     /// rebuilt VM's first boot grows the filesystem.
     GrowDataDisk,

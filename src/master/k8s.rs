@@ -67,6 +67,9 @@ pub struct ObjectMeta {
 pub struct PodSpec {
     pub host_network: bool,
     pub priority_class_name: String,
+    /// Run to completion, in order, before `containers` start (only a restoring etcd has any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub init_containers: Vec<Container>,
     pub containers: Vec<Container>,
     pub volumes: Vec<Volume>,
 }

@@ -49,6 +49,7 @@ fn pod(name: &str, cpu: &str, containers: Vec<Container>, volumes: Vec<Volume>) 
         spec: PodSpec {
             host_network: true,
             priority_class_name: "system-node-critical".into(),
+            init_containers: Vec::new(),
             containers,
             volumes,
         },
@@ -154,18 +155,118 @@ pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
         volume_mounts: vec![mount("data", paths::ETCD_DATA, false), srv_mount],
         ..Container::default()
     };
+    let restoring = cfg.restore.as_ref().filter(|_| cfg.data_disk);
+    // A restore makes the data directory itself (etcd's restore refuses one that exists, 3.4 even an empty
+    // one), so the data volume must not be created before the init containers run: with no type, the container
+    // runtime creates a missing hostPath only when it starts etcd's container.
+    let data_kind = if restoring.is_some() {
+        None
+    } else {
+        Some("DirectoryOrCreate")
+    };
     let mut p = pod(
         "etcd-server",
         "200m",
         vec![etcd],
-        vec![
-            host_volume("data", &etcd_host_dir(cfg), Some("DirectoryOrCreate")),
-            srv,
-        ],
+        vec![host_volume("data", &etcd_host_dir(cfg), data_kind), srv],
     );
+    if let Some(r) = restoring {
+        restore_containers(cfg, r, &mut p);
+    }
     // The manifest's metadata name is fixed by the contract.
     p.metadata.labels.insert("component".into(), "etcd".into());
     p
+}
+
+/// gcloud's image, for `gcloud storage cp` with the VM's service account. Pinned, as every image a master runs.
+pub const CLOUD_CLI_IMAGE: &str = "gcr.io/google.com/cloudsdktool/google-cloud-cli:528.0.0-slim";
+/// Where a restoring master keeps the snapshot: on the boot disk, which the rebuild after the restore replaces.
+const SNAPSHOT_DIR: &str = "/var/lib/etcd-restore";
+const SNAPSHOT_FILE: &str = "/var/lib/etcd-restore/snapshot.db";
+
+/// etcd's data directory on the data disk, and the directory above it, which the restore writes into.
+fn data_parent(cfg: &MasterConfig) -> String {
+    let dir = etcd_host_dir(cfg);
+    match dir.rsplit_once('/') {
+        Some((parent, _)) if !parent.is_empty() => parent.to_string(),
+        _ => "/".into(),
+    }
+}
+
+/// The init containers of a restoring etcd (docs/master-config.md §9): fetch the snapshot with gcloud, then
+/// restore it with etcd's own tool (`etcdutl` from 3.5, `etcdctl` in 3.4) into the data directory, as a
+/// one-member cluster of this replica. etcd then starts on the restored data.
+fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Pod) {
+    let parent = data_parent(cfg);
+    p.spec.volumes.push(host_volume(
+        "restore",
+        SNAPSHOT_DIR,
+        Some("DirectoryOrCreate"),
+    ));
+    p.spec
+        .volumes
+        .push(host_volume("datadisk", &parent, Some("DirectoryOrCreate")));
+    let env = r
+        .storage_endpoint
+        .iter()
+        .map(|e| EnvVar {
+            name: "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE".into(),
+            value: e.clone(),
+        })
+        .collect();
+    let fetch = Container {
+        name: "fetch-snapshot".into(),
+        image: CLOUD_CLI_IMAGE.into(),
+        command: vec![
+            "gcloud".into(),
+            "storage".into(),
+            "cp".into(),
+            r.url.clone(),
+            SNAPSHOT_FILE.into(),
+        ],
+        env,
+        volume_mounts: vec![mount("restore", SNAPSHOT_DIR, false)],
+        ..Container::default()
+    };
+    let ip = cfg.internal_ip;
+    // etcd 3.4's etcdctl restores (with API 3); 3.5 moved it to etcdutl.
+    let v34 = cfg.etcd_image.contains(":3.4.");
+    let (tool, env) = if v34 {
+        (
+            "etcdctl",
+            vec![EnvVar {
+                name: "ETCDCTL_API".into(),
+                value: "3".into(),
+            }],
+        )
+    } else {
+        ("etcdutl", Vec::new())
+    };
+    let restore = Container {
+        name: "restore-snapshot".into(),
+        image: cfg.etcd_image.clone(),
+        command: vec![
+            format!("/usr/local/bin/{tool}"),
+            "snapshot".into(),
+            "restore".into(),
+            SNAPSHOT_FILE.into(),
+            flag("data-dir", etcd_host_dir(cfg)),
+            flag("name", &cfg.replica_name),
+            flag(
+                "initial-cluster",
+                format!("{}=https://{ip}:2380", cfg.replica_name),
+            ),
+            flag("initial-cluster-token", &cfg.cluster_name),
+            flag("initial-advertise-peer-urls", format!("https://{ip}:2380")),
+        ],
+        env,
+        volume_mounts: vec![
+            mount("restore", SNAPSHOT_DIR, true),
+            mount("datadisk", &parent, false),
+        ],
+        ..Container::default()
+    };
+    p.spec.init_containers = vec![fetch, restore];
 }
 
 pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {

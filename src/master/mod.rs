@@ -123,12 +123,15 @@ pub enum InitialState {
     /// An existing member restarted as a one-member cluster from its own data (etcd's `--force-new-cluster`),
     /// for disaster recovery only (`domain::recovery`).
     ForceNewCluster,
+    /// A new one-member cluster restored from a Cloud Storage snapshot ([`MasterConfig::restore`]) before etcd
+    /// first starts (`domain::restore`): etcd then finds its data directory made and ignores the initial flags.
+    RestoreFromSnapshot,
 }
 
 impl InitialState {
     pub fn as_flag(self) -> &'static str {
         match self {
-            InitialState::New => "new",
+            InitialState::New | InitialState::RestoreFromSnapshot => "new",
             InitialState::Existing | InitialState::ForceNewCluster => "existing",
         }
     }
@@ -185,6 +188,19 @@ pub struct MasterConfig {
     pub etcd_image: String,
     /// The cluster's `kubernetes_version`: images and cloud integration.
     pub kubernetes: KubernetesRelease,
+    /// The snapshot etcd's data is restored from before etcd first starts; only with
+    /// [`InitialState::RestoreFromSnapshot`].
+    pub restore: Option<SnapshotRestore>,
+}
+
+/// Where a restoring master fetches its snapshot, with the VM's own service account (`gcloud storage cp`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotRestore {
+    /// `gs://bucket/object`.
+    pub url: String,
+    /// The Cloud Storage JSON API's endpoint when it is not Google's (the provider's `storage_custom_endpoint`),
+    /// as gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE` wants it (`https://host/storage/v1/`).
+    pub storage_endpoint: Option<String>,
 }
 
 /// The device name etcd's data disk is attached under (`/dev/disk/by-id/google-master-pd`), as kube-up names it.
@@ -219,6 +235,10 @@ pub enum MasterError {
     DuplicateMember(String),
     #[error("service range {0} is too small for the kubernetes and DNS service IPs")]
     ServiceRangeTooSmall(Ipv4Net),
+    #[error(
+        "a restore from a snapshot needs its snapshot and etcd's data disk, and is the only start that takes a snapshot"
+    )]
+    RestoreMisconfigured,
 }
 
 /// The checks [`render_user_data`] relies on; call it before rendering (at plan time where possible).
@@ -240,6 +260,10 @@ pub fn check(cfg: &MasterConfig) -> Result<(), MasterError> {
         if cfg.initial_cluster[..i].iter().any(|(n, _)| n == name) {
             return Err(MasterError::DuplicateMember(name.clone()));
         }
+    }
+    let restoring = cfg.initial_state == InitialState::RestoreFromSnapshot;
+    if restoring != cfg.restore.is_some() || (restoring && !cfg.data_disk) {
+        return Err(MasterError::RestoreMisconfigured);
     }
     // The DNS service IP is the 10th address, as kube-up's 10.0.0.10.
     if cfg.service_cluster_ip_range.prefix_len() > 28 {

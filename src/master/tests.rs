@@ -45,6 +45,7 @@ pub(super) fn config_for(
         data_disk: true,
         etcd_image: "registry.k8s.io/etcd:3.4.13-0".into(),
         kubernetes: crate::master::KubernetesRelease::legacy(),
+        restore: None,
     }
 }
 
@@ -494,4 +495,99 @@ fn service_ips_and_debug() {
 #[ignore = "prints the rendered user-data for a human to read"]
 fn print_user_data() {
     println!("{}", render_user_data(base()));
+}
+
+fn restoring(image: &str) -> MasterConfig {
+    let mut cfg = base().clone();
+    cfg.initial_state = InitialState::RestoreFromSnapshot;
+    cfg.etcd_image = image.into();
+    cfg.restore = Some(crate::master::SnapshotRestore {
+        url: "gs://backups/prod/etcd-20261125T101500Z-rev42.db".into(),
+        storage_endpoint: Some("http://127.0.0.1:4443/storage/v1/".into()),
+    });
+    cfg
+}
+
+#[test]
+fn a_restoring_etcd_fetches_and_restores_its_snapshot_before_it_starts() {
+    for (image, tool, api_env) in [
+        (
+            "registry.k8s.io/etcd:3.4.13-0",
+            "/usr/local/bin/etcdctl",
+            true,
+        ),
+        (
+            "registry.k8s.io/etcd:3.5.1-0",
+            "/usr/local/bin/etcdutl",
+            false,
+        ),
+    ] {
+        let cfg = restoring(image);
+        crate::master::check(&cfg).unwrap();
+        let pod = super::manifests::etcd(&cfg);
+        let init = &pod.spec.init_containers;
+        assert_eq!(init.len(), 2, "{image}");
+        assert_eq!(
+            init[0].command[..4],
+            [
+                "gcloud",
+                "storage",
+                "cp",
+                "gs://backups/prod/etcd-20261125T101500Z-rev42.db"
+            ]
+        );
+        assert!(
+            init[0]
+                .env
+                .iter()
+                .any(|e| e.name == "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"),
+            "the custom endpoint reaches gcloud"
+        );
+        let restore = &init[1].command;
+        assert_eq!(restore[0], tool, "{image}");
+        assert_eq!(
+            init[1].image, image,
+            "the restore runs the cluster's own etcd"
+        );
+        assert!(restore.contains(&"--data-dir=/mnt/disks/master-pd/var/etcd".to_string()));
+        assert!(restore.contains(&"--name=prod-b".to_string()));
+        assert!(restore.contains(&"--initial-cluster=prod-b=https://10.128.0.7:2380".to_string()));
+        assert_eq!(
+            init[1]
+                .env
+                .iter()
+                .any(|e| e.name == "ETCDCTL_API" && e.value == "3"),
+            api_env,
+            "{image}"
+        );
+        // etcd's restore makes the data directory itself: nothing may create it first.
+        let data = pod.spec.volumes.iter().find(|v| v.name == "data").unwrap();
+        assert_eq!(data.host_path.kind, None);
+    }
+    // Any other start keeps the data directory created for etcd and has no init container.
+    let normal = super::manifests::etcd(base());
+    assert!(normal.spec.init_containers.is_empty());
+    let data = normal
+        .spec
+        .volumes
+        .iter()
+        .find(|v| v.name == "data")
+        .unwrap();
+    assert_eq!(data.host_path.kind.as_deref(), Some("DirectoryOrCreate"));
+}
+
+#[test]
+fn a_restore_needs_its_snapshot_and_only_a_restoring_start_has_one() {
+    let mut cfg = restoring("registry.k8s.io/etcd:3.5.1-0");
+    cfg.restore = None;
+    assert_eq!(
+        crate::master::check(&cfg),
+        Err(crate::master::MasterError::RestoreMisconfigured)
+    );
+    let mut cfg = base().clone();
+    cfg.restore = restoring("registry.k8s.io/etcd:3.5.1-0").restore;
+    assert_eq!(
+        crate::master::check(&cfg),
+        Err(crate::master::MasterError::RestoreMisconfigured)
+    );
 }

@@ -83,6 +83,7 @@ pub fn master_config(
         data_disk: true,
         etcd_image: crate::domain::etcd_version::image(&spec.etcd_version),
         kubernetes: kubernetes_release(&spec.kubernetes_version),
+        restore: None,
     }
 }
 
@@ -143,11 +144,21 @@ pub async fn create_instance(
     };
     let mut labels = vm_labels(ctx, own_labels);
     // A VM forced to be a one-member cluster is no build: a resumed recovery (and any roll) rebuilds it.
-    if cfg.initial_state == master::InitialState::ForceNewCluster {
-        labels.insert(
-            BUILD_LABEL.into(),
-            crate::domain::recovery::RECOVERING_BUILD.into(),
-        );
+    // A VM that restores a snapshot at boot is no build either: the restore rebuilds it once its member runs.
+    match cfg.initial_state {
+        master::InitialState::ForceNewCluster => {
+            labels.insert(
+                BUILD_LABEL.into(),
+                crate::domain::recovery::RECOVERING_BUILD.into(),
+            );
+        }
+        master::InitialState::RestoreFromSnapshot => {
+            labels.insert(
+                BUILD_LABEL.into(),
+                crate::domain::restore::RESTORING_BUILD.into(),
+            );
+        }
+        master::InitialState::New | master::InitialState::Existing => {}
     }
     if joining {
         labels.insert(JOINING_LABEL.into(), "true".into());

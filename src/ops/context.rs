@@ -96,6 +96,9 @@ pub struct Spec {
     pub service_account_scopes: Vec<String>,
     /// Where snapshots go before a change that touches etcd (`domain::backup`); none without a `backup` block.
     pub backup: Option<crate::domain::backup::Policy>,
+    /// The snapshot a replica that finds no etcd member restores (`domain::restore`), when the cluster's
+    /// `restore` block asks for one.
+    pub restore_snapshot: Option<crate::domain::restore::SnapshotChoice>,
 }
 
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.

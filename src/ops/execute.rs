@@ -61,6 +61,8 @@ pub struct Progress {
     pub added_learner: Option<u64>,
     /// The snapshot a `TakeBackup` step uploaded, as `gs://bucket/object`.
     pub last_backup: Option<String>,
+    /// The snapshot a `RestoreFromSnapshot` step restores (`ops::restore` resolves it before the run).
+    pub restore: Option<crate::master::SnapshotRestore>,
 }
 
 pub struct Run<'a> {
@@ -277,21 +279,36 @@ impl<'a> Run<'a> {
                 let id = self.member_id(step)?;
                 self.soak(me, id).await?;
             }
-            Step::CreateFoundingInstance { with_static_ip } => {
+            Step::CreateFoundingInstance { with_static_ip }
+            | Step::RestoreFromSnapshot { with_static_ip } => {
                 let me = self.me(step)?;
                 let external = if *with_static_ip {
                     ExternalIp::Static(spec.external_ip.clone())
                 } else {
                     ExternalIp::Ephemeral
                 };
-                tracing::info!("{} creating the first master, which founds etcd", me.name);
+                let restoring = matches!(step, Step::RestoreFromSnapshot { .. });
+                let state = if restoring {
+                    tracing::info!(
+                        "{} creating its VM on a new data disk, restoring etcd from {}",
+                        me.name,
+                        self.progress
+                            .restore
+                            .as_ref()
+                            .map_or("?", |r| r.url.as_str())
+                    );
+                    InitialState::RestoreFromSnapshot
+                } else {
+                    tracing::info!("{} creating the first master, which founds etcd", me.name);
+                    InitialState::New
+                };
                 let vm = self
                     .create(
                         step,
                         me,
                         external,
                         vec![(me.name.clone(), me.internal_ip)],
-                        InitialState::New,
+                        state,
                         true,
                     )
                     .await?;
@@ -300,13 +317,17 @@ impl<'a> Run<'a> {
                 }
                 if let Some(t) = etcd_target(ctx, &vm) {
                     self.progress.targets = vec![t];
-                    self.progress.member_id = ctx
-                        .etcd
-                        .member_list(&self.progress.targets)
-                        .await?
-                        .iter()
-                        .find(|m| m.name == me.name)
-                        .map(|m| m.id);
+                    self.progress.member_id = if restoring {
+                        // etcd starts only once the snapshot is fetched and restored.
+                        Some(self.await_sole_member(&me.name).await?)
+                    } else {
+                        ctx.etcd
+                            .member_list(&self.progress.targets)
+                            .await?
+                            .iter()
+                            .find(|m| m.name == me.name)
+                            .map(|m| m.id)
+                    };
                 }
             }
             Step::CreateJoiningInstance => {
@@ -553,7 +574,12 @@ impl<'a> Run<'a> {
             internal_ip: me.internal_ip,
             certs,
         };
-        let cfg = master_config(self.ctx, &who, initial_cluster, state);
+        let mut cfg = master_config(self.ctx, &who, initial_cluster, state);
+        if state == InitialState::RestoreFromSnapshot {
+            cfg.restore = Some(self.progress.restore.clone().ok_or_else(|| {
+                OpError::Other(format!("{step:?} without a snapshot to restore"))
+            })?);
+        }
         let vm = create_instance(
             self.ctx,
             &who,
@@ -566,6 +592,25 @@ impl<'a> Run<'a> {
         .await?;
         self.progress.instance = Some(vm.clone());
         Ok(vm)
+    }
+
+    /// The member of a VM that restores a snapshot, once its etcd answers: the restore runs before etcd starts,
+    /// so this waits (until the run's deadline) where a founding member answers at once.
+    async fn await_sole_member(&self, name: &str) -> Result<u64> {
+        let mut last = String::from("no answer yet");
+        while Instant::now() < self.deadline {
+            match self.ctx.etcd.member_list(&self.progress.targets).await {
+                Ok(members) => match members.iter().find(|m| m.name == name) {
+                    Some(m) => return Ok(m.id),
+                    None => last = format!("etcd lists no member named {name}"),
+                },
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Err(OpError::Other(format!(
+            "{name}'s etcd did not answer after restoring the snapshot (last: {last}); its VM's serial console and the etcd pod's init containers (fetch-snapshot, restore-snapshot) say why"
+        )))
     }
 
     /// The replicas other than `me` that exist now: who etcd's members must be.

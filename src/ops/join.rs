@@ -16,6 +16,7 @@ use super::execute::{Progress, Replica, Run, ip, issue_certs};
 use super::observe::observe;
 use super::orphans::clear_orphans;
 use super::shared::{internal_address_description, internal_address_name};
+use crate::domain::restore::SnapshotChoice;
 use crate::domain::step::Step;
 use crate::domain::topology::join_steps;
 use crate::etcd::EtcdTarget;
@@ -26,6 +27,9 @@ pub struct JoinRequest {
     pub name: String,
     pub zone: String,
     pub labels: BTreeMap<String, String>,
+    /// The cluster restores etcd from this snapshot in this apply: a join that finds no member restores it
+    /// instead of founding an empty etcd (`domain::restore`).
+    pub restore: Option<SnapshotChoice>,
 }
 
 /// What exists once the join is done (or as far as it got).
@@ -54,6 +58,14 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
 
     let snap = observe(ctx, &[(req.name.clone(), address.ip.clone())], deadline).await?;
     let steps = join_steps(&snap.observed, &req.name).map_err(|(s, d)| OpError::Refused(s, d))?;
+    let (steps, restoring) = match &req.restore {
+        Some(_) => crate::domain::restore::join_steps(steps),
+        None => (steps, false),
+    };
+    let restore = match (&req.restore, restoring) {
+        (Some(choice), true) => Some(super::restore::source(ctx, choice).await?),
+        _ => None,
+    };
     let steps = backup_first(
         ctx,
         steps,
@@ -92,6 +104,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     };
     let mut run = Run::for_replica(ctx, &snap, &me, deadline);
     run.progress.certs = Some(issue_certs(ctx, &me)?);
+    run.progress.restore = restore;
     if let Err(e) = run.execute(&steps).await {
         if let Some(id) = run.progress.added_learner {
             remove_failed_learner(ctx, &req.name, id, &run.progress.targets, &e).await;

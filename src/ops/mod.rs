@@ -19,6 +19,7 @@ pub mod orphans;
 pub mod recover;
 pub mod refresh;
 pub mod repair;
+pub mod restore;
 pub mod roll;
 pub mod shared;
 

@@ -78,6 +78,16 @@ pub struct Backup {
 pub struct Restore {
     pub generation: Val<i64>,
     pub source: Val<String>,
+    pub snapshot: Val<String>,
+}
+
+/// One attribute of the `restore` block as the spec carries it (null without the block).
+fn restore_part<T: Clone>(r: &Val<Restore>, f: impl Fn(&Restore) -> &Val<T>) -> Val<T> {
+    match r {
+        Val::Known(r) => f(r).clone(),
+        Val::Null => Val::Null,
+        Val::Unknown => Val::Unknown,
+    }
 }
 
 /// The recovery generation a model asks for (0 without a `restore` block).
@@ -153,7 +163,8 @@ pub fn schema() -> Schema {
             description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after it lost quorum for good; the plan says exactly what it will do, and refuses when etcd still has quorum or can get it back without one. See docs/guides/disaster-recovery.md.".into(),
             attributes: vec![
                 Attribute::number("generation").required().description("Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: the same number never recovers again."),
-                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members.", crate::domain::recovery::SURVIVING_MEMBER)),
+                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written after the snapshot is lost.", crate::domain::recovery::SURVIVING_MEMBER, crate::domain::restore::SNAPSHOT)),
+                Attribute::string("snapshot").optional().description("With `source = \"snapshot\"`: the snapshot to restore, as `gs://<bucket>/<object>`. Defaults to the cluster's newest snapshot in its `backup` bucket (plan names the one it will use). The master VMs' service account needs read access to it."),
             ],
         })
         .attribute(Attribute::string("last_backup").computed().description("The newest etcd snapshot of this cluster in the `backup` bucket, as `gs://<bucket>/<object>`, read at refresh (replicas take the snapshots, so it shows after the next refresh). Null without a `backup` block or before the first backup.").modifier(use_state_for_unknown()))
@@ -392,6 +403,11 @@ impl ClusterResource {
             return;
         }
         let name = p.name.known().cloned().unwrap_or_default();
+        let planned = spec_of(p, prior.spec.known());
+        if let Some(choice) = planned.snapshot_choice() {
+            self.check_restore(prior, &planned, &choice, diags).await;
+            return;
+        }
         let judged = match prior.spec.known().map(ClusterSpec::to_ops) {
             Some(Ok(spec)) => match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
                 Ok(ctx) => {
@@ -416,6 +432,57 @@ impl ClusterResource {
                 Diagnostic::error(
                     format!("Cannot judge the recovery of cluster {name}"),
                     format!("{e}. A recovery is planned only from what the cluster's VMs and etcd say; run plan again once they answer."),
+                )
+                .at(at),
+            ),
+        }
+    }
+}
+
+impl ClusterResource {
+    /// A raised `restore.generation` with `source = "snapshot"`: the snapshot the restore will use and what it
+    /// does, or why it may not run (`domain::restore`). Judged with the planned backup bucket and etcd version.
+    async fn check_restore(
+        &self,
+        prior: &ClusterModel,
+        planned: &ClusterSpec,
+        choice: &crate::domain::restore::SnapshotChoice,
+        diags: &mut Diagnostics,
+    ) {
+        let at = AttributePath::attr("restore").then_attr("generation");
+        let name = planned.name.known().cloned().unwrap_or_default();
+        let Some(prior_spec) = prior.spec.known() else {
+            return;
+        };
+        let judged = match prior_spec.to_ops() {
+            Ok(mut spec) => {
+                spec.backup = planned.backup_policy();
+                if let Some(v) = planned.etcd_version.known() {
+                    spec.etcd_version = v.clone();
+                }
+                match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
+                    Ok(ctx) => {
+                        let until =
+                            tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+                        crate::ops::restore::plan(&ctx, choice, until).await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match judged {
+            Ok(snapshot) => {
+                let (summary, detail) = crate::domain::restore::describe(&name, &snapshot);
+                diags.push(Diagnostic::warning(summary, detail).at(at));
+            }
+            Err(crate::ops::OpError::Refused(summary, detail)) => {
+                diags.push(Diagnostic::error(summary, detail).at(at))
+            }
+            Err(e) => diags.push(
+                Diagnostic::error(
+                    format!("Cannot judge the restore of cluster {name}"),
+                    format!("{e}. A restore is planned only from what the cluster's VMs and its backup bucket say; run plan again once they answer."),
                 )
                 .at(at),
             ),
@@ -461,11 +528,9 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         certificate_renew_before: p.certificate_renew_before.clone(),
         service_account: p.service_account.clone(),
         service_account_scopes: p.service_account_scopes.clone(),
-        restore_generation: match &p.restore {
-            Val::Known(r) => r.generation.clone(),
-            Val::Null => Val::Null,
-            Val::Unknown => Val::Unknown,
-        },
+        restore_generation: restore_part(&p.restore, |r| &r.generation),
+        restore_source: restore_part(&p.restore, |r| &r.source),
+        restore_snapshot: restore_part(&p.restore, |r| &r.snapshot),
         backup_bucket: backup_part(&p.backup, |b| &b.bucket),
         backup_prefix: backup_part(&p.backup, |b| &b.prefix),
         backup_keep: backup_part(&p.backup, |b| &b.keep),
@@ -517,13 +582,34 @@ impl Resource for ClusterResource {
             );
         }
         if let Val::Known(r) = &c.restore {
-            if let Some(source) = r.source.known()
-                && source != crate::domain::recovery::SURVIVING_MEMBER
+            use crate::domain::{recovery::SURVIVING_MEMBER, restore::SNAPSHOT};
+            let source = r.source.known().map(String::as_str);
+            if let Some(source) = source
+                && source != SURVIVING_MEMBER
+                && source != SNAPSHOT
             {
                 diags.attr_error(
                     AttributePath::attr("restore").then_attr("source"),
                     format!("Unknown restore source {source:?}"),
-                    format!("`restore.source` must be \"{}\": recover etcd from the member that survives with its data. Restoring from a Cloud Storage snapshot is not available in this provider version.", crate::domain::recovery::SURVIVING_MEMBER),
+                    format!("`restore.source` must be \"{SURVIVING_MEMBER}\" (recover etcd from the member that survives with its data) or \"{SNAPSHOT}\" (restore a Cloud Storage snapshot when no member survives)."),
+                );
+            }
+            let at = AttributePath::attr("restore").then_attr("snapshot");
+            if let Some(url) = r.snapshot.known() {
+                if source.is_some_and(|s| s != SNAPSHOT) {
+                    diags.attr_error(
+                        at,
+                        "restore.snapshot is set for another source",
+                        format!("A snapshot is restored only with `source = \"{SNAPSHOT}\"`; remove `snapshot`, or set the source."),
+                    );
+                } else if let Err(m) = crate::domain::restore::parse_url(url) {
+                    diags.attr_error(at, "restore.snapshot is not a Cloud Storage object", m);
+                }
+            } else if source == Some(SNAPSHOT) && c.backup.is_null() {
+                diags.attr_error(
+                    at,
+                    "No snapshot to restore is named",
+                    "With `source = \"snapshot\"` and no `backup` block, name the snapshot: `snapshot = \"gs://<bucket>/<object>\"`. With a `backup` block, the newest of the cluster's snapshots there is restored.",
                 );
             }
             if let Some(g) = r.generation.known()

@@ -254,6 +254,15 @@ pub async fn update(
         failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
         return Some(prior);
     }
+    // A restore from a snapshot is the replicas' to run (the first to rejoin restores, `domain::restore`): the
+    // cluster has no VM to repair the load balancer around until they have.
+    if super::cluster::recovery_planned(Some(&prior), &p)
+        && p.spec
+            .known()
+            .is_some_and(|s| s.snapshot_choice().is_some())
+    {
+        return Some(p);
+    }
     let Some(ctx) = context(settings, &p, diags).await else {
         return Some(prior);
     };

@@ -180,6 +180,29 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
     p.external_ip = Val::Unknown;
     p.holds_static_ip = Val::Unknown;
     plan_rebuild(p);
+    let restoring = p
+        .cluster
+        .known()
+        .is_some_and(|c| c.snapshot_choice().is_some());
+    if restoring {
+        // A restore is for a cluster with nothing left: a VM or data disk that survives keeps its data instead.
+        let disk_kept = prior.status.known().is_some_and(|s| s == VM_DELETED);
+        if disk_kept {
+            let (summary, detail) = crate::domain::restore::disk_survives(&name);
+            diags.push(Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")));
+        } else if gone {
+            let (summary, detail) = crate::domain::restore::replica_note(&name);
+            diags.warning(summary, detail);
+        }
+        // A replica whose VM still exists makes the cluster's plan refuse the restore.
+        if gone {
+            p.etcd_member_id = Val::Unknown;
+            p.self_link = Val::Unknown;
+            p.internal_ip = Val::Unknown;
+            p.status = Val::Unknown;
+        }
+        return;
+    }
     if gone {
         diags.warning(
             format!("Replica {name} rejoins etcd as a new member after the recovery"),

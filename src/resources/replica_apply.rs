@@ -149,7 +149,7 @@ pub async fn create(
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
     let ctx = context(settings, &p, diags).await?;
-    join_as_new_member(&ctx, stop, p, diags).await
+    join_as_new_member(&ctx, stop, None, p, diags).await
 }
 
 /// The replica joins etcd as a new member (a learner first): its create, or its rejoin after the cluster's
@@ -157,6 +157,7 @@ pub async fn create(
 async fn join_as_new_member(
     ctx: &ClusterCtx,
     stop: &CancellationToken,
+    restore: Option<crate::domain::restore::SnapshotChoice>,
     p: ReplicaModel,
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
@@ -192,6 +193,7 @@ async fn join_as_new_member(
         name: name.clone(),
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
+        restore,
     };
     match unless_stopped(stop, join(ctx, &req, until)).await {
         Some(Ok(j)) => {
@@ -394,7 +396,8 @@ pub async fn update(
     // and joins again as a new one; the survivor was created again, and its roll reads the VM back.
     let recovered = cluster_recovers(&prior, &p);
     if recovered && p.etcd_member_id.is_unknown() {
-        return join_as_new_member(&ctx, stop, p, diags).await;
+        let restore = ctx.spec.restore_snapshot.clone();
+        return join_as_new_member(&ctx, stop, restore, p, diags).await;
     }
     if recovered && prior.master_settings.known() == p.master_settings.known() {
         let old = build_of(&ctx.spec);

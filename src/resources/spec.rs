@@ -57,9 +57,13 @@ pub struct ClusterSpec {
     /// The cluster's `service_account` and `service_account_scopes`: who the master VMs run as.
     pub service_account: Val<String>,
     pub service_account_scopes: Val<Vec<String>>,
-    /// The cluster's `restore.generation` when its source is a surviving member (null without a `restore` block):
-    /// a replica whose cluster raises it rejoins after the cluster's recovery instead of being replaced first.
+    /// The cluster's `restore.generation` (null without a `restore` block): a replica whose cluster raises it
+    /// rejoins after the cluster's recovery instead of being replaced first.
     pub restore_generation: Val<i64>,
+    /// The cluster's `restore.source` and `restore.snapshot` (null without them): with `snapshot`, the first
+    /// replica to rejoin restores etcd from that snapshot, or from the newest backup (`domain::restore`).
+    pub restore_source: Val<String>,
+    pub restore_snapshot: Val<String>,
     /// The cluster's `backup` block (all null without one): replicas take the snapshots before their changes.
     pub backup_bucket: Val<String>,
     pub backup_prefix: Val<String>,
@@ -106,6 +110,8 @@ impl ClusterSpec {
             ("service_account", s()),
             ("service_account_scopes", Type::list(s())),
             ("restore_generation", Type::Number),
+            ("restore_source", s()),
+            ("restore_snapshot", s()),
             ("backup_bucket", s()),
             ("backup_prefix", s()),
             ("backup_keep", Type::Number),
@@ -283,6 +289,19 @@ impl ClusterSpec {
             )?)
             .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
             backup: self.backup_policy(),
+            restore_snapshot: self.snapshot_choice(),
+        })
+    }
+
+    /// The snapshot a `restore { source = "snapshot" }` asks for; none for any other source.
+    pub fn snapshot_choice(&self) -> Option<crate::domain::restore::SnapshotChoice> {
+        use crate::domain::restore::{SNAPSHOT, SnapshotChoice};
+        if self.restore_source.known().map(String::as_str) != Some(SNAPSHOT) {
+            return None;
+        }
+        Some(match self.restore_snapshot.known() {
+            Some(url) => SnapshotChoice::Url(url.clone()),
+            None => SnapshotChoice::Newest,
         })
     }
 

@@ -62,6 +62,8 @@ struct Pod {
 
 #[derive(Debug, Deserialize)]
 struct PodSpec {
+    #[serde(default, rename = "initContainers")]
+    init_containers: Vec<Container>,
     containers: Vec<Container>,
     #[serde(default)]
     volumes: Vec<Volume>,
@@ -77,6 +79,8 @@ struct Volume {
 #[derive(Debug, Deserialize)]
 struct HostPath {
     path: String,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -90,6 +94,15 @@ struct Container {
     args: Vec<String>,
     #[serde(default, rename = "volumeMounts")]
     volume_mounts: Vec<VolumeMount>,
+    #[serde(default)]
+    env: Vec<EnvVar>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EnvVar {
+    name: String,
+    #[serde(default)]
+    value: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -161,6 +174,18 @@ const KLOG_FLAGS: &[&str] = &[
 /// The port kube-apiserver-healthcheck listens on, fixed in its source (`wellknownports.KubeAPIServerHealthCheck`).
 pub(crate) const HEALTHCHECK_PORT: u16 = 3990;
 
+/// An init container of the etcd pod, as the kubelet would run it.
+#[derive(Debug, Clone)]
+pub(crate) struct InitContainer {
+    pub name: String,
+    pub image: String,
+    /// command ++ args.
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// hostPath mounts: (path in the container, path on the VM).
+    pub volumes: Vec<(String, String)>,
+}
+
 /// What the sim needs from a master's startup config.
 #[derive(Debug, Clone)]
 pub(crate) struct Startup {
@@ -177,6 +202,10 @@ pub(crate) struct Startup {
     pub healthcheck: Option<Flags>,
     /// The etcd container's hostPath volume mounts: (path in the container, path on the VM).
     pub etcd_volumes: Vec<(String, String)>,
+    /// The etcd pod's hostPath volumes of type `DirectoryOrCreate`: the kubelet makes them before any container.
+    pub etcd_created_dirs: Vec<String>,
+    /// The etcd pod's init containers, in order (a restoring master's: docs/master-config.md §9).
+    pub etcd_init: Vec<InitContainer>,
     pub mounts: Vec<Mount>,
     pub fs_setup: Vec<FsSetup>,
 }
@@ -240,25 +269,33 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         )));
     }
 
-    let mut etcd_volumes = Vec::new();
-    for vm in &etcd.volume_mounts {
-        let vol = etcd_pod
-            .spec
-            .volumes
-            .iter()
-            .find(|v| v.name == vm.name)
-            .ok_or_else(|| {
-                VmError::Config(format!(
-                    "etcd.yaml: volumeMount {:?} names no volume of the pod",
-                    vm.name
-                ))
-            })?;
-        if let Some(hp) = &vol.host_path {
-            guest_relative(&vm.mount_path)?;
-            guest_relative(&hp.path)?;
-            etcd_volumes.push((vm.mount_path.clone(), hp.path.clone()));
-        }
-    }
+    let etcd_volumes = host_mounts(&etcd_pod, etcd)?;
+    let etcd_created_dirs = etcd_pod
+        .spec
+        .volumes
+        .iter()
+        .filter_map(|v| v.host_path.as_ref())
+        .filter(|hp| hp.kind.as_deref() == Some("DirectoryOrCreate"))
+        .map(|hp| hp.path.clone())
+        .collect();
+    let etcd_init = etcd_pod
+        .spec
+        .init_containers
+        .iter()
+        .map(|c| {
+            Ok(InitContainer {
+                name: c.name.clone(),
+                image: c.image.clone(),
+                argv: c.command.iter().chain(&c.args).cloned().collect(),
+                env: c
+                    .env
+                    .iter()
+                    .map(|e| (e.name.clone(), e.value.clone()))
+                    .collect(),
+                volumes: host_mounts(&etcd_pod, c)?,
+            })
+        })
+        .collect::<Result<Vec<_>, VmError>>()?;
     let mounts = cloud
         .mounts
         .iter()
@@ -308,9 +345,35 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         etcd_image: etcd.image.clone(),
         healthcheck,
         etcd_volumes,
+        etcd_created_dirs,
+        etcd_init,
         mounts,
         fs_setup: cloud.fs_setup,
     })
+}
+
+/// A container's hostPath mounts: (path in the container, path on the VM).
+fn host_mounts(pod: &Pod, c: &Container) -> Result<Vec<(String, String)>, VmError> {
+    let mut out = Vec::new();
+    for vm in &c.volume_mounts {
+        let vol = pod
+            .spec
+            .volumes
+            .iter()
+            .find(|v| v.name == vm.name)
+            .ok_or_else(|| {
+                VmError::Config(format!(
+                    "etcd.yaml: container {:?} mounts {:?}, which names no volume of the pod",
+                    c.name, vm.name
+                ))
+            })?;
+        if let Some(hp) = &vol.host_path {
+            guest_relative(&vm.mount_path)?;
+            guest_relative(&hp.path)?;
+            out.push((vm.mount_path.clone(), hp.path.clone()));
+        }
+    }
+    Ok(out)
 }
 
 /// One `mounts` entry; cloud-init's defaults fill missing fields (options `defaults,nofail,...`).

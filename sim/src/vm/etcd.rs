@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::init::{InitStep, run};
+
 /// How often the supervisor looks at the child and at the stop flag.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -40,6 +42,7 @@ pub(crate) struct Backoff {
 
 impl Supervisor {
     pub(crate) fn start(
+        init: Vec<InitStep>,
         argv: Vec<String>,
         log: PathBuf,
         backoff: Backoff,
@@ -49,7 +52,11 @@ impl Supervisor {
         let (s, st) = (stop.clone(), state.clone());
         let thread = std::thread::Builder::new()
             .name("etcd-supervisor".into())
-            .spawn(move || supervise(&argv, &log, backoff, &s, &st))?;
+            .spawn(move || {
+                if run_init(&init, &log, backoff, &s, &st) {
+                    supervise(&argv, &log, backoff, &s, &st)
+                }
+            })?;
         Ok(Supervisor {
             stop,
             state,
@@ -127,6 +134,42 @@ fn sleep_or_stop(d: Duration, stop: &AtomicBool) -> bool {
         std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
     }
     stop.load(Ordering::SeqCst)
+}
+
+/// The pod's init containers, each to completion and in order, before etcd: one that fails is run again after
+/// the back-off (with the ones after it), as the kubelet does. False when the VM stopped first.
+fn run_init(
+    init: &[InitStep],
+    log: &PathBuf,
+    backoff: Backoff,
+    stop: &AtomicBool,
+    state: &Mutex<EtcdState>,
+) -> bool {
+    let mut delay = backoff.initial;
+    let mut next = 0;
+    while next < init.len() {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let step = &init[next];
+        note(log, &format!("init container {} starting", step.name()));
+        match run(step, log) {
+            Ok(()) => {
+                note(log, &format!("init container {} done", step.name()));
+                next += 1;
+            }
+            Err(e) => {
+                let msg = format!("init container {} failed: {e}", step.name());
+                state.lock().unwrap_or_else(|e| e.into_inner()).last_exit = Some(msg.clone());
+                note(log, &format!("{msg}; again in {delay:?}"));
+                if sleep_or_stop(delay, stop) {
+                    return false;
+                }
+                delay = (delay * 2).min(backoff.max);
+            }
+        }
+    }
+    true
 }
 
 fn supervise(

@@ -5,6 +5,7 @@
 mod api;
 mod config;
 mod etcd;
+mod init;
 mod tls;
 
 #[cfg(test)]
@@ -188,6 +189,19 @@ impl Vm {
             write_guest_file(&map, f)?;
         }
         map.mounted = mount_disks(&startup, &map, disks)?;
+        // The kubelet makes the pod's `DirectoryOrCreate` hostPaths before any of its containers, init ones too.
+        for dir in &startup.etcd_created_dirs {
+            let host = map.mounted_path(dir)?;
+            std::fs::create_dir_all(&host).map_err(io_err(format!(
+                "create hostPath {dir} ({})",
+                host.display()
+            )))?;
+        }
+        let etcd_init = startup
+            .etcd_init
+            .iter()
+            .map(|c| init::step(c, etcd_bins, &map))
+            .collect::<Result<Vec<_>, _>>()?;
         // The image's version picks the binary, so replicas rolled to another etcd minor really run it.
         let etcd_bin = etcd_bins
             .for_image(&startup.etcd_image)
@@ -299,7 +313,7 @@ impl Vm {
             initial: opts.restart_backoff_initial,
             max: opts.restart_backoff_max.max(opts.restart_backoff_initial),
         };
-        let etcd = etcd::Supervisor::start(etcd_argv, dir.join("etcd.log"), backoff)
+        let etcd = etcd::Supervisor::start(etcd_init, etcd_argv, dir.join("etcd.log"), backoff)
             .map_err(io_err(format!("start etcd supervisor for {name}")))?;
         let health = Arc::new(api::Health::default());
         let api = api::start(

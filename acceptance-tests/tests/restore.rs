@@ -1,0 +1,129 @@
+//! Restoring a cluster that lost every replica from its newest backup (issue #11), under both clients, against
+//! a real Cloud Storage emulator (fake-gcs-server) and ha-sim with real etcd. Three replicas hold 1,000 keys, and
+//! the third's join took a snapshot holding them; one more key is written after it. Every VM and data disk is
+//! then deleted. With `restore { source = "snapshot" }` raised, the plan names the snapshot it restores and
+//! warns what is lost; one apply brings back three healthy voters (the first replica restores the snapshot in
+//! its etcd pod's init containers, fetched by the VM itself, the others join it), every key of the snapshot is
+//! there and the later one is not, and the next plan is empty.
+
+use std::time::Duration;
+
+use acceptance_tests::walk::{
+    check, delete_vm_and_disk, edit_config, key_count, replicas_by_zone, set_zones, walk_config,
+    write_keys, write_many_keys,
+};
+use acceptance_tests::{FakeGcs, Sim, for_each_client};
+
+const B: &str = "europe-west1-b";
+const C: &str = "europe-west1-c";
+const D: &str = "europe-west1-d";
+const BUCKET: &str = "ha-restore";
+const PREFIX: &str = "clusters/walk/";
+const KEYS: usize = 1000;
+
+/// The walk-through with the provider pointed at the emulator, backing up to the bucket, and the `restore`
+/// block at `generation` when given.
+fn config(sim: &Sim, gcs: &FakeGcs, generation: Option<u32>) -> String {
+    let restore = generation.map_or(String::new(), |g| {
+        format!("  restore {{\n    source     = \"snapshot\"\n    generation = {g}\n  }}\n")
+    });
+    edit_config(
+        walk_config(sim),
+        &[
+            (
+                "  access_token            = \"sim-token\"\n",
+                &format!(
+                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
+                    gcs.endpoint()
+                ),
+            ),
+            (
+                "  kubernetes_version        = var.kubernetes_version\n",
+                &format!(
+                    "  kubernetes_version        = var.kubernetes_version\n  backup {{\n    bucket = \"{BUCKET}\"\n    prefix = \"clusters\"\n  }}\n{restore}"
+                ),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_with_one_apply() {
+    for_each_client(|client| {
+        let label = client.to_string();
+        let sim = Sim::start(&format!("restore-{client}"));
+        let gcs = FakeGcs::start(&format!("restore-{client}"));
+        gcs.create_bucket(BUCKET);
+        let ws = acceptance_tests::Workspace::new(client, "restore")
+            .with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim, &gcs, None));
+        ws.init();
+        set_zones(&ws, &[B, C]);
+        ws.apply();
+        let first = replicas_by_zone(&ws)[B].clone();
+        write_keys(&sim, &first);
+        write_many_keys(&sim, &first, "restore/", KEYS);
+
+        // The third replica's join backs up first: that snapshot holds every key.
+        set_zones(&ws, &[B, C, D]);
+        ws.apply();
+        let newest = gcs
+            .list(BUCKET, PREFIX)
+            .into_iter()
+            .map(|o| o.name)
+            .max()
+            .expect("the join took a snapshot");
+        // Written after the snapshot: a restore cannot bring it back.
+        sim.ssh(&first, &["etcdctl", "put", "after-backup/key", "lost"]);
+
+        let by_zone = replicas_by_zone(&ws);
+        for (zone, vm) in &by_zone {
+            delete_vm_and_disk(&sim, zone, vm);
+        }
+
+        // Opted in: the plan names the snapshot, says what is lost, and replaces no replica.
+        ws.write_main_tf(&config(&sim, &gcs, Some(1)));
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(plan.code, Some(2), "[{label}] plan:\n{plan}");
+        plan.assert_contains(&format!(
+            "etcd will be restored from the snapshot gs://{BUCKET}/{newest}"
+        ))
+        .assert_contains("Everything written after the snapshot was taken is lost");
+        for vm in by_zone.values() {
+            plan.assert_contains(&format!(
+                "Replica {vm} comes back from the cluster's snapshot"
+            ));
+        }
+        assert!(
+            !plan.stdout.contains("must be replaced"),
+            "[{label}] a restore replaces no replica:\n{plan}"
+        );
+
+        ws.apply();
+        // Three healthy voters, the same replicas by name, and an empty plan.
+        check(client, &ws, &sim, 3);
+        assert_eq!(
+            replicas_by_zone(&ws),
+            by_zone,
+            "[{label}] the same replicas"
+        );
+        for vm in by_zone.values() {
+            assert_eq!(
+                key_count(&sim, vm, "restore/"),
+                KEYS,
+                "[{label}] keys of the snapshot seen from {vm}"
+            );
+            assert_eq!(
+                sim.ssh(vm, &["etcdctl", "get", "after-backup/key"]).trim(),
+                "",
+                "[{label}] a key written after the snapshot, seen from {vm}"
+            );
+            assert_ne!(
+                sim.instance(vm)["labels"]["ha-master-build"],
+                "restore-snapshot",
+                "[{label}] {vm} still boots with the restore"
+            );
+        }
+        ws.destroy();
+    });
+}
