@@ -352,3 +352,39 @@ resource "ha_master_cluster" "c" {
         apply.assert_contains("with ha_master_cluster.c,");
     });
 }
+
+#[test]
+fn a_restore_from_a_snapshot_must_name_one_it_can_find() {
+    // No `backup` block to take the newest from, and no snapshot named.
+    let r = assert_validation_error(
+        &cluster("restore {\n    source     = \"snapshot\"\n    generation = 1\n  }"),
+        &["No snapshot to restore is named", "gs://<bucket>/<object>"],
+        "ha_master_cluster.c.restore.source",
+    );
+    all_at(Stage::Validate, r);
+    let r = assert_validation_error(
+        &cluster(
+            "restore {\n    source     = \"snapshot\"\n    snapshot   = \"s3://b/o.db\"\n    generation = 1\n  }",
+        ),
+        &[
+            "restore.snapshot is not a Cloud Storage object",
+            "does not start with gs://",
+        ],
+        "ha_master_cluster.c.restore.snapshot",
+    );
+    all_at(Stage::Validate, r);
+    let r = assert_validation_error(
+        &cluster(
+            "restore {\n    source     = \"surviving_member\"\n    snapshot   = \"gs://b/o.db\"\n    generation = 1\n  }",
+        ),
+        &["restore.snapshot is set for another source"],
+        "ha_master_cluster.c.restore.snapshot",
+    );
+    all_at(Stage::Validate, r);
+    let r = assert_validation_error(
+        &cluster("restore {\n    source     = \"backup\"\n    generation = 1\n  }"),
+        &["Unknown restore source \"backup\"", "\"snapshot\""],
+        "ha_master_cluster.c.restore.source",
+    );
+    all_at(Stage::Validate, r);
+}

@@ -606,8 +606,9 @@ impl Resource for ClusterResource {
                     diags.attr_error(at, "restore.snapshot is not a Cloud Storage object", m);
                 }
             } else if source == Some(SNAPSHOT) && c.backup.is_null() {
+                // At `source`: the missing `snapshot` has no line of its own to point at.
                 diags.attr_error(
-                    at,
+                    AttributePath::attr("restore").then_attr("source"),
                     "No snapshot to restore is named",
                     "With `source = \"snapshot\"` and no `backup` block, name the snapshot: `snapshot = \"gs://<bucket>/<object>\"`. With a `backup` block, the newest of the cluster's snapshots there is restored.",
                 );
