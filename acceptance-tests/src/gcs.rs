@@ -17,7 +17,8 @@ use crate::paths::{tools_bin, work_dir};
 pub struct FakeGcs {
     child: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    /// Kept for the emulator's log; set once it answers.
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// One object as the emulator lists it.
@@ -36,50 +37,46 @@ fn free_port() -> u16 {
 }
 
 impl FakeGcs {
-    /// Starts the emulator and waits until it answers.
+    /// Starts the emulator and waits until it answers. A free port can be taken by another scenario's process
+    /// between the probe and the emulator's bind (an ha-sim picks its ports the same way): then the emulator
+    /// exits, or another server answers there, and it is started again on another port.
     pub fn start(scenario: &str) -> FakeGcs {
         let dir = tempfile::Builder::new()
             .prefix(&format!("gcs-{scenario}-"))
             .tempdir_in(work_dir())
             .expect("emulator dir");
-        let log = std::fs::File::create(dir.path().join("fake-gcs.log")).expect("emulator log");
-        let port = free_port();
-        let host = format!("127.0.0.1:{port}");
-        let child = Command::new(tools_bin().join("fake-gcs-server"))
-            .args([
-                "-scheme",
-                "http",
-                "-host",
-                "127.0.0.1",
-                "-port",
-                &port.to_string(),
-            ])
-            .args(["-backend", "memory", "-public-host", &host])
-            .args([
-                "-external-url",
-                &format!("http://{host}"),
-                "-log-level",
-                "warn",
-            ])
-            .stdout(log.try_clone().expect("log handle"))
-            .stderr(log)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("starting fake-gcs-server (run scripts/setup)");
-        let gcs = FakeGcs {
-            child,
-            port,
-            _dir: dir,
-        };
+        for attempt in 1..=5 {
+            let port = free_port();
+            let mut gcs = FakeGcs {
+                child: spawn(dir.path(), port),
+                port,
+                _dir: None,
+            };
+            match gcs.await_listing() {
+                Ok(()) => {
+                    gcs._dir = Some(dir);
+                    return gcs;
+                }
+                // Dropping `gcs` kills it.
+                Err(why) => eprintln!("fake-gcs-server on port {port} (attempt {attempt}): {why}"),
+            }
+        }
+        panic!("fake-gcs-server did not start after 5 attempts; see the lines above");
+    }
+
+    /// Until the emulator lists buckets; an error once it exited or after 20 s.
+    fn await_listing(&mut self) -> Result<(), String> {
         let started = Instant::now();
-        while gcs.get("/storage/v1/b").is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "fake-gcs-server did not start on port {port}"
-            );
+        while self.get("/storage/v1/b").is_err() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exited: {status}"));
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                return Err("no bucket listing after 20 s".into());
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
-        gcs
+        Ok(())
     }
 
     /// What to give the provider as `storage_custom_endpoint`.
@@ -173,6 +170,32 @@ impl FakeGcs {
         std::fs::write(&path, body).expect("writing the download");
         path
     }
+}
+
+fn spawn(dir: &std::path::Path, port: u16) -> std::process::Child {
+    let log = std::fs::File::create(dir.join("fake-gcs.log")).expect("emulator log");
+    let host = format!("127.0.0.1:{port}");
+    Command::new(tools_bin().join("fake-gcs-server"))
+        .args([
+            "-scheme",
+            "http",
+            "-host",
+            "127.0.0.1",
+            "-port",
+            &port.to_string(),
+        ])
+        .args(["-backend", "memory", "-public-host", &host])
+        .args([
+            "-external-url",
+            &format!("http://{host}"),
+            "-log-level",
+            "warn",
+        ])
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("starting fake-gcs-server (run scripts/setup)")
 }
 
 impl Drop for FakeGcs {

@@ -38,6 +38,9 @@ pub struct Taken {
     pub revision: i64,
 }
 
+/// How many names (one per second from now) a snapshot may try before the upload gives up.
+const NAME_TRIES: i64 = 10;
+
 /// The longest a snapshot stream may take (a full 8 GiB database over a slow link), within the change's deadline.
 const SNAPSHOT_LIMIT: Duration = Duration::from_secs(30 * 60);
 
@@ -126,12 +129,6 @@ async fn snapshot_and_upload(
 
     let now = time::OffsetDateTime::now_utc();
     let cluster = &ctx.spec.name;
-    let object = backup::object_name(
-        &policy.prefix,
-        cluster,
-        now.unix_timestamp(),
-        before.revision,
-    );
     let metadata: BTreeMap<String, String> = [
         ("ha-cluster", cluster.clone()),
         ("ha-member", format!("{:x}", before.member_id)),
@@ -147,7 +144,32 @@ async fn snapshot_and_upload(
     .collect();
 
     let bucket = Bucket::connect(&ctx.settings, &policy.bucket).await?;
-    let stored = bucket.put(&object, bytes, &metadata).await?;
+    let bytes = bytes::Bytes::from(bytes);
+    // Two changes back to back (the joins of a restore) can back up the same revision within one second, which
+    // names the same object: the later takes the next free second, so names stay unique and ordered.
+    let mut taken_name = None;
+    for later in 0..NAME_TRIES {
+        let object = backup::object_name(
+            &policy.prefix,
+            cluster,
+            now.unix_timestamp() + later,
+            before.revision,
+        );
+        match bucket.put(&object, bytes.clone(), &metadata).await {
+            Ok(stored) => {
+                taken_name = Some((object, stored));
+                break;
+            }
+            Err(crate::storage::Error::Exists { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let Some((object, stored)) = taken_name else {
+        return Err(OpError::Other(format!(
+            "every name for a snapshot of revision {} in the {NAME_TRIES} seconds from {now} is taken in gs://{}",
+            before.revision, policy.bucket
+        )));
+    };
     if stored != verified.size {
         return Err(OpError::Other(format!(
             "gs://{}/{object} holds {stored} bytes where {} were sent",

@@ -30,6 +30,9 @@ pub enum Error {
         object: String,
         message: String,
     },
+    /// The name is taken (`ifGenerationMatch=0` failed): nothing was written.
+    #[error("gs://{bucket}/{object} exists already")]
+    Exists { bucket: String, object: String },
     #[error("reading gs://{bucket}/{object} failed: {message}")]
     Read {
         bucket: String,
@@ -149,7 +152,7 @@ impl Bucket {
     pub async fn put(
         &self,
         object: &str,
-        bytes: Vec<u8>,
+        bytes: bytes::Bytes,
         metadata: &BTreeMap<String, String>,
     ) -> Result<u64> {
         // The CRC32C goes with the object's metadata, ahead of the data, and the service checks the data against
@@ -158,7 +161,7 @@ impl Bucket {
         let crc = crc32c::crc32c(&bytes);
         let written = self
             .client
-            .write_object(self.resource(), object, bytes::Bytes::from(bytes))
+            .write_object(self.resource(), object, bytes)
             .with_known_crc32c(crc)
             .set_content_type("application/octet-stream")
             .set_metadata(metadata.clone())
@@ -166,10 +169,16 @@ impl Bucket {
             .set_if_generation_match(0)
             .send_unbuffered()
             .await
-            .map_err(|e| Error::Write {
-                bucket: self.name.clone(),
-                object: object.to_string(),
-                message: e.to_string(),
+            .map_err(|e| match e.http_status_code() {
+                Some(412) => Error::Exists {
+                    bucket: self.name.clone(),
+                    object: object.to_string(),
+                },
+                _ => Error::Write {
+                    bucket: self.name.clone(),
+                    object: object.to_string(),
+                    message: e.to_string(),
+                },
             })?;
         Ok(u64::try_from(written.size).unwrap_or_default())
     }
@@ -307,6 +316,9 @@ fn answer(status: reqwest::StatusCode, body: &str) -> String {
         .unwrap_or_else(|| body.chars().take(200).collect());
     format!("HTTP {status}: {message}")
 }
+
+#[cfg(test)]
+mod emulator_tests;
 
 #[cfg(test)]
 mod tests {
