@@ -334,3 +334,69 @@ fn dedup_paths(paths: &mut Vec<AttributePath>) {
     let mut seen = std::collections::HashSet::new();
     paths.retain(|p| seen.insert(p.clone()));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Val;
+    use crate::schema::Attribute;
+
+    #[derive(serde::Serialize, serde::Deserialize, Clone)]
+    struct Model {
+        name: Val<String>,
+        generation: Val<String>,
+    }
+
+    /// Every apply fails; an update returns no state.
+    struct Failing;
+
+    #[async_trait]
+    impl Resource for Failing {
+        type Model = Model;
+        fn type_name(&self) -> &'static str {
+            "test_failing"
+        }
+        fn schema(&self) -> Schema {
+            Schema::new("A resource whose applies fail.")
+                .attribute(Attribute::string("name").required())
+                .attribute(Attribute::string("generation").required())
+        }
+        async fn create(&self, _: Model, diags: &mut Diagnostics) -> Option<Model> {
+            diags.error("create failed", "before anything was made");
+            None
+        }
+        async fn read(&self, state: Model, _: &mut Diagnostics) -> Option<Model> {
+            Some(state)
+        }
+        async fn update(&self, _: Model, _: Model, diags: &mut Diagnostics) -> Option<Model> {
+            diags.error("update failed", "before anything changed");
+            None
+        }
+        async fn delete(&self, _: Model, _: &mut Diagnostics) {}
+    }
+
+    fn obj(generation: &str) -> Value {
+        Value::object([
+            ("name", Value::String("r".into())),
+            ("generation", Value::String(generation.into())),
+        ])
+    }
+
+    /// A resource relies on this (a replica's rejoin that could not take the cluster's lock): the prior state,
+    /// not nothing, so Terraform keeps the object and the next plan proposes the same change again.
+    #[tokio::test]
+    async fn an_update_that_returns_no_state_keeps_the_prior_one() {
+        let r = resource(Failing);
+        let (state, diags) = r.apply(&obj("2"), Some(obj("1")), Some(obj("2"))).await;
+        assert!(diags.has_error());
+        assert_eq!(state, Some(obj("1")));
+    }
+
+    #[tokio::test]
+    async fn a_create_that_returns_no_state_saves_nothing() {
+        let r = resource(Failing);
+        let (state, diags) = r.apply(&obj("1"), None, Some(obj("1"))).await;
+        assert!(diags.has_error());
+        assert_eq!(state, None);
+    }
+}

@@ -25,7 +25,7 @@ pub struct PlanChange<'a, M> {
 }
 
 /// What a failed or partial apply returns: the state that exists now (saved so the next apply can finish the job),
-/// or `None` when nothing exists.
+/// or `None` when nothing exists. For an update, `None` keeps the prior state (`erased` tests it).
 pub type ApplyResult<M> = Option<M>;
 
 #[async_trait]

@@ -6,6 +6,10 @@ use super::client::Etcd;
 use super::error::{EtcdError, Result};
 use super::{Alarm, AlarmKind, EtcdTarget, MemberStatus};
 
+/// How long health waits for the alarm list. With quorum it takes one raft round (milliseconds, even across
+/// zones); past this the cluster is judged without alarms, as when no member lists them.
+const ALARMS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One endpoint's health. Never an error: an unhealthy member is a fact to report, not a failed call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointHealth {
@@ -74,7 +78,21 @@ impl Etcd {
     /// value in the result, and if no member lists alarms, health is judged without them.
     pub async fn health(&self, endpoints: &[EtcdTarget]) -> Vec<EndpointHealth> {
         let statuses = self.statuses(endpoints).await;
-        let alarms = self.alarms(endpoints).await.unwrap_or_default();
+        // etcd answers the alarm list through raft: without quorum it waits out its own request timeout (7 s)
+        // for nothing, on every read of a cluster that lost quorum. With no leader every member is unhealthy
+        // anyway; a leader that has not yet noticed it lost quorum gets `ALARMS_WAIT`.
+        let led = statuses
+            .iter()
+            .any(|s| s.as_ref().is_ok_and(|s| s.leader_id != 0));
+        let alarms = if led {
+            tokio::time::timeout(ALARMS_WAIT, self.alarms(endpoints))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         endpoints
             .iter()
             .zip(statuses)

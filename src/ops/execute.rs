@@ -220,6 +220,8 @@ impl<'a> Run<'a> {
                     .collect();
             }
             Step::AwaitCaughtUpAndPromote => {
+                // Timed from the VM's creation: etcd's start, the leader's snapshot, the log (bench_backup reads it).
+                let started = Instant::now();
                 let me = self.me(step)?;
                 let vm = self.current_vm(&me.name).await?;
                 if let Some(t) = etcd_target(ctx, &vm)
@@ -233,7 +235,11 @@ impl<'a> Run<'a> {
                     .promote_when_caught_up(&self.progress.targets, id, remaining)
                     .await?;
                 self.progress.added_learner = None;
-                tracing::info!("{} learner caught up, promoted to a voting member", me.name);
+                tracing::info!(
+                    "{} learner caught up in {:.2?}, promoted to a voting member",
+                    me.name,
+                    started.elapsed()
+                );
             }
             Step::MoveLeadership => {
                 let me = self.me(step)?;
@@ -263,6 +269,8 @@ impl<'a> Run<'a> {
                 tracing::info!("{} removed from etcd", me.name);
             }
             Step::AwaitMember => {
+                // Timed from the VM's (re)creation: etcd's start on its data and the log it missed.
+                let started = Instant::now();
                 let me = self.me(step)?;
                 let id = self.member_id(step)?;
                 let target = self.running_target(&me.name).await?;
@@ -272,7 +280,11 @@ impl<'a> Run<'a> {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 ctx.etcd.await_caught_up(&endpoints, id, remaining).await?;
                 self.progress.targets = endpoints;
-                tracing::info!("{}: etcd member healthy and caught up", me.name);
+                tracing::info!(
+                    "{}: etcd member healthy and caught up in {:.2?}",
+                    me.name,
+                    started.elapsed()
+                );
             }
             Step::Soak => {
                 let me = self.me(step)?;

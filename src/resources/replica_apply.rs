@@ -173,6 +173,8 @@ async fn join_as_new_member(
         .unwrap_or_else(|| ctx.spec.zone.clone());
     let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
     // Nothing is made before the lock is held: stopped while waiting, or given up waiting, there is no state to save.
+    // For a rejoin (an update) no state keeps the prior one (`framework`), whose `cluster` still has the old
+    // restore generation, so the next plan shows the rejoin again.
     let lock = match unless_stopped(
         stop,
         lock_cluster(ctx, &format!("create replica {name}"), until),
