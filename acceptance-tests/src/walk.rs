@@ -433,3 +433,25 @@ pub fn assert_sim_empty(client: Client, sim: &Sim) {
         assert!(left.is_empty(), "[{client}] destroy left {kind}: {left:?}");
     }
 }
+
+/// `config` (the walk-through's) with the provider pointed at the emulator and the cluster's `block` (a `backup`
+/// block, with a `restore` block after it if the scenario needs one), as the scenarios against Cloud Storage
+/// write it.
+pub fn with_storage(config: String, gcs: &crate::FakeGcs, block: &str) -> String {
+    edit_config(
+        config,
+        &[
+            (
+                "  access_token            = \"sim-token\"\n",
+                &format!(
+                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
+                    gcs.endpoint()
+                ),
+            ),
+            (
+                "  kubernetes_version        = var.kubernetes_version\n",
+                &format!("  kubernetes_version        = var.kubernetes_version\n{block}"),
+            ),
+        ],
+    )
+}

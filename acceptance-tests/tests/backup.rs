@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use acceptance_tests::gcs::snapshot_status;
 use acceptance_tests::walk::{
-    check, delete_vm_and_disk, edit_config, member_names, replicas_by_zone, set_vars, set_zones,
-    walk_config, write_keys, write_many_keys,
+    check, delete_vm_and_disk, member_names, replicas_by_zone, set_vars, set_zones, walk_config,
+    with_storage, write_keys, write_many_keys,
 };
 use acceptance_tests::{FakeGcs, Sim, for_each_client};
 
@@ -23,23 +23,12 @@ const KEYS: usize = 1000;
 
 /// The walk-through with the provider pointed at the emulator and the cluster backing up to `bucket`.
 fn config(sim: &Sim, gcs: &FakeGcs, bucket: &str) -> String {
-    edit_config(
+    with_storage(
         walk_config(sim),
-        &[
-            (
-                "  access_token            = \"sim-token\"\n",
-                &format!(
-                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
-                    gcs.endpoint()
-                ),
-            ),
-            (
-                "  kubernetes_version        = var.kubernetes_version\n",
-                &format!(
-                    "  kubernetes_version        = var.kubernetes_version\n  backup {{\n    bucket = \"{bucket}\"\n    prefix = \"clusters\"\n    keep   = 3\n  }}\n"
-                ),
-            ),
-        ],
+        gcs,
+        &format!(
+            "  backup {{\n    bucket = \"{bucket}\"\n    prefix = \"clusters\"\n    keep   = 3\n  }}\n"
+        ),
     )
 }
 

@@ -7,10 +7,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use acceptance_tests::gcs::snapshot_status;
 use acceptance_tests::walk::{
-    check, delete_vm_and_disk, edit_config, replicas_by_zone, set_zones, walk_config, write_keys,
+    check, delete_vm_and_disk, edit_config, replicas_by_zone, set_zones, walk_config, with_storage,
+    write_keys,
 };
-use acceptance_tests::{Sim, Workspace, for_each_client};
+use acceptance_tests::{FakeGcs, Sim, Workspace, for_each_client};
 use serde_json::Value;
 
 const B: &str = "europe-west1-b";
@@ -19,6 +21,7 @@ const D: &str = "europe-west1-d";
 
 /// How many keys the scenario writes before the loss, under `recover/`.
 const KEYS: usize = 1000;
+const BUCKET: &str = "ha-recovery";
 
 fn write_many_keys(sim: &Sim, vm: &str) {
     acceptance_tests::walk::write_many_keys(sim, vm, "recover/", KEYS);
@@ -139,8 +142,18 @@ fn config_with_restore(sim: &Sim, generation: Option<u32>) -> String {
 fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
     for_each_client(|client| {
         let sim = Sim::start(&format!("recovery-survivor-{client}"));
+        // Backing up: the recovery snapshots the survivor first.
+        let gcs = FakeGcs::start(&format!("recovery-survivor-{client}"));
+        gcs.create_bucket(BUCKET);
+        let config = |generation| {
+            with_storage(
+                config_with_restore(&sim, generation),
+                &gcs,
+                &format!("  backup {{\n    bucket = \"{BUCKET}\"\n  }}\n"),
+            )
+        };
         let ws = Workspace::new(client, "recovery-survivor").with_timeout(Duration::from_secs(300));
-        ws.write_main_tf(&config_with_restore(&sim, None));
+        ws.write_main_tf(&config(None));
         ws.init();
         set_zones(&ws, &[B, C, D]);
         ws.apply();
@@ -171,7 +184,7 @@ fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
 
         // Opted in: the plan says what the recovery does, and replaces nothing (a replacement's delete would run
         // before the cluster's recovery, when no member can be removed).
-        ws.write_main_tf(&config_with_restore(&sim, Some(1)));
+        ws.write_main_tf(&config(Some(1)));
         let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
         assert_eq!(plan.code, Some(2), "[{client}] plan:\n{plan}");
         plan.assert_contains(&format!(
@@ -187,6 +200,8 @@ fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
             !plan.stdout.contains("must be replaced"),
             "[{client}] a recovery replaces no replica:\n{plan}"
         );
+        let change = format!("recovery of etcd from replica {survivor}");
+        plan.assert_contains(&format!("A backup of etcd is taken before the {change}"));
 
         // Killed once the survivor runs with `--force-new-cluster`: the next plan finishes the recovery (its VM
         // must not keep the flag), and the next apply does.
@@ -214,6 +229,23 @@ fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
         // SAFETY: kill(2) with the negated pid of the process group `spawn` created for this child.
         unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
         child.wait().unwrap();
+        // The survivor's data was snapshotted before the forced start, with every key, though it had no leader.
+        let taken: Vec<_> = gcs
+            .list(BUCKET, "")
+            .into_iter()
+            .filter(|o| o.metadata.get("ha-before") == Some(&change))
+            .collect();
+        assert_eq!(
+            taken.len(),
+            1,
+            "[{client}] one backup before the recovery: {taken:?}"
+        );
+        let dir = tempfile::tempdir().expect("download dir");
+        let status = snapshot_status(&gcs.download(BUCKET, &taken[0].name, dir.path()));
+        assert!(
+            status["totalKey"].as_u64().unwrap_or(0) as usize >= KEYS,
+            "[{client}] the survivor's snapshot holds every key: {status}"
+        );
         let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
         assert_eq!(
             plan.code,
@@ -247,10 +279,10 @@ fn two_vms_deleted_with_their_disks_recover_from_the_survivor_with_one_apply() {
         }
 
         // Asking again on a healthy cluster is refused: a recovery drops members.
-        ws.write_main_tf(&config_with_restore(&sim, Some(2)));
+        ws.write_main_tf(&config(Some(2)));
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
         plan.assert_contains("etcd has quorum: there is nothing to recover");
-        ws.write_main_tf(&config_with_restore(&sim, Some(1)));
+        ws.write_main_tf(&config(Some(1)));
     });
 }

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    check, delete_vm_and_disk, edit_config, key_count, replicas_by_zone, set_zones, walk_config,
+    check, delete_vm_and_disk, key_count, replicas_by_zone, set_zones, walk_config, with_storage,
     write_keys, write_many_keys,
 };
 use acceptance_tests::{FakeGcs, Sim, for_each_client};
@@ -27,23 +27,12 @@ fn config(sim: &Sim, gcs: &FakeGcs, generation: Option<u32>) -> String {
     let restore = generation.map_or(String::new(), |g| {
         format!("  restore {{\n    source     = \"snapshot\"\n    generation = {g}\n  }}\n")
     });
-    edit_config(
+    with_storage(
         walk_config(sim),
-        &[
-            (
-                "  access_token            = \"sim-token\"\n",
-                &format!(
-                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
-                    gcs.endpoint()
-                ),
-            ),
-            (
-                "  kubernetes_version        = var.kubernetes_version\n",
-                &format!(
-                    "  kubernetes_version        = var.kubernetes_version\n  backup {{\n    bucket = \"{BUCKET}\"\n    prefix = \"clusters\"\n  }}\n{restore}"
-                ),
-            ),
-        ],
+        gcs,
+        &format!(
+            "  backup {{\n    bucket = \"{BUCKET}\"\n    prefix = \"clusters\"\n  }}\n{restore}"
+        ),
     )
 }
 

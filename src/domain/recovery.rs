@@ -187,6 +187,25 @@ pub fn describe(cluster: &str, r: &Recovery) -> (String, String) {
     )
 }
 
+/// The change a backup before the recovery names, in its snapshot's metadata and in the plan.
+pub fn change(r: &Recovery) -> String {
+    format!("recovery of etcd from replica {}", r.survivor)
+}
+
+/// The recovery's steps with a snapshot of the survivor first, for a cluster with a `backup` block. The survivor's
+/// member has no leader, but etcd streams a snapshot from its own store without raft, and its data is exactly
+/// what the recovery keeps: if the forced start goes wrong, this snapshot is the way back
+/// (`restore { source = "snapshot" }`). A resumed recovery takes none: the first attempt took it, and the
+/// survivor's VM may be gone mid-rebuild, with nothing to take it from.
+pub fn with_backup(r: &Recovery) -> Vec<Step> {
+    if r.resuming {
+        return r.steps.clone();
+    }
+    std::iter::once(Step::TakeBackup { change: change(r) })
+        .chain(r.steps.iter().cloned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +259,31 @@ mod tests {
         assert!(summary.contains("recovered from replica a"), "{summary}");
         assert!(detail.contains("--force-new-cluster"), "{detail}");
         assert!(detail.contains("forgets the members b, c"), "{detail}");
+    }
+
+    #[test]
+    fn a_backup_of_the_survivor_comes_first_unless_the_recovery_resumes() {
+        let w = world(&["a"], &["a", "b", "c"], &["a"], &[]);
+        let r = decide(&w, &none(), None).unwrap();
+        let steps = with_backup(&r);
+        assert_eq!(
+            steps[0],
+            TakeBackup {
+                change: "recovery of etcd from replica a".into()
+            }
+        );
+        assert_eq!(steps[1..], r.steps[..]);
+        for w in [
+            world(&["a"], &["a"], &["a"], &["a"]),
+            world(&["a"], &["a", "b", "c"], &["a"], &[]),
+        ] {
+            let r = decide(&w, &none(), Some("a")).unwrap();
+            assert_eq!(
+                with_backup(&r),
+                r.steps,
+                "a resumed recovery backs up nothing"
+            );
+        }
     }
 
     #[test]

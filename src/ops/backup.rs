@@ -86,9 +86,21 @@ pub async fn take(
     }
 }
 
-/// A healthy member to take the snapshot from: a follower when one is healthy, else the leader.
+/// A healthy member to take the snapshot from: a follower when one is healthy, else the leader. With no healthy
+/// voter (quorum lost: the backup before a recovery from the survivor), the voter that answers with the most
+/// applied: etcd streams a snapshot from a member's own store without raft.
 async fn source(ctx: &ClusterCtx, targets: &[EtcdTarget]) -> Result<EtcdTarget> {
     let health = ctx.etcd.health(targets).await;
+    let leaderless = health
+        .iter()
+        .filter_map(|h| match &h.health {
+            Health::Unhealthy { status, .. } if !status.is_learner && status.leader_id == 0 => {
+                Some((h.target.clone(), status.raft_applied_index))
+            }
+            _ => None,
+        })
+        .max_by_key(|(_, applied)| *applied)
+        .map(|(t, _)| t);
     let healthy: Vec<_> = health
         .iter()
         .filter_map(|h| match &h.health {
@@ -103,6 +115,7 @@ async fn source(ctx: &ClusterCtx, targets: &[EtcdTarget]) -> Result<EtcdTarget> 
         .find(|(_, leads)| !leads)
         .or(healthy.first())
         .map(|(t, _)| t.clone())
+        .or(leaderless)
         .ok_or_else(|| {
             OpError::Other("no healthy etcd member answered to take a snapshot from".into())
         })

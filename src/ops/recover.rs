@@ -59,8 +59,13 @@ pub async fn recover(ctx: &ClusterCtx, deadline: Instant) -> Result<Recovery> {
         labels: own,
         internal_ip: ip(internal, "the survivor's internal IP")?,
     };
+    let steps = if ctx.spec.backup.is_some() {
+        crate::domain::recovery::with_backup(&recovery)
+    } else {
+        recovery.steps.clone()
+    };
     Run::for_replica(ctx, &snap, &me, deadline)
-        .execute(&recovery.steps)
+        .execute(&steps)
         .await?;
     tracing::info!(
         "{}: etcd recovered as a one-member cluster; the other replicas rejoin",

@@ -423,7 +423,16 @@ impl ClusterResource {
         match judged {
             Ok(r) => {
                 let (summary, detail) = crate::domain::recovery::describe(&name, &r);
-                diags.push(Diagnostic::warning(summary, detail).at(at));
+                diags.push(Diagnostic::warning(summary, detail).at(at.clone()));
+                // The apply backs up with the new configuration's `backup` block (`ops::recover`).
+                if let Some(policy) = planned.backup_policy()
+                    && crate::domain::recovery::with_backup(&r).len() > r.steps.len()
+                {
+                    let change = crate::domain::recovery::change(&r);
+                    let (summary, detail) =
+                        crate::domain::backup::plan_note(&policy, &name, &change);
+                    diags.push(Diagnostic::warning(summary, detail).at(at));
+                }
             }
             Err(crate::ops::OpError::Refused(summary, detail)) => {
                 diags.push(Diagnostic::error(summary, detail).at(at))

@@ -24,7 +24,7 @@
 use std::time::{Duration, Instant};
 
 use acceptance_tests::walk::{
-    delete_vm_and_disk, edit_config, key_count, replicas_by_zone, set_zones, walk_config,
+    delete_vm_and_disk, key_count, replicas_by_zone, set_zones, walk_config, with_storage,
 };
 use acceptance_tests::{Client, FakeGcs, Sim, Workspace};
 
@@ -114,21 +114,10 @@ fn main() {
     let sim = Sim::start("bench-backup");
     let gcs = FakeGcs::start("bench-backup");
     gcs.create_bucket("bench-backups");
-    let config = edit_config(
+    let config = with_storage(
         walk_config(&sim),
-        &[
-            (
-                "  access_token            = \"sim-token\"\n",
-                &format!(
-                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
-                    gcs.endpoint()
-                ),
-            ),
-            (
-                "  kubernetes_version        = var.kubernetes_version\n",
-                "  kubernetes_version        = var.kubernetes_version\n  backup {\n    bucket = \"bench-backups\"\n    keep   = 2\n  }\n",
-            ),
-        ],
+        &gcs,
+        "  backup {\n    bucket = \"bench-backups\"\n    keep   = 2\n  }\n",
     );
     let ws = Workspace::new(Client::Terraform, "bench-backup")
         .with_timeout(Duration::from_secs(1800))
