@@ -145,6 +145,39 @@ pub fn decide(
     Ok(())
 }
 
+/// What a restored data dir holds beyond the database: etcd preallocates 64 MiB WAL segments, and the restore
+/// writes one before etcd starts, which writes the next.
+const WAL_ROOM: u64 = 128 << 20;
+
+/// Whether the snapshot fits where the restoring VM puts it: fetched onto its boot disk, then restored onto its
+/// new data disk, where the database is as large as the snapshot, plus the WAL. Refuses only what cannot fit, at
+/// plan, rather than an init container failing on a full disk until the apply times out.
+pub fn room(snapshot: &SnapshotInfo, data_disk_gb: i64, boot_disk_gb: i64) -> Result<(), Refusal> {
+    let gib = |gb: i64| u64::try_from(gb).unwrap_or(0) << 30;
+    let need_gb = |bytes: u64| bytes.div_ceil(1 << 30);
+    if snapshot.size + WAL_ROOM > gib(data_disk_gb) {
+        let need = need_gb(snapshot.size + WAL_ROOM);
+        return Err((
+            format!("The snapshot does not fit a {data_disk_gb} GB data disk"),
+            format!(
+                "{} holds {} bytes: restored, etcd's database is as large, plus its write-ahead log, on the new data disk of `data_disk_size_gb` = {data_disk_gb}. Set the cluster's `data_disk_size_gb` to at least {need} in the same change.",
+                snapshot.url, snapshot.size
+            ),
+        ));
+    }
+    if snapshot.size >= gib(boot_disk_gb) {
+        let need = need_gb(snapshot.size) + 10;
+        return Err((
+            format!("The snapshot does not fit a {boot_disk_gb} GB boot disk"),
+            format!(
+                "{} holds {} bytes, and the restoring VM fetches it onto its boot disk (`boot_disk_size_gb` = {boot_disk_gb}) before restoring it. Set the cluster's `boot_disk_size_gb` to at least {need} (the snapshot and the image) in the same change.",
+                snapshot.url, snapshot.size
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn minor_key(minor: &str) -> (u32, u32) {
     let mut it = minor.split('.').map(|p| p.parse().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
@@ -349,6 +382,46 @@ mod tests {
                 Some(summary) => {
                     let (s, _) = got.expect_err(name);
                     assert!(s.contains(summary), "{name}: {s}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_snapshot_must_fit_the_data_disk_with_its_wal_and_the_boot_disk() {
+        let snap = |size: u64| SnapshotInfo {
+            url: "gs://b/s.db".into(),
+            size,
+            revision: None,
+            etcd_version: None,
+            taken_at: None,
+            sha256: None,
+        };
+        const GIB: u64 = 1 << 30;
+        // (snapshot, data GB, boot GB, refused with)
+        let cases: Vec<(u64, i64, i64, Option<&str>)> = vec![
+            (GIB, 20, 20, None),
+            (GIB - WAL_ROOM, 1, 20, None),
+            (
+                GIB - WAL_ROOM + 1,
+                1,
+                20,
+                Some("at least 2 in the same change"),
+            ),
+            (8 * GIB, 8, 20, Some("`data_disk_size_gb` to at least 9")),
+            (8 * GIB, 20, 8, Some("`boot_disk_size_gb` to at least 18")),
+            (0, 0, 20, Some("a 0 GB data disk")),
+        ];
+        for (size, data, boot, refused) in cases {
+            let got = room(&snap(size), data, boot);
+            match refused {
+                None => assert_eq!(got, Ok(()), "{size} {data} {boot}"),
+                Some(part) => {
+                    let (summary, detail) = got.expect_err("refused");
+                    assert!(
+                        summary.contains(part) || detail.contains(part),
+                        "{size} {data} {boot}: {summary}: {detail}"
+                    );
                 }
             }
         }

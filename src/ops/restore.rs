@@ -72,7 +72,14 @@ pub async fn plan(
         &looked_in(ctx, choice),
     )
     .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
-    found.ok_or_else(|| OpError::Other("no snapshot".into()))
+    let found = found.ok_or_else(|| OpError::Other("no snapshot".into()))?;
+    restore::room(
+        &found,
+        ctx.spec.data_disk_size_gb,
+        ctx.spec.boot_disk_size_gb,
+    )
+    .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    Ok(found)
 }
 
 /// At apply, for the replica that restores: the snapshot, as its VM fetches it.

@@ -469,6 +469,13 @@ impl ClusterResource {
                 if let Some(v) = planned.etcd_version.known() {
                     spec.etcd_version = v.clone();
                 }
+                // The restoring VM is made with the new configuration's disks.
+                if let Some(gb) = planned.data_disk_size_gb.known() {
+                    spec.data_disk_size_gb = *gb;
+                }
+                if let Some(gb) = planned.boot_disk_size_gb.known() {
+                    spec.boot_disk_size_gb = *gb;
+                }
                 match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
                     Ok(ctx) => {
                         let until =
