@@ -19,7 +19,7 @@
 //! checks every key is back.
 //!
 //! Run: `make build && cargo run --release -p acceptance-tests --bin bench_backup` (sizes in MiB as arguments,
-//! default 16 64 256).
+//! default 16 64 256; `HA_BENCH_PROFILE=demo` for the sim's GCE-like operation latencies instead of near zero).
 
 use std::time::{Duration, Instant};
 
@@ -111,7 +111,9 @@ fn main() {
     } else {
         sizes
     };
-    let sim = Sim::start("bench-backup");
+    // `HA_BENCH_PROFILE=demo`: GCE-like operation latencies, where a VM's create takes seconds as on GCE.
+    let profile = std::env::var("HA_BENCH_PROFILE").unwrap_or_else(|_| "test".into());
+    let sim = Sim::start_with_profile("bench-backup", &profile);
     let gcs = FakeGcs::start("bench-backup");
     gcs.create_bucket("bench-backups");
     let config = with_storage(
@@ -128,7 +130,7 @@ fn main() {
     ws.apply();
     let first = replicas_by_zone(&ws)[B].clone();
     println!(
-        "Backup overhead: ha-sim (test latencies, real etcd 3.4), fake-gcs-server on loopback, Terraform\n"
+        "Backup overhead: ha-sim ({profile} latencies, real etcd 3.4), fake-gcs-server on loopback, Terraform\n"
     );
     let mut written = 0u64;
     let mut rebuilds = Vec::new();
