@@ -239,7 +239,19 @@ fn two_replica_states_applied_at_once_from_an_empty_cluster() {
         }
         cluster.apply();
 
-        // From zero replicas: one apply founds etcd while the other waits, then joins.
+        // From zero replicas: one apply founds etcd while the other waits, then joins. The founding VM's create
+        // takes 4 s, so the founder holds the lock long enough that the other apply, started in the same instant
+        // but with its own init and plan, finds it held: on a busy machine (CI) it could otherwise arrive after a
+        // founding of under a second and never wait.
+        sim.fault(&[
+            "delay",
+            "--op",
+            "instances.insert",
+            "--ms",
+            "4000",
+            "--times",
+            "1",
+        ]);
         let applied = at_once(
             &[&a, &b],
             &["apply", "-input=false", "-no-color", "-auto-approve"],
