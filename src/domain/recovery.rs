@@ -192,13 +192,18 @@ pub fn change(r: &Recovery) -> String {
     format!("recovery of etcd from replica {}", r.survivor)
 }
 
+/// Whether [`with_backup`] puts a snapshot first: not for a resumed recovery.
+pub fn takes_backup(r: &Recovery) -> bool {
+    !r.resuming
+}
+
 /// The recovery's steps with a snapshot of the survivor first, for a cluster with a `backup` block. The survivor's
 /// member has no leader, but etcd streams a snapshot from its own store without raft, and its data is exactly
 /// what the recovery keeps: if the forced start goes wrong, this snapshot is the way back
 /// (`restore { source = "snapshot" }`). A resumed recovery takes none: the first attempt took it, and the
 /// survivor's VM may be gone mid-rebuild, with nothing to take it from.
 pub fn with_backup(r: &Recovery) -> Vec<Step> {
-    if r.resuming {
+    if !takes_backup(r) {
         return r.steps.clone();
     }
     std::iter::once(Step::TakeBackup { change: change(r) })

@@ -426,7 +426,7 @@ impl ClusterResource {
                 diags.push(Diagnostic::warning(summary, detail).at(at.clone()));
                 // The apply backs up with the new configuration's `backup` block (`ops::recover`).
                 if let Some(policy) = planned.backup_policy()
-                    && crate::domain::recovery::with_backup(&r).len() > r.steps.len()
+                    && crate::domain::recovery::takes_backup(&r)
                 {
                     let change = crate::domain::recovery::change(&r);
                     let (summary, detail) =
