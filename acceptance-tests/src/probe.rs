@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::BTreeSet;
 
+use crate::vm_etcd::VmEtcd;
 use crate::walk::{outputs, replicas_by_zone};
 use crate::{Client, CmdOutput, Sim, Workspace};
 
@@ -71,15 +72,12 @@ pub fn write_through(
     every: Duration,
     stop: &AtomicBool,
 ) -> Writes {
+    let mut etcds: Vec<VmEtcd> = vms.iter().map(|vm| VmEtcd::new(sim, vm)).collect();
     let mut out = Writes::default();
     let mut n = 0usize;
     while !stop.load(Ordering::Relaxed) {
         let key = format!("{prefix}/{n:05}");
-        let acked = vms.iter().any(|vm| {
-            sim.try_ssh(vm, &["etcdctl", "--command-timeout=1s", "put", &key, "v"])
-                .is_ok_and(|o| o.trim() == "OK")
-        });
-        if acked {
+        if etcds.iter_mut().any(|etcd| etcd.put(&key, "v")) {
             out.acknowledged.push(key);
         } else {
             out.unanswered += 1;
@@ -90,19 +88,16 @@ pub fn write_through(
     out
 }
 
-/// The most voters found down at once, sampling every VM's `etcdctl endpoint health` about every `every`.
+/// The most voters found down at once, asking every VM's etcd what `etcdctl endpoint health` asks about every
+/// `every`.
 pub fn most_voters_down(sim: &Sim, vms: &[String], every: Duration, stop: &AtomicBool) -> usize {
+    let mut etcds: Vec<VmEtcd> = vms.iter().map(|vm| VmEtcd::new(sim, vm)).collect();
     let mut most = 0;
     while !stop.load(Ordering::Relaxed) {
-        let down = vms
-            .iter()
-            .filter(|vm| {
-                sim.try_ssh(
-                    vm,
-                    &["etcdctl", "--command-timeout=1s", "endpoint", "health"],
-                )
-                .is_err()
-            })
+        let down = etcds
+            .iter_mut()
+            .map(|etcd| etcd.healthy())
+            .filter(|up| !up)
             .count();
         most = most.max(down);
         std::thread::sleep(every);
