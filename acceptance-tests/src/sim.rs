@@ -310,6 +310,7 @@ impl Sim {
 
 impl Drop for Sim {
     fn drop(&mut self) {
+        self.keep_if_failed();
         // A clean stop kills every VM process; fall back to SIGKILL of the sim if it does not answer.
         let _ = Command::new(sim_binary())
             .args(["stop", "--url", &self.url])
@@ -323,6 +324,17 @@ impl Drop for Sim {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Sim {
+    /// A failed scenario keeps the sim's folder (its log, every VM's etcd log and data) for whoever reads the
+    /// failure, as the workspace is kept.
+    fn keep_if_failed(&mut self) {
+        if std::thread::panicking() {
+            self.state_dir.disable_cleanup(true);
+            eprintln!("sim state kept at {}", self.state_dir.path().display());
+        }
     }
 }
 
