@@ -25,6 +25,7 @@ pub struct ProviderConfig {
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
     pub drain_delay: Val<String>,
+    pub lock_ttl: Val<String>,
     pub default_labels: Val<std::collections::BTreeMap<String, String>>,
 }
 
@@ -41,8 +42,19 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("universe_domain").optional().description("The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.").validator(string_check("A DNS domain like `googleapis.com`.", check_universe_domain)))
         .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
         .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
+        .attribute(Attribute::string("lock_ttl").optional().description("How long an apply that holds a cluster's lock may go without renewing it before another apply takes it over. The holder renews it three times per `lock_ttl`; one that was killed (a CI job cancelled, a laptop closed) stops, and the next apply waits this long. Shorter means a faster resume after a kill, longer means more tolerance for a slow Compute API. At least `3s`. Defaults to `30s`.").validator(string_check("A duration of at least `3s`, like `30s`.", check_lock_ttl)))
         .attribute(Attribute::typed("default_labels", tfplugin::value::Type::map(tfplugin::value::Type::String)).optional().description("Labels every cluster of this provider puts on its GCE objects, as Google's provider's `default_labels`: a cluster's own `labels` win on the same key, and each cluster shows the result in `effective_labels`. Changing them updates the clusters' replica VMs in place (no roll). GCE's rules apply, as for a cluster's `labels`.").validator(crate::resources::labels_validator()))
         .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
+}
+
+fn check_lock_ttl(s: &str) -> Result<(), (String, String)> {
+    let ttl = parse_duration(s).map_err(|e| {
+        (
+            format!("Invalid lock_ttl {s:?}"),
+            format!("{e}. Write a duration like `30s`."),
+        )
+    })?;
+    crate::domain::lock::check_ttl(ttl)
 }
 
 fn check_endpoint(s: &str) -> Result<(), (String, String)> {
@@ -174,6 +186,11 @@ impl Settings {
                 .known()
                 .and_then(|s| parse_duration(s).ok())
                 .unwrap_or(DEFAULT_DRAIN_DELAY),
+            lock_ttl: cfg
+                .lock_ttl
+                .known()
+                .and_then(|s| parse_duration(s).ok())
+                .unwrap_or(crate::domain::lock::DEFAULT_TTL),
         }
     }
 }
@@ -199,6 +216,7 @@ mod tests {
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,
             drain_delay: Val::Null,
+            lock_ttl: Val::Null,
             default_labels: Val::Null,
         }
     }

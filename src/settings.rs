@@ -50,6 +50,8 @@ pub struct Settings {
     pub etcd_via_internal_ip: bool,
     /// How long a replica out of the pool keeps serving before it stops (see the schema).
     pub drain_delay: Duration,
+    /// How long a cluster lock's holder may go without renewing before another apply takes the lock over.
+    pub lock_ttl: Duration,
 }
 
 /// Settings shared by the provider and its resources; set by ConfigureProvider.

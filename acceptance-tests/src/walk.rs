@@ -78,6 +78,7 @@ provider "ha" {{
   compute_custom_endpoint = "{url}"
   access_token            = "sim-token"
   drain_delay             = "500ms" # ha-sim's load balancers take 100 ms to see a pool change
+  lock_ttl                = "6s"    # a killed apply's lock is taken over after 6 s, not 30 (the resume matrix)
 }}
 
 resource "ha_master_cluster" "c" {{

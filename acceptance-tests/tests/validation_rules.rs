@@ -299,6 +299,19 @@ resource "ha_master_cluster" "c" {
 }
 
 #[test]
+fn lock_ttl_leaves_room_for_three_renewals() {
+    let r = assert_validation_error(
+        &cluster("").replace(
+            r#"region  = "europe-west1""#,
+            "region   = \"europe-west1\"\n  lock_ttl = \"2s\"",
+        ),
+        &["lock_ttl 2s is too short", "Set lock_ttl to 3s or more"],
+        "provider.ha.lock_ttl",
+    );
+    all_at(Stage::Validate, r);
+}
+
+#[test]
 fn a_cluster_without_a_project_says_where_to_set_one() {
     // The attribute is absent, so clients can only point at the resource block; the message says where to set it.
     for_each_client(|client| {

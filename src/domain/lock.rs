@@ -15,6 +15,27 @@ pub const DOING: &str = "ha-lock-doing";
 pub const SINCE: &str = "ha-lock-since";
 pub const RENEWED: &str = "ha-lock-renewed";
 
+/// How long a holder may go without renewing before a waiter takes its lock over, unless the provider's
+/// `lock_ttl` says otherwise: about what a killed `terraform apply` makes the next one wait.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+/// The shortest `lock_ttl`: a holder renews three times per TTL, each renewal one API call, and a renewal that
+/// is late by a whole TTL hands the lock to a waiter while the holder still works.
+pub const MIN_TTL: Duration = Duration::from_secs(3);
+
+/// `lock_ttl` as written, checked against [`MIN_TTL`]: `Err((summary, detail))` says how to fix it.
+pub fn check_ttl(ttl: Duration) -> Result<(), (String, String)> {
+    if ttl < MIN_TTL {
+        return Err((
+            format!("lock_ttl {ttl:?} is too short"),
+            format!(
+                "A lock holder renews its lock three times per lock_ttl with one Compute API call each; under {MIN_TTL:?} one slow call would hand a live holder's lock to another apply. Set lock_ttl to {MIN_TTL:?} or more (the default is {DEFAULT_TTL:?})."
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// GCE's limit on a label value.
 const MAX_VALUE: usize = 63;
 
@@ -157,6 +178,32 @@ mod tests {
     use super::*;
 
     const TTL: Duration = Duration::from_secs(30);
+
+    /// A TTL leaves room for three renewals of one API call each: the minimum and above pass, below is refused
+    /// with the minimum and the default in the sentence.
+    #[test]
+    fn a_ttl_shorter_than_three_seconds_is_refused() {
+        for (secs_ms, ok) in [
+            (2_999, false),
+            (500, false),
+            (3_000, true),
+            (8_000, true),
+            (30_000, true),
+        ] {
+            let got = check_ttl(Duration::from_millis(secs_ms));
+            assert_eq!(got.is_ok(), ok, "{secs_ms} ms: {got:?}");
+            if let Err((summary, detail)) = got {
+                assert!(
+                    summary.contains("lock_ttl") && summary.contains("too short"),
+                    "{summary}"
+                );
+                assert!(
+                    detail.contains("3s or more") && detail.contains("30s"),
+                    "{detail}"
+                );
+            }
+        }
+    }
 
     fn holder(token: &str) -> Holder {
         Holder {

@@ -118,6 +118,8 @@ pub struct ClusterCtx {
     pub etcd_via_internal_ip: bool,
     /// How long a replica out of the pool keeps serving before it stops.
     pub drain_delay: Duration,
+    /// The provider's `lock_ttl` (`ops::lock::Timing::with_ttl`).
+    pub lock_ttl: Duration,
     pub names: DerivedNames,
     /// The provider's settings, for the backends a change reaches only sometimes (Cloud Storage, for a backup).
     pub(in crate::ops) settings: Settings,
@@ -148,6 +150,7 @@ impl ClusterCtx {
             etcd,
             etcd_via_internal_ip: settings.etcd_via_internal_ip,
             drain_delay: settings.drain_delay,
+            lock_ttl: settings.lock_ttl,
             settings: settings.clone(),
         })
     }

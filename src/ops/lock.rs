@@ -43,12 +43,16 @@ pub struct Timing {
 }
 
 impl Timing {
-    pub const DEFAULT: Timing = Timing {
-        ttl: Duration::from_secs(30),
-        renew: Duration::from_secs(10),
-        poll: Duration::from_secs(2),
-        say: Duration::from_secs(10),
-    };
+    /// The clocks for a TTL (the provider's `lock_ttl`): three renewals per TTL, and a waiter that looks at least
+    /// five times per TTL (every 2 s at most), so it takes a dead holder's lock soon after the TTL has passed.
+    pub fn with_ttl(ttl: Duration) -> Timing {
+        Timing {
+            ttl,
+            renew: ttl / 3,
+            poll: (ttl / 5).min(Duration::from_secs(2)),
+            say: Duration::from_secs(10),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -136,7 +140,7 @@ pub async fn lock_cluster(ctx: &ClusterCtx, doing: &str, deadline: Instant) -> R
         region: ctx.spec.region.clone(),
         address: ctx.names.address.clone(),
         cluster: ctx.spec.name.clone(),
-        timing: Timing::DEFAULT,
+        timing: Timing::with_ttl(ctx.lock_ttl),
     };
     lock_at(&ctx.spec.id, place, doing, deadline).await
 }
@@ -411,6 +415,24 @@ mod tests {
     /// Short clocks so expiry tests take a second, not a minute.
     // A TTL of several renewals and two seconds: on a loaded 2-core machine (the whole suite at once) a renewal
     // can come late by more than half a second, and a 600 ms TTL then took a live holder for dead.
+    /// `lock_ttl` sets every clock: three renewals per TTL, and a waiter that looks five times per TTL, at most
+    /// every 2 s, so a dead holder's lock is taken within a poll of the TTL.
+    #[test]
+    fn the_clocks_follow_the_ttl() {
+        let t = Timing::with_ttl(Duration::from_secs(30));
+        assert_eq!(
+            (t.renew, t.poll),
+            (Duration::from_secs(10), Duration::from_secs(2))
+        );
+        let t = Timing::with_ttl(Duration::from_secs(6));
+        assert_eq!(
+            (t.renew, t.poll),
+            (Duration::from_secs(2), Duration::from_millis(1200))
+        );
+        let t = Timing::with_ttl(crate::domain::lock::MIN_TTL);
+        assert!(t.renew * 3 <= t.ttl && t.poll * 5 <= t.ttl, "{t:?}");
+    }
+
     const FAST: Timing = Timing {
         ttl: Duration::from_secs(2),
         renew: Duration::from_millis(250),
