@@ -21,8 +21,8 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Unit, property, HTTP-level and acceptance tests; the acceptance tests use the release binaries built above.
-test: setup lint build
+# Unit, property, HTTP-level and acceptance tests, all on the one test build (scripts/run-tests says why).
+test: setup lint
 	@bash scripts/run-tests
 
 demo: setup build

@@ -19,7 +19,7 @@
 //! and, for configurations that must be rejected, `assert_validation_error(config, &["message"], "ha_x.y.attr")`.
 //!
 //! The provider binary is not built here: `cargo build --release -p terraform-provider-ha` first, or set
-//! `HA_PROVIDER_BIN`. Other knobs: `HA_ACCEPTANCE_TIMEOUT_SECS` (per command, default 120),
+//! `HA_PROVIDER_BIN` (`make test` points it, and `HA_SIM_BIN`, at the binaries of its own test build). Other knobs: `HA_ACCEPTANCE_TIMEOUT_SECS` (per command, default 120),
 //! `HA_ACCEPTANCE_TF_LOG` (sets TF_LOG for the clients), `HA_ACCEPTANCE_KEEP` (keep passing workspaces; failing
 //! ones are always kept under `.work/acceptance/`).
 
@@ -36,6 +36,7 @@ mod paths;
 pub mod probe;
 mod provider;
 mod sim;
+pub mod vm_etcd;
 pub mod walk;
 mod workspace;
 
