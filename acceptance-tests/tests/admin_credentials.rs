@@ -45,6 +45,14 @@ resource "ha_master_replica" "r" {{
 output "ca" {{
   value = ha_master_cluster.c.ca_certificate
 }}
+
+output "etcd_version" {{
+  value = ha_master_cluster.c.etcd_version
+}}
+
+output "vm" {{
+  value = ha_master_replica.r.name
+}}
 "#,
         url = sim.url()
     )
@@ -170,6 +178,18 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         ws.write_main_tf(&(provider(&sim) + &credentials(client, "10m")));
         ws.init();
         ws.apply();
+        // A new cluster that sets no versions runs the etcd its Kubernetes release calls for: 3.5, whose pinned
+        // image ha-sim runs on its etcd 3.5 binary.
+        let outputs = acceptance_tests::walk::outputs(&ws);
+        assert_eq!(outputs["etcd_version"]["value"], "3.5", "[{client}]");
+        let vm = outputs["vm"]["value"].as_str().unwrap().to_string();
+        let status = sim.ssh(&vm, &["etcdctl", "endpoint", "status", "-w", "json"]);
+        let status: serde_json::Value = serde_json::from_str(status.trim()).unwrap();
+        let running = status[0]["Status"]["version"].as_str().unwrap_or_default();
+        assert!(
+            running.starts_with("3.5."),
+            "[{client}] a new cluster's etcd runs 3.5, not {running}"
+        );
         let dir = ws.path();
         if client == Client::OpenTofu {
             let out = ws.run(&["output", "-raw", "kubeconfig"]);

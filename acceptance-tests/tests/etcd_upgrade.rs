@@ -3,7 +3,11 @@
 //! the static IP and a writer puts keys; afterwards every member runs 3.5.1, etcd's cluster version is 3.5, the
 //! keys written first and every acknowledged write are there, and going back to 3.4 is refused at plan because
 //! etcd cannot downgrade a cluster version. Before that, one replica upgraded alone makes a mixed cluster, from
-//! which going back is allowed and done.
+//! which going back is allowed and done. After it, unsetting `etcd_version` keeps what the cluster runs: the
+//! default for new clusters (3.5) never applies to an existing one.
+//!
+//! The masters' manifests name the provider's 3.5 pin (`registry.k8s.io/etcd:3.5.24-0`); ha-sim runs a VM's etcd by
+//! the minor of that tag, and the 3.5 it has is 3.5.1, which is what the members report.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -111,7 +115,7 @@ fn etcd_goes_back_while_mixed_then_upgrades_to_3_5_one_replica_at_a_time_and_can
         plan.assert_contains("etcd of cluster walk will be upgraded from 3.4 to 3.5");
         plan.assert_contains("0 to add, 4 to change, 0 to destroy");
         plan.assert_contains("will be rolled: etcd_image changes");
-        plan.assert_contains(r#"+ "etcd_image" = "registry.k8s.io/etcd:3.5.1-0""#);
+        plan.assert_contains(r#"+ "etcd_image" = "registry.k8s.io/etcd:3.5.24-0""#);
 
         // During the roll: how many members run 3.5, sampled from every VM, must only ever grow by one member
         // at a time (0, 1, 2, 3): a mixed-version cluster, really.
@@ -179,5 +183,20 @@ fn etcd_goes_back_while_mixed_then_upgrades_to_3_5_one_replica_at_a_time_and_can
                 "[{client}] nothing rolled back"
             );
         }
+
+        // Unset, `etcd_version` and `image` keep what the cluster runs: the defaults for new clusters (3.5 and
+        // Ubuntu) never apply to an existing one, and no plan goes back to 3.4 (what a state from before the
+        // setting means) or anywhere else.
+        ws.write_file(
+            "terraform.tfvars.json",
+            &serde_json::json!({ "zones": THREE_ZONES, "etcd_version": null, "image": null })
+                .to_string(),
+        );
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(
+            plan.code,
+            Some(0),
+            "[{client}] unset etcd_version and image keep 3.5 and the image, and plan nothing:\n{plan}"
+        );
     });
 }

@@ -160,7 +160,7 @@ fn etcd_version_must_be_a_version_the_provider_pins() {
     ] {
         let r = assert_validation_error(
             &cluster(&format!("etcd_version = \"{value}\"")),
-            &[says, r#""3.5" (etcd 3.5.1)"#],
+            &[says, r#""3.5" (etcd 3.5.24)"#],
             "ha_master_cluster.c.etcd_version",
         );
         all_at(Stage::Validate, r);

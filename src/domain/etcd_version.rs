@@ -10,40 +10,64 @@
 
 use super::topology::Refusal;
 
-/// A supported minor, the patch it pins and the image tag of that patch on registry.k8s.io (Kubernetes' etcd
-/// images are tagged `<etcd version>-<image revision>`, e.g. `3.5.1-0`).
+/// A pinned etcd release: its minor, its patch and the image tag of that patch on registry.k8s.io (Kubernetes'
+/// etcd images are tagged `<etcd version>-<image revision>`, e.g. `3.5.24-0`). `current` marks the patch a minor
+/// runs (`etcd_version = "3.5"`); an older pin stays selectable by its patch, so a cluster that named it keeps
+/// exactly the image it has.
 struct Pinned {
     minor: &'static str,
     patch: &'static str,
     tag: &'static str,
+    current: bool,
 }
 
 /// Oldest first. 3.4's pin is the image every master has run since the provider's first release, so a cluster
-/// that never set `etcd_version` keeps exactly the image it has.
+/// that never set `etcd_version` keeps exactly the image it has. 3.5 runs 3.5.24, the patch kubeadm pins for
+/// Kubernetes 1.31 to 1.33; 3.5.1, its pin before, is kept by its patch only: etcd's maintainers advise against
+/// 3.5.0 to 3.5.2 in production (a data inconsistency fixed in 3.5.3), so a cluster that says `"3.5"` rolls onto
+/// 3.5.24, a patch change etcd allows in either direction.
 const PINNED: &[Pinned] = &[
     Pinned {
         minor: "3.4",
         patch: "3.4.13",
         tag: "3.4.13-0",
+        current: true,
+    },
+    Pinned {
+        minor: "3.5",
+        patch: "3.5.24",
+        tag: "3.5.24-0",
+        current: true,
     },
     Pinned {
         minor: "3.5",
         patch: "3.5.1",
         tag: "3.5.1-0",
+        current: false,
     },
 ];
 
-/// The default of `etcd_version`: the minor every existing cluster runs, so upgrading the provider rolls nothing.
-pub const DEFAULT: &str = "3.4";
+/// What a cluster that never set `etcd_version` runs: every master built before the setting existed ran etcd
+/// 3.4, so a state without the attribute means this minor, and its builds keep their digest. A new cluster gets
+/// the minor its Kubernetes release calls for instead (`kubernetes_version::etcd_for`).
+pub const LEGACY: &str = "3.4";
 
 const REPOSITORY: &str = "registry.k8s.io/etcd";
 
 fn supported() -> String {
-    PINNED
+    let minors = PINNED
         .iter()
+        .filter(|p| p.current)
         .map(|p| format!("\"{}\" (etcd {})", p.minor, p.patch))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    let older = PINNED
+        .iter()
+        .filter(|p| !p.current)
+        .map(|p| format!("\"{}\"", p.patch))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("{minors}; older pins kept by their patch: {older}")
 }
 
 /// `3.4` → `(3, 4)`; `3.5.1` → `(3, 5)`; `None` for anything else.
@@ -55,13 +79,14 @@ fn minor_of(v: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// A minor names its current pin; a patch names itself.
 fn pinned(version: &str) -> Option<&'static Pinned> {
     PINNED
         .iter()
-        .find(|p| p.minor == version || p.patch == version)
+        .find(|p| (p.current && p.minor == version) || p.patch == version)
 }
 
-/// The validator of `etcd_version`: a supported minor (`"3.5"`) or its pinned patch (`"3.5.1"`).
+/// The validator of `etcd_version`: a supported minor (`"3.5"`) or a pinned patch (`"3.5.24"`, `"3.5.1"`).
 pub fn check(version: &str) -> Result<(), (String, String)> {
     if pinned(version).is_some() {
         return Ok(());
@@ -79,7 +104,7 @@ pub fn check(version: &str) -> Result<(), (String, String)> {
     Err((
         summary,
         format!(
-            "Set `etcd_version` to a minor ({}) or that minor's pinned patch. Each minor runs one tested patch, the registry.k8s.io/etcd image the provider pins for it.",
+            "Set `etcd_version` to a minor ({}). Each minor runs one patch, the registry.k8s.io/etcd image the provider pins for it.",
             supported()
         ),
     ))
@@ -92,10 +117,15 @@ pub fn image(version: &str) -> String {
     format!("{REPOSITORY}:{}", p.tag)
 }
 
-/// The `etcd_version` a running master's etcd image stands for (import): the minor of its tag when the provider
-/// pins that minor (`registry.k8s.io/etcd:3.5.1-0` → `3.5`), else `None`.
+/// The `etcd_version` a running master's etcd image stands for (import): the minor of its tag when that tag is
+/// the minor's current pin or an unpinned patch of a minor the provider runs (`registry.k8s.io/etcd:3.5.24-0` →
+/// `3.5`), the patch when it is an older pin (`3.5.1-0` → `3.5.1`, so the imported cluster keeps its image), else
+/// `None`.
 pub fn version_of_image(image: &str) -> Option<String> {
     let (_, tag) = image.rsplit('/').next()?.split_once(':')?;
+    if let Some(old) = PINNED.iter().find(|p| !p.current && p.tag == tag) {
+        return Some(old.patch.to_string());
+    }
     let m = minor(tag)?;
     PINNED.iter().any(|p| p.minor == m).then_some(m)
 }
@@ -260,12 +290,13 @@ mod tests {
 
     #[test]
     fn versions_are_a_supported_minor_or_its_pinned_patch() {
-        for ok in ["3.4", "3.5", "3.4.13", "3.5.1"] {
+        for ok in ["3.4", "3.5", "3.4.13", "3.5.24", "3.5.1"] {
             assert_eq!(check(ok), Ok(()), "{ok}");
         }
         for (bad, says) in [
             ("3.6", "not a version this provider runs"),
             ("3.5.2", "not a version this provider runs"),
+            ("3.5.21", "not a version this provider runs"),
             ("3", "not an etcd version"),
             ("v3.5", "not an etcd version"),
             ("latest", "not an etcd version"),
@@ -274,7 +305,11 @@ mod tests {
         ] {
             let (summary, detail) = check(bad).unwrap_err();
             assert!(summary.contains(says), "{bad}: {summary}");
-            assert!(detail.contains("\"3.5\" (etcd 3.5.1)"), "{bad}: {detail}");
+            assert!(detail.contains("\"3.5\" (etcd 3.5.24)"), "{bad}: {detail}");
+            assert!(
+                detail.contains("older pins kept by their patch: \"3.5.1\""),
+                "{bad}: {detail}"
+            );
         }
     }
 
@@ -282,13 +317,28 @@ mod tests {
     fn a_minor_and_its_patch_pin_one_registry_image() {
         assert_eq!(image("3.4"), "registry.k8s.io/etcd:3.4.13-0");
         assert_eq!(image("3.4.13"), "registry.k8s.io/etcd:3.4.13-0");
-        assert_eq!(image("3.5"), "registry.k8s.io/etcd:3.5.1-0");
+        // A minor runs its current pin; the older 3.5 pin is had by naming its patch.
+        assert_eq!(image("3.5"), "registry.k8s.io/etcd:3.5.24-0");
+        assert_eq!(image("3.5.24"), "registry.k8s.io/etcd:3.5.24-0");
         assert_eq!(image("3.5.1"), "registry.k8s.io/etcd:3.5.1-0");
-        assert_eq!(image(DEFAULT), "registry.k8s.io/etcd:3.4.13-0");
+        assert_eq!(image(LEGACY), "registry.k8s.io/etcd:3.4.13-0");
         assert_eq!(minor("3.5.1"), Some("3.5".into()));
         // Import reads the version back from a master's image.
         assert_eq!(
+            version_of_image("registry.k8s.io/etcd:3.5.24-0"),
+            Some("3.5".into())
+        );
+        // An older pin is read back as its patch, so an imported cluster keeps the image it runs.
+        assert_eq!(
             version_of_image("registry.k8s.io/etcd:3.5.1-0"),
+            Some("3.5.1".into())
+        );
+        assert_eq!(
+            image(&version_of_image("registry.k8s.io/etcd:3.5.1-0").unwrap()),
+            "registry.k8s.io/etcd:3.5.1-0"
+        );
+        assert_eq!(
+            version_of_image("registry.k8s.io/etcd:3.5.16-0"),
             Some("3.5".into())
         );
         assert_eq!(

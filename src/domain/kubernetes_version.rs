@@ -40,6 +40,11 @@ struct Release {
     leader_migration: bool,
     /// cluster-autoscaler releases track Kubernetes minors (`v1.<minor>.0`).
     autoscaler_tag: &'static str,
+    /// The `etcd_version` a new cluster of this release runs when it sets none. kubeadm pins etcd 3.5 for
+    /// Kubernetes up to 1.33 (3.5.24-0 for 1.31 to 1.33) and etcd 3.6 from 1.34; the provider runs 3.4 and 3.5,
+    /// so from 1.34 it is 3.5, the newest it runs, which those releases still support (the API server needs
+    /// etcd 3.5 or later, whose storage API is the same).
+    etcd: &'static str,
 }
 
 const CCM: &str = "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager";
@@ -53,6 +58,7 @@ const RELEASES: &[Release] = &[
         cloud: CloudIntegration::InTree,
         leader_migration: false,
         autoscaler_tag: "v1.28.0",
+        etcd: "3.5",
     },
     Release {
         minor: 29,
@@ -60,6 +66,7 @@ const RELEASES: &[Release] = &[
         cloud: CloudIntegration::InTreeByGate,
         leader_migration: true,
         autoscaler_tag: "v1.29.0",
+        etcd: "3.5",
     },
     Release {
         minor: 30,
@@ -69,6 +76,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: true,
         autoscaler_tag: "v1.30.0",
+        etcd: "3.5",
     },
     // The cloud-controller-manager may be one minor older than the API server (kOps runs v30 on 1.31).
     Release {
@@ -79,6 +87,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: false,
         autoscaler_tag: "v1.31.0",
+        etcd: "3.5",
     },
     Release {
         minor: 32,
@@ -88,6 +97,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: false,
         autoscaler_tag: "v1.32.0",
+        etcd: "3.5",
     },
     Release {
         minor: 33,
@@ -97,6 +107,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: false,
         autoscaler_tag: "v1.33.0",
+        etcd: "3.5",
     },
     Release {
         minor: 34,
@@ -106,6 +117,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: false,
         autoscaler_tag: "v1.34.0",
+        etcd: "3.5",
     },
     Release {
         minor: 35,
@@ -115,6 +127,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: false,
         autoscaler_tag: "v1.35.0",
+        etcd: "3.5",
     },
     Release {
         minor: 36,
@@ -124,6 +137,7 @@ const RELEASES: &[Release] = &[
         },
         leader_migration: false,
         autoscaler_tag: "v1.36.0",
+        etcd: "3.5",
     },
 ];
 
@@ -234,6 +248,14 @@ pub fn master_release(version: &str) -> MasterRelease {
     }
 }
 
+/// The `etcd_version` a new cluster of `version` gets when it sets none (see `Release::etcd`); `None` for a
+/// version the provider does not run, which validation refuses.
+pub fn etcd_for(version: &str) -> Option<&'static str> {
+    parse(version)
+        .and_then(|v| release(v.minor))
+        .map(|r| r.etcd)
+}
+
 /// The `kubernetes_version` a master's kube-apiserver image stands for (`registry.k8s.io/kube-apiserver:v1.33.5`
 /// → `1.33.5`), when the provider runs that minor.
 pub fn version_of_image(image: &str) -> Option<Version> {
@@ -334,6 +356,30 @@ mod tests {
 
     fn v(minor: u32, patch: u32) -> Version {
         Version { minor, patch }
+    }
+
+    #[test]
+    fn a_new_cluster_runs_the_etcd_its_release_calls_for() {
+        for (k8s, etcd) in [
+            ("1.28.15", Some("3.5")),
+            ("1.33", Some("3.5")),
+            ("1.34.1", Some("3.5")),
+            (DEFAULT_FOR_NEW, Some("3.5")),
+            ("1.36", Some("3.5")),
+            ("1.27.16", None),
+            ("v1.35.0", None),
+        ] {
+            assert_eq!(etcd_for(k8s), etcd, "{k8s}");
+        }
+        // Every release's etcd is one the provider runs, so a new cluster never plans what validation refuses.
+        for r in RELEASES {
+            assert_eq!(
+                super::super::etcd_version::check(r.etcd),
+                Ok(()),
+                "1.{}",
+                r.minor
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod etcd_version;
 pub mod exposure;
 pub mod guard;
 pub mod ids;
+pub mod image;
 pub mod kubeconfig;
 pub mod kubernetes_version;
 pub mod labels;

@@ -209,8 +209,9 @@ pub fn join_steps(steps: Vec<Step>) -> (Vec<Step>, bool) {
     }
 }
 
-/// What neither etcd 3.4.13 nor 3.5.1 can do at restore, which Kubernetes' watchers would want.
-pub const NO_REVISION_BUMP: &str = "etcd's restore tools in 3.4 and 3.5.1 cannot bump the revision (`--bump-revision` and `--mark-compacted` came with etcd 3.5.10 and 3.4.27), so a watcher that saw revisions after the snapshot may miss changes until it lists again: every API server restarts with the restore, and controllers and kubelets relist when their watches break.";
+/// What the restore does not do, which Kubernetes' watchers would want: etcd 3.4.13 and 3.5.1 cannot, and the
+/// provider restores every pin the same way (3.5.24 could; using it waits for a 3.5.10+ etcd in the test suite).
+pub const NO_REVISION_BUMP: &str = "The restore does not bump etcd's revision (`--bump-revision` and `--mark-compacted` came with etcd 3.5.10 and 3.4.27, so the 3.4 pin cannot, and the provider restores every etcd version the same way), so a watcher that saw revisions after the snapshot may miss changes until it lists again: every API server restarts with the restore, and controllers and kubelets relist when their watches break.";
 
 fn when(unix: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(unix)

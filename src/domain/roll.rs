@@ -154,7 +154,7 @@ impl Build {
         // was a setting (every master ran that image) keeps its digest and `master_settings`: upgrading the
         // provider rolls no replica, and going back to the default restores the original build.
         let etcd_image = super::etcd_version::image(s.etcd_version);
-        if etcd_image != super::etcd_version::image(super::etcd_version::DEFAULT) {
+        if etcd_image != super::etcd_version::image(super::etcd_version::LEGACY) {
             settings.insert(ETCD_IMAGE.into(), etcd_image);
         }
         // The Kubernetes release likewise: builds from before the setting ran 1.28.15 and keep their digest. A
@@ -570,7 +570,7 @@ mod tests {
 
     #[test]
     fn the_etcd_image_is_part_of_a_build_and_the_default_keeps_the_builds_made_before_it() {
-        let default = with_etcd(crate::domain::etcd_version::DEFAULT);
+        let default = with_etcd(crate::domain::etcd_version::LEGACY);
         // The default's image adds no setting, so the digest does not depend on how the version is spelled.
         assert!(!default.settings.contains_key(ETCD_IMAGE));
         assert_eq!(default.digest(), with_etcd("3.4.13").digest());
@@ -578,7 +578,7 @@ mod tests {
         let upgraded = with_etcd("3.5");
         assert_eq!(
             upgraded.settings.get(ETCD_IMAGE).map(String::as_str),
-            Some("registry.k8s.io/etcd:3.5.1-0")
+            Some("registry.k8s.io/etcd:3.5.24-0")
         );
         assert_ne!(upgraded.digest(), default.digest(), "a new etcd rolls");
         assert_eq!(
@@ -589,7 +589,13 @@ mod tests {
             default.changes_from(&upgraded),
             vec![ETCD_IMAGE.to_string()]
         );
-        assert_eq!(with_etcd("3.5.1"), upgraded);
+        assert_eq!(with_etcd("3.5.24"), upgraded);
+        // The older 3.5 pin is another build: a cluster that says "3.5" rolls onto the current patch.
+        let old_pin = with_etcd("3.5.1");
+        assert_eq!(
+            old_pin.changes_from(&upgraded),
+            vec![ETCD_IMAGE.to_string()]
+        );
     }
 
     use Step::*;

@@ -9,6 +9,8 @@ use crate::pki::CertKey;
 
 const KEY_MODE: &str = "0600";
 const FILE_MODE: &str = "0644";
+/// Run by root from `runcmd`; readable by all like the rest of the configuration, and holds no secret.
+const SCRIPT_MODE: &str = "0755";
 
 fn file(path: impl Into<String>, content: impl Into<String>, mode: &str) -> WriteFile {
     WriteFile {
@@ -233,6 +235,11 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         FILE_MODE,
     ));
     out.push(file(paths::KUBELET_DROPIN, kubelet_dropin(cfg), FILE_MODE));
+    out.push(file(
+        super::runtime::SCRIPT,
+        super::runtime::install_script(&cfg.kubernetes),
+        SCRIPT_MODE,
+    ));
     out.push(file(paths::MONIT_KUBELET, monit_kubelet(), FILE_MODE));
     out.push(file(paths::GCE_CONF, gce_conf(cfg), FILE_MODE));
 

@@ -17,6 +17,9 @@ mod manifests;
 pub mod read;
 #[cfg(test)]
 mod read_tests;
+pub mod runtime;
+#[cfg(test)]
+mod runtime_tests;
 #[cfg(test)]
 mod tests;
 
@@ -322,6 +325,9 @@ pub fn render_user_data(cfg: &MasterConfig) -> String {
                     &format!("/dev/disk/by-id/google-{DATA_DEVICE}"),
                 ]));
             }
+            // containerd and the release's kubelet, where the image lacks them (`runtime`): before the kubelet
+            // unit is started, after the files its drop-in names are written.
+            cmds.push(argv(&["sh", runtime::SCRIPT]));
             cmds.extend([
                 argv(&["systemctl", "daemon-reload"]),
                 argv(&["systemctl", "enable", "--now", "kubelet"]),

@@ -130,7 +130,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::bool("multizone").default(Value::Bool(false)).description("Allow replicas in any zone of the region (and set `multizone` in the masters' cloud config). With one zone, a zone outage takes the control plane down."))
         .attribute(Attribute::bool("etcd_quorum_read").default(Value::Bool(true)).description("Make the API servers read from etcd with quorum (linearizable) reads, so a replica never serves stale data after a partition. Only `true` is accepted: kube-apiserver has always read with quorum since Kubernetes 1.13 and has no way to turn it off, so `false` is refused at validate rather than silently ignored. The attribute stays so the setting of kube-up's `ENABLE_ETCD_QUORUM_READ` has a visible home and a clear answer."))
         .attribute(Attribute::string("machine_type").default(s("e2-standard-2")).description("Machine type of every replica.").validator(string_check("A GCE machine type.", machine_type::check_machine_type)))
-        .attribute(Attribute::string("image").default(s("projects/cos-cloud/global/images/family/cos-stable")).description("Boot image of every replica (an image or image family URL)."))
+        .attribute(Attribute::string("image").optional_computed().description(format!("Boot image of every replica (an image or image family URL). It must run the master startup contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of `kubernetes_version`, which the masters install at first boot from the distribution and pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an existing one keeps its image (a cluster made before this default ran `{}`, which has no apt and no kubelet: set an image that runs the contract, which rolls the replicas one at a time).", crate::domain::image::DEFAULT_FOR_NEW, crate::domain::image::LEGACY)))
         .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
         .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB. Growing it rolls the replicas one at a time: each disk grows while its VM is rebuilt on it, and the new VM grows the filesystem. GCE never shrinks a disk, so a smaller value is refused at plan."))
         .attribute(Attribute::string("data_disk_type").default(s("pd-ssd")).description("Type of each replica's etcd data disk: `pd-ssd` (the default, as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
@@ -155,7 +155,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", crate::domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", crate::domain::kubernetes_version::check)))
         .attribute(Attribute::string("certificate_validity").default(s(crate::domain::certificates::DEFAULT_VALIDITY)).description("How long the certificates a replica is built with live (API server, etcd peer and server, the components' client certificates), as a duration such as `8760h` (one year, the default, as kubeadm) or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. Changing it rolls nothing.").validator(tfplugin_framework::validator::duration_within(crate::domain::certificates::MAX_LIFETIME)))
         .attribute(Attribute::string("certificate_renew_before").default(s(crate::domain::certificates::DEFAULT_RENEW_BEFORE)).description("How long before its certificates expire a replica is renewed: once a replica's `certificates_expire_at` is this close, plan shows a roll of that replica (new leaf certificates from the same CAs, naming the same IPs; the same etcd member and data), and any roll of it renews them. Defaults to `720h` (30 days). Plan warns of certificates expiring within 30 days even outside this window. Must be shorter than `certificate_validity`.").validator(tfplugin_framework::validator::duration_within(crate::domain::certificates::MAX_LIFETIME)))
-        .attribute(Attribute::string("etcd_version").default(s(crate::domain::etcd_version::DEFAULT)).description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.1, `registry.k8s.io/etcd:3.5.1-0`), or that pinned patch. Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. The default stays `\"3.4\"`, so upgrading the provider rolls no existing cluster. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
+        .attribute(Attribute::string("etcd_version").optional_computed().description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.24, `registry.k8s.io/etcd:3.5.24-0`), or that pinned patch; `\"3.5.1\"`, the 3.5 pin before 3.5.24, stays selectable by its patch. Unset, a new cluster runs the etcd its `kubernetes_version` calls for (`\"3.5\"` for every release the provider runs: kubeadm pins 3.5 up to Kubernetes 1.33 and 3.6, which the provider does not run yet, from 1.34) and an existing one keeps what it runs (a cluster made before this setting runs `\"3.4\"`). Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
         .attribute(Attribute::string("service_account").default(s(crate::domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", crate::domain::service_account::check_email)))
         .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(crate::domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). Defaults to kube-up's master scopes: `storage-ro`, `compute-rw`, `monitoring`, `logging-write`. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| crate::domain::service_account::scope_url(x).map(|_| ()))))
         .block(SingleBlock {
@@ -266,9 +266,9 @@ impl ClusterResource {
         p: &ClusterModel,
         diags: &mut Diagnostics,
     ) {
-        use crate::domain::etcd_version::{DEFAULT, check_change};
-        // A state from before the setting ran the default.
-        let from = prior.etcd_version.known().map_or(DEFAULT, String::as_str);
+        use crate::domain::etcd_version::{LEGACY, check_change};
+        // A state from before the setting ran etcd 3.4 (`LEGACY`).
+        let from = prior.etcd_version.known().map_or(LEGACY, String::as_str);
         let (Some(to), Some(name)) = (p.etcd_version.known(), p.name.known()) else {
             return;
         };
@@ -304,24 +304,61 @@ impl ClusterResource {
     }
 }
 
-/// `kubernetes_version` left unset: a new cluster gets the provider's default for new clusters, an existing one
-/// keeps what it runs (a state from before the setting ran 1.28.15), so a provider upgrade never rolls a cluster.
-fn plan_kubernetes_version(
-    config: &ClusterModel,
-    prior: Option<&ClusterModel>,
-    p: &mut ClusterModel,
-) {
-    use crate::domain::kubernetes_version::{DEFAULT_FOR_NEW, LEGACY};
-    if !config.kubernetes_version.is_null() {
-        return;
+/// A setting that is optional and computed, left unset: a new cluster gets `for_new`, an existing one keeps what
+/// its state says it runs (`legacy` for a state from before the setting), so neither a provider upgrade nor a
+/// change elsewhere moves a cluster's masters unasked. `None`: the setting is configured, the plan keeps it.
+fn unset_setting(
+    configured: &Val<String>,
+    prior: Option<&Val<String>>,
+    for_new: impl FnOnce() -> Val<String>,
+    legacy: &str,
+) -> Option<Val<String>> {
+    if !configured.is_null() {
+        return None;
     }
-    p.kubernetes_version = Val::Known(
-        match prior {
-            None => DEFAULT_FOR_NEW,
-            Some(m) => m.kubernetes_version.known().map_or(LEGACY, String::as_str),
-        }
-        .into(),
-    );
+    Some(match prior {
+        None => for_new(),
+        Some(kept) => Val::Known(kept.known().map_or(legacy, String::as_str).into()),
+    })
+}
+
+/// The versions and image a cluster runs when its configuration leaves them unset (`unset_setting`): a new
+/// cluster runs the provider's current release, the etcd that release calls for
+/// (`domain::kubernetes_version::etcd_for`, unknown while the release is) and an image the startup contract runs
+/// on; an existing one keeps its release (1.28.15 before the setting), etcd (3.4) and image.
+fn plan_unset_settings(config: &ClusterModel, prior: Option<&ClusterModel>, p: &mut ClusterModel) {
+    use crate::domain::{etcd_version, image, kubernetes_version};
+    if let Some(v) = unset_setting(
+        &config.kubernetes_version,
+        prior.map(|m| &m.kubernetes_version),
+        || Val::Known(kubernetes_version::DEFAULT_FOR_NEW.into()),
+        kubernetes_version::LEGACY,
+    ) {
+        p.kubernetes_version = v;
+    }
+    let release = p.kubernetes_version.clone();
+    if let Some(v) = unset_setting(
+        &config.etcd_version,
+        prior.map(|m| &m.etcd_version),
+        || match release
+            .known()
+            .and_then(|r| kubernetes_version::etcd_for(r))
+        {
+            Some(etcd) => Val::Known(etcd.into()),
+            None => Val::Unknown,
+        },
+        etcd_version::LEGACY,
+    ) {
+        p.etcd_version = v;
+    }
+    if let Some(v) = unset_setting(
+        &config.image,
+        prior.map(|m| &m.image),
+        || Val::Known(image::DEFAULT_FOR_NEW.into()),
+        image::LEGACY,
+    ) {
+        p.image = v;
+    }
 }
 
 impl ClusterResource {
@@ -728,7 +765,7 @@ impl Resource for ClusterResource {
                 .requires_replace
                 .retain(|path| *path != AttributePath::attr("zone"));
         }
-        plan_kubernetes_version(change.config, change.prior, p);
+        plan_unset_settings(change.config, change.prior, p);
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update

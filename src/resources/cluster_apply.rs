@@ -190,7 +190,7 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
         s.deletion_protection = Val::Known(true);
     }
     if s.etcd_version.is_null() {
-        s.etcd_version = Val::Known(crate::domain::etcd_version::DEFAULT.into());
+        s.etcd_version = Val::Known(crate::domain::etcd_version::LEGACY.into());
     }
     if s.data_disk_type.is_null() {
         s.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());

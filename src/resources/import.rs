@@ -83,7 +83,7 @@ pub async fn cluster(
         machine_type: s(&a.machine_type),
         // Not on the instance as GCE lists it: assumed the defaults. A different configured value shows as an
         // in-place update, which changes nothing on running VMs (it applies to replicas created later).
-        image: s("projects/cos-cloud/global/images/family/cos-stable"),
+        image: s(crate::domain::image::LEGACY),
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
         data_disk_type: Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into()),
@@ -92,7 +92,7 @@ pub async fn cluster(
         etcd_version: s(a
             .etcd_version
             .as_deref()
-            .unwrap_or(crate::domain::etcd_version::DEFAULT)),
+            .unwrap_or(crate::domain::etcd_version::LEGACY)),
         // What the masters' kube-apiserver image says, so the first plan rolls nothing; a release the provider does
         // not run reads as 1.28.15, what masters ran before the setting.
         certificate_validity: s(crate::domain::certificates::DEFAULT_VALIDITY),

@@ -129,7 +129,7 @@ impl ClusterSpec {
             self.data_disk_type = Val::Known(DEFAULT_DATA_DISK_TYPE.into());
         }
         if self.etcd_version.is_null() {
-            self.etcd_version = Val::Known(crate::domain::etcd_version::DEFAULT.into());
+            self.etcd_version = Val::Known(crate::domain::etcd_version::LEGACY.into());
         }
         if self.certificate_validity.is_null() {
             self.certificate_validity =
@@ -181,7 +181,7 @@ impl ClusterSpec {
                     Val::Unknown => return None,
                     v => v
                         .known()
-                        .map_or(crate::domain::etcd_version::DEFAULT, String::as_str),
+                        .map_or(crate::domain::etcd_version::LEGACY, String::as_str),
                 },
                 kubernetes_version: match &self.kubernetes_version {
                     Val::Unknown => return None,
@@ -266,7 +266,7 @@ impl ClusterSpec {
                 .etcd_version
                 .known()
                 .cloned()
-                .unwrap_or_else(|| crate::domain::etcd_version::DEFAULT.into()),
+                .unwrap_or_else(|| crate::domain::etcd_version::LEGACY.into()),
             certificate_validity: duration_or(
                 &s.certificate_validity,
                 crate::domain::certificates::DEFAULT_VALIDITY,

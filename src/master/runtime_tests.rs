@@ -1,0 +1,146 @@
+//! The startup configuration against the real tools that read it on a VM: cloud-init's own schema check of the
+//! rendered user-data, and the node-runtime script under `sh` (syntax, shellcheck, and its two early exits run for
+//! real: an image that already has the release's kubelet, and one that can install nothing). cloud-init and
+//! shellcheck come from Debian through `bash scripts/setup`.
+
+use super::k8s::CloudConfig;
+use super::runtime::{SCRIPT, apt_repository, install_script, kubelet_package};
+use super::tests::base;
+use super::{KubernetesRelease, render_user_data};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+fn installed(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(found, "{tool} is missing: run `bash scripts/setup`");
+}
+
+fn release(tag: &str) -> KubernetesRelease {
+    KubernetesRelease {
+        image_tag: tag.into(),
+        ..KubernetesRelease::legacy()
+    }
+}
+
+#[test]
+fn the_script_installs_the_clusters_release_from_its_minors_repository() {
+    let k = release("v1.35.0");
+    assert_eq!(
+        apt_repository(&k),
+        "https://pkgs.k8s.io/core:/stable:/v1.35/deb/"
+    );
+    assert_eq!(kubelet_package(&k), "kubelet=1.35.0-1.1");
+    let legacy = KubernetesRelease::legacy();
+    assert_eq!(kubelet_package(&legacy), "kubelet=1.28.15-1.1");
+    let script = install_script(&k);
+    assert!(script.contains(r#"want="Kubernetes v1.35.0""#), "{script}");
+    assert!(script.contains(r#""kubelet=1.35.0-1.1""#), "{script}");
+    assert!(script.contains("SystemdCgroup = true"), "{script}");
+}
+
+#[test]
+fn user_data_writes_the_script_and_runs_it_before_the_kubelet_starts() {
+    let ud = render_user_data(base());
+    let cloud: CloudConfig = serde_norway::from_str(&ud).unwrap();
+    let file = cloud
+        .write_files
+        .iter()
+        .find(|f| f.path == SCRIPT)
+        .expect("the install script is written");
+    assert_eq!(file.permissions, "0755");
+    assert_eq!(file.content, install_script(&base().kubernetes));
+    let at = |cmd: &[&str]| cloud.runcmd.iter().position(|c| c == cmd);
+    let runs = at(&["sh", SCRIPT]).expect("runcmd runs the script");
+    let kubelet = at(&["systemctl", "enable", "--now", "kubelet"]).expect("kubelet started");
+    assert!(runs < kubelet, "{:?}", cloud.runcmd);
+}
+
+#[test]
+fn cloud_init_accepts_the_rendered_user_data() {
+    installed("cloud-init");
+    let dir = tempfile::tempdir().unwrap();
+    let mut restoring = base().clone();
+    restoring.kubernetes = release("v1.35.0");
+    for (name, cfg) in [("legacy", base()), ("1.35", &restoring)] {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, render_user_data(cfg)).unwrap();
+        let out = Command::new("cloud-init")
+            .args(["schema", "-c"])
+            .arg(&path)
+            .output()
+            .expect("cloud-init runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "[{name}] cloud-init schema: {text}");
+        assert!(text.contains("Valid cloud-config"), "[{name}] {text}");
+    }
+}
+
+#[test]
+fn the_script_is_posix_sh_that_shellcheck_passes() {
+    installed("shellcheck");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("install-node-runtime.sh");
+    std::fs::write(&path, install_script(&base().kubernetes)).unwrap();
+    let syntax = Command::new("sh").arg("-n").arg(&path).output().unwrap();
+    assert!(syntax.status.success(), "{syntax:?}");
+    let lint = Command::new("shellcheck")
+        .args(["-s", "sh"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        lint.status.success(),
+        "shellcheck: {}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+}
+
+/// Runs the script with `bin` as its whole PATH, so only the commands put there exist.
+fn run_with_path(script: &str, bin: &Path) -> std::process::Output {
+    let path = bin.join("install-node-runtime.sh");
+    std::fs::write(&path, script).unwrap();
+    Command::new("/bin/sh")
+        .arg(&path)
+        .env_clear()
+        .env("PATH", bin)
+        .output()
+        .unwrap()
+}
+
+fn stub(bin: &Path, name: &str, body: &str) {
+    let path = bin.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn the_script_leaves_an_image_that_has_the_release_alone_and_explains_one_it_cannot_serve() {
+    let script = install_script(&release("v1.35.0"));
+    // An image built for the contract: the release's kubelet and containerd are there; nothing is installed (no
+    // apt-get exists here, so reaching the install would fail).
+    let ready = tempfile::tempdir().unwrap();
+    stub(ready.path(), "kubelet", "echo 'Kubernetes v1.35.0'");
+    stub(ready.path(), "containerd", "exit 0");
+    let out = run_with_path(&script, ready.path());
+    assert!(out.status.success(), "{out:?}");
+
+    // Another release's kubelet on an image without apt: refused, saying what the image needs.
+    let old = tempfile::tempdir().unwrap();
+    stub(old.path(), "kubelet", "echo 'Kubernetes v1.34.1'");
+    stub(old.path(), "containerd", "exit 0");
+    let out = run_with_path(&script, old.path());
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no kubelet v1.35.0 and no apt-get") && err.contains("Debian or Ubuntu image"),
+        "{err}"
+    );
+}
