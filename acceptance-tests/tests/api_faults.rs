@@ -5,16 +5,25 @@
 //! faults are cleared the next apply must finish the job: the walk-through's full check then holds (plan empty,
 //! members == replicas and voting, every key, the static IP serves, nothing leaked).
 //!
+//! The cluster backs up to a Cloud Storage emulator (fake-gcs-server) before every change, as a cluster with a
+//! `backup` block does, so the faults also land between a backup and the change it guards, and on the retries
+//! after one: after each change converges, its newest snapshot must be one taken for that kind of change, read
+//! back whole by etcd's own `etcdutl` with every key written first, and the bucket pruned to `keep`. (The faults
+//! are Compute's; fake-gcs-server answers every storage call.)
+//!
 //! It prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share and
 //! `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded in
 //! docs/benchmarks.md.
 
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, set_vars, walk_config, write_keys};
-use acceptance_tests::{Client, Sim, Workspace, for_each_client};
+use acceptance_tests::gcs::snapshot_status;
+use acceptance_tests::walk::{check, set_vars, walk_config, with_storage, write_keys};
+use acceptance_tests::{Client, FakeGcs, Sim, Workspace, for_each_client};
 
 const ZONES: [&str; 3] = ["europe-west1-b", "europe-west1-c", "europe-west1-d"];
+const BUCKET: &str = "ha-backups";
+const KEEP: usize = 3;
 
 /// What the clients print when the plugin itself broke rather than refused: none may appear.
 const CRASH_SIGNS: &[&str] = &[
@@ -94,11 +103,13 @@ fn rounds() -> usize {
         .unwrap_or(1)
 }
 
-/// A change the run makes: its label, the replicas' zones and the other variables.
+/// A change the run makes: its label, the replicas' zones, the other variables and how the `ha-before` of the
+/// snapshot taken for it begins.
 type Change = (
     String,
     &'static [&'static str],
     Vec<(&'static str, &'static str)>,
+    &'static str,
 );
 
 /// Round 0 grows 1→3, rolls to e2-standard-4 and shrinks to 2; each later round grows 2→3, rolls to the other
@@ -124,19 +135,57 @@ fn changes(rounds: usize) -> Vec<Change> {
             format!("round {round}: grow {from}→3"),
             &ZONES[..],
             grow_vars,
+            "join of",
         ));
         out.push((
             format!("round {round}: roll the machine type to {after}"),
             &ZONES[..],
             vec![("machine_type", after)],
+            "roll of replica",
         ));
         out.push((
             format!("round {round}: shrink 3→2"),
             &ZONES[..2],
             vec![("machine_type", after)],
+            "removal of replica",
         ));
     }
     out
+}
+
+/// The change that just converged took a new snapshot, for its kind of change, that etcd reads back whole with
+/// every key `write_keys` put; the bucket holds no more than `KEEP`. Returns the newest snapshot's name.
+fn assert_backed_up(
+    gcs: &FakeGcs,
+    dir: &std::path::Path,
+    before: Option<String>,
+    kind: &str,
+    label: &str,
+) -> String {
+    let objects = gcs.list(BUCKET, "");
+    let names: Vec<&String> = objects.iter().map(|o| &o.name).collect();
+    assert!(
+        !objects.is_empty() && objects.len() <= KEEP,
+        "{label}: between 1 and {KEEP} snapshots kept: {names:?}"
+    );
+    let last = objects.last().expect("a snapshot");
+    assert_ne!(
+        Some(&last.name),
+        before.as_ref(),
+        "{label}: no new snapshot: {names:?}"
+    );
+    let before_what = last.metadata.get("ha-before").cloned().unwrap_or_default();
+    assert!(
+        before_what.starts_with(kind),
+        "{label}: the newest snapshot was taken before {before_what:?}, not a {kind:?}"
+    );
+    let status = snapshot_status(&gcs.download(BUCKET, &last.name, dir));
+    assert!(
+        status["totalKey"].as_u64().unwrap_or(0) >= acceptance_tests::walk::KEYS as u64,
+        "{label}: {} holds fewer keys than were written: {status}",
+        last.name
+    );
+    last.name.clone()
 }
 
 fn changes_under_random_faults(client: Client) {
@@ -144,8 +193,14 @@ fn changes_under_random_faults(client: Client) {
     let percent = percent();
     eprintln!("[{client}] random API faults: HA_FAULT_SEED={seed} HA_FAULT_PERCENT={percent}");
     let sim = Sim::start(&format!("api-faults-{client}"));
+    let gcs = FakeGcs::start(&format!("api-faults-{client}"));
+    gcs.create_bucket(BUCKET);
     let ws = Workspace::new(client, "api-faults").with_timeout(Duration::from_secs(600));
-    ws.write_main_tf(&walk_config(&sim));
+    ws.write_main_tf(&with_storage(
+        walk_config(&sim),
+        &gcs,
+        &format!("  backup {{\n    bucket = \"{BUCKET}\"\n    keep   = {KEEP}\n  }}\n"),
+    ));
     ws.init();
     set_vars(&ws, &ZONES[..1], &[]);
     ws.apply();
@@ -156,8 +211,9 @@ fn changes_under_random_faults(client: Client) {
     write_keys(&sim, &first);
 
     let changes = changes(rounds());
-    let (mut converged, mut second_runs, mut faults_fired) = (0, 0, 0);
-    for (n, (label, zones, vars)) in changes.iter().enumerate() {
+    let downloads = tempfile::tempdir().expect("download dir");
+    let (mut converged, mut second_runs, mut faults_fired, mut newest) = (0, 0, 0, None);
+    for (n, (label, zones, vars, backed_up_before)) in changes.iter().enumerate() {
         set_vars(&ws, zones, vars);
         arm(&sim, seed + 10 * n as u64, percent);
         let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
@@ -184,6 +240,13 @@ fn changes_under_random_faults(client: Client) {
             ws.apply();
         }
         check(client, &ws, &sim, zones.len());
+        newest = Some(assert_backed_up(
+            &gcs,
+            downloads.path(),
+            newest,
+            backed_up_before,
+            &format!("[{client}] {label} (seed {seed})"),
+        ));
         converged += 1;
     }
     assert!(
