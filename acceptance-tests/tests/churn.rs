@@ -2,7 +2,7 @@
 //! another to one cluster of 1–5 replicas, with Terraform and OpenTofu taking turns on the same state and a writer
 //! putting keys into etcd during every apply. The changes are the ones users make: add replicas, remove them,
 //! swap one for another in one apply, replace one (`-replace`), move one to another zone, roll the machine type,
-//! grow and roll in one apply, and upgrade etcd 3.4 → 3.5 once. The cluster backs up to fake-gcs-server before
+//! upgrade Kubernetes by one minor (1.33 up to 1.36), grow and roll in one apply, and upgrade etcd 3.4 → 3.5 once. The cluster backs up to fake-gcs-server before
 //! every change, and two disasters are drawn as well: every replica but one lost with its disk, recovered from the
 //! survivor (`restore { source = "surviving_member" }`), and every replica lost, restored from the newest snapshot
 //! (`source = "snapshot"`).
@@ -36,6 +36,8 @@ const ZONES: [&str; 4] = [
 ];
 const MAX_REPLICAS: usize = 5;
 const MACHINE_TYPES: [&str; 2] = ["e2-standard-2", "e2-standard-4"];
+/// The Kubernetes minors the sequence climbs, one at a time (the version-skew policy allows no more).
+const KUBERNETES: [&str; 4] = ["1.33", "1.34", "1.35", "1.36"];
 const BUCKET: &str = "churn-backups";
 
 fn env_number(name: &str) -> Option<u64> {
@@ -73,6 +75,7 @@ struct Desired {
     replicas: BTreeMap<String, String>,
     machine_type: &'static str,
     etcd_version: &'static str,
+    kubernetes_version: &'static str,
     /// The `restore` block: raising the generation asks for one recovery or restore.
     restore_source: &'static str,
     restore_generation: u32,
@@ -86,6 +89,7 @@ impl Desired {
             "replicas": self.replicas,
             "machine_type": self.machine_type,
             "etcd_version": self.etcd_version,
+            "kubernetes_version": self.kubernetes_version,
             "restore_source": self.restore_source,
             "restore_generation": self.restore_generation,
         })
@@ -173,6 +177,14 @@ fn draw(rng: &mut Pcg64Mcg, now: &Desired, backed_up: bool) -> Step {
                 d.replicas.insert(key.clone(), to.clone());
                 format!("move {key} from {from} to {to} ({n} replicas)")
             }
+            8 if rng.random_bool(0.5) => {
+                let Some(next) = next_kubernetes(d.kubernetes_version) else {
+                    continue;
+                };
+                let from = d.kubernetes_version;
+                d.kubernetes_version = next;
+                format!("upgrade Kubernetes {from} → {next} on {n} replica(s)")
+            }
             8 => {
                 d.machine_type = other_machine_type(d.machine_type);
                 format!("roll {n} replica(s) to {}", d.machine_type)
@@ -221,6 +233,12 @@ fn draw(rng: &mut Pcg64Mcg, now: &Desired, backed_up: bool) -> Step {
             replace,
         };
     }
+}
+
+/// The next minor of `KUBERNETES` after `now`, while there is one.
+fn next_kubernetes(now: &str) -> Option<&'static str> {
+    let at = KUBERNETES.iter().position(|v| *v == now)?;
+    KUBERNETES.get(at + 1).copied()
 }
 
 fn other_machine_type(now: &str) -> &'static str {
@@ -353,6 +371,7 @@ fn a_seeded_sequence_of_user_changes_keeps_every_key_and_leaks_nothing() {
             replicas: BTreeMap::from([("r01".to_string(), pick_zone(&mut rng))]),
             machine_type: MACHINE_TYPES[0],
             etcd_version: "3.4",
+            kubernetes_version: KUBERNETES[0],
             restore_source: "surviving_member",
             restore_generation: 1,
             next_key: 1,
@@ -373,6 +392,7 @@ fn a_seeded_sequence_of_user_changes_keeps_every_key_and_leaks_nothing() {
         replicas: BTreeMap::new(),
         machine_type: MACHINE_TYPES[0],
         etcd_version: "3.4",
+        kubernetes_version: KUBERNETES[0],
         restore_source: "surviving_member",
         restore_generation: 1,
         next_key: 0,
