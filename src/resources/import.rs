@@ -81,8 +81,8 @@ pub async fn cluster(
         multizone: Val::Known(a.multizone),
         etcd_quorum_read: Val::Known(true),
         machine_type: s(&a.machine_type),
-        // Not on the instance as GCE lists it: assumed the defaults. A different configured value shows as an
-        // in-place update, which changes nothing on running VMs (it applies to replicas created later).
+        // Not on the instance as GCE lists it: assumed the defaults (for the image, what masters ran before the
+        // default changed). A different configured image or disk size is a build change: the replicas roll onto it.
         image: s(crate::domain::image::LEGACY),
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
