@@ -35,6 +35,12 @@ use lifetime::{ExitReason, Lifetime};
 /// reject a large state or schema that Terraform itself accepts.
 const MAX_MESSAGE_SIZE: usize = 256 << 20;
 
+/// The stack of every runtime thread. A provider's apply is one deep chain of futures (a restore's join awaits
+/// observe, backup, the executor and every backend call), and an unoptimised build lays each one out in full on
+/// the polling thread's stack: tokio's 2 MiB default overflowed there and aborted the plugin ("Plugin did not
+/// respond"). 16 MiB is reserved address space, touched only as deep as a call goes.
+const RUNTIME_STACK: usize = 16 * 1024 * 1024;
+
 /// Runs `provider` as a Terraform/OpenTofu plugin until the client is done with it, and returns the process exit
 /// code. Call it from a plain (non-async) `main`; it builds its own tokio runtime.
 ///
@@ -52,6 +58,7 @@ pub fn serve<P: ProviderServer>(provider: P) -> ExitCode {
     // not stall the other RPCs Terraform runs in parallel. Building it costs well under a millisecond.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(RUNTIME_STACK)
         .enable_all()
         .build()
     {
