@@ -90,6 +90,8 @@ impl LatencyProfile {
             ("addresses.insert", 1_500),
             ("addresses.delete", 1_500),
             ("addresses.setLabels", 500),
+            ("subnetworks.insert", 3_000),
+            ("subnetworks.delete", 3_000),
             ("forwardingRules.insert", 3_000),
             ("forwardingRules.delete", 3_000),
             ("targetPools.insert", 2_000),

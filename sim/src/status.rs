@@ -122,6 +122,17 @@ pub async fn collect(sim: &Sim) -> Value {
                    "dir": sim.cfg.fabric.then(|| crate::fabric::disk_dir(&sim.cfg, links::name_of(&d.zone), &d.name, &d.id))})
         })
         .collect();
+    // Only the subnetworks someone created: the implicit `default` of every region is no resource of theirs.
+    let subnetworks: Vec<Value> = cloud
+        .subnetworks
+        .iter()
+        .map(|(key, sn)| {
+            let users = cloud.subnet_users(key);
+            json!({"name": sn.name, "region": links::name_of(&sn.region), "network": links::name_of(&sn.network),
+                   "ipCidrRange": sn.ip_cidr_range,
+                   "users": users.iter().map(|u| links::name_of(u)).collect::<Vec<_>>()})
+        })
+        .collect();
     let rules: Vec<Value> = cloud
         .forwarding_rules
         .iter()
@@ -143,6 +154,7 @@ pub async fn collect(sim: &Sim) -> Value {
         "instances": instances,
         "addresses": addresses,
         "disks": disks,
+        "subnetworks": subnetworks,
         "forwardingRules": rules,
         "pendingOperations": pending,
         "faults": sim.faults().list().iter().map(|f| f.name.clone()).collect::<Vec<_>>(),

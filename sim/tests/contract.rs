@@ -32,6 +32,28 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     )
     .await;
     sim.get(&format!("regions/{r}/addresses")).await;
+    // Subnetworks: one beside the region's implicit `default`, with an INTERNAL address and an instance in it.
+    sim.ok(
+        "POST",
+        &format!("regions/{r}/subnetworks"),
+        Some(
+            json!({"name": "masters-b", "network": "global/networks/default",
+                    "ipCidrRange": "127.11.0.0/24", "description": "masters"}),
+        ),
+    )
+    .await;
+    sim.get(&format!("regions/{r}/subnetworks/masters-b")).await;
+    sim.get(&format!("regions/{r}/subnetworks/default")).await;
+    sim.get(&format!("regions/{r}/subnetworks")).await;
+    sim.get("aggregated/subnetworks").await;
+    sim.ok(
+        "POST",
+        &format!("regions/{r}/addresses"),
+        Some(json!({"name": "int-b", "addressType": "INTERNAL",
+                    "subnetwork": format!("regions/{r}/subnetworks/masters-b")})),
+    )
+    .await;
+    sim.get(&format!("regions/{r}/addresses/int-b")).await;
     let mut body = instance_body("m1", z);
     body["networkInterfaces"][0]["accessConfigs"] =
         json!([{"natIP": ip, "networkTier": "PREMIUM"}]);
@@ -39,7 +61,10 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     body["serviceAccounts"] =
         json!([{"email": "default", "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]);
     let m1 = instance(&sim, "m1", z, Some(body)).await;
-    instance(&sim, "m2", z, None).await;
+    let mut body = instance_body("m2", z);
+    body["networkInterfaces"][0]["subnetwork"] =
+        json!(format!("regions/{r}/subnetworks/masters-b"));
+    instance(&sim, "m2", z, Some(body)).await;
     sim.get(&format!("zones/{z}/instances")).await;
     sim.get("aggregated/instances").await;
     let base = format!("zones/{z}/instances/m1");
@@ -176,6 +201,8 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
         format!("zones/{z}/instances/m1"),
         format!("zones/{z}/instances/m2"),
         format!("regions/{r}/addresses/ip"),
+        format!("regions/{r}/addresses/int-b"),
+        format!("regions/{r}/subnetworks/masters-b"),
         format!("zones/{z}/disks/pd"),
     ] {
         sim.ok("DELETE", &path, None).await;

@@ -86,6 +86,18 @@ const LOAD_BALANCING: &[&str] = &[
     "compute.httpHealthChecks.delete",
 ];
 
+/// What `gcloud_subnetworks` makes gcloud call.
+const SUBNETWORKS: &[&str] = &[
+    "compute.subnetworks.insert",
+    "compute.regionOperations.wait",
+    "compute.subnetworks.get",
+    "compute.subnetworks.aggregatedList",
+    "compute.subnetworks.list",
+    "compute.addresses.insert",
+    "compute.instances.insert",
+    "compute.subnetworks.delete",
+];
+
 /// Fails unless gcloud (its User-Agent names `google-cloud-sdk`, inside a batch too) called each of `methods`
 /// with a 2xx answer on this sim.
 async fn assert_gcloud_called(sim: &Sim, methods: &[&str]) {
@@ -753,6 +765,169 @@ async fn gcloud_load_balancing() {
     assert_gcloud_called(&sim, LOAD_BALANCING).await;
 }
 
+/// A second subnetwork of the default network, an internal address and a VM in it, as an operator moving a master
+/// there would make them; then GCE's refusal to delete it while they use it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcloud_subnetworks() {
+    let sim = start().await;
+    gcloud(
+        &sim,
+        &[
+            "compute",
+            "networks",
+            "subnets",
+            "create",
+            "masters-b",
+            "--network",
+            "default",
+            "--region",
+            R,
+            "--range",
+            "127.11.0.0/24",
+        ],
+    )
+    .await
+    .unwrap();
+    let sn = gcloud(
+        &sim,
+        &[
+            "compute",
+            "networks",
+            "subnets",
+            "describe",
+            "masters-b",
+            "--region",
+            R,
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (&sn["ipCidrRange"], &sn["gatewayAddress"]),
+        (&"127.11.0.0/24".into(), &"127.11.0.1".into()),
+        "{sn}"
+    );
+    assert!(
+        sn["network"]
+            .as_str()
+            .unwrap()
+            .ends_with("/global/networks/default"),
+        "{sn}"
+    );
+    // Every region's default and the new one (subnetworks.aggregatedList); then one region (subnetworks.list).
+    let list = gcloud(&sim, &["compute", "networks", "subnets", "list"])
+        .await
+        .unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["region"].as_str().unwrap().ends_with(R))
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "masters-b"], "{list}");
+    let list = gcloud(
+        &sim,
+        &["compute", "networks", "subnets", "list", "--regions", R],
+    )
+    .await
+    .unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    gcloud(
+        &sim,
+        &[
+            "compute",
+            "addresses",
+            "create",
+            "m-b-ip",
+            "--region",
+            R,
+            "--subnet",
+            "masters-b",
+        ],
+    )
+    .await
+    .unwrap();
+    let ip = sim.get(&format!("regions/{R}/addresses/m-b-ip")).await.body;
+    assert!(
+        ip["address"].as_str().unwrap().starts_with("127.11.0."),
+        "{ip}"
+    );
+    assert_eq!(ip["addressType"], "INTERNAL", "{ip}");
+    assert_eq!(ip["subnetwork"], sn["selfLink"], "{ip}");
+    gcloud(
+        &sim,
+        &[
+            "compute",
+            "instances",
+            "create",
+            "m-b",
+            "--zone",
+            Z,
+            "--machine-type",
+            "e2-small",
+            "--image-family",
+            "debian-12",
+            "--image-project",
+            "debian-cloud",
+            "--subnet",
+            "masters-b",
+            "--private-network-ip",
+            ip["address"].as_str().unwrap(),
+        ],
+    )
+    .await
+    .unwrap();
+    let vm = sim.get(&format!("zones/{Z}/instances/m-b")).await.body;
+    let nic = &vm["networkInterfaces"][0];
+    assert_eq!(nic["subnetwork"], sn["selfLink"], "{vm}");
+    assert_eq!(nic["networkIP"], ip["address"], "{vm}");
+    // GCE refuses to delete a subnetwork something uses, naming it.
+    let err = gcloud(
+        &sim,
+        &[
+            "compute",
+            "networks",
+            "subnets",
+            "delete",
+            "masters-b",
+            "--region",
+            R,
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "The subnetwork resource 'projects/{PROJECT}/regions/{R}/subnetworks/masters-b' is already being \
+             used by 'projects/{PROJECT}/zones/{Z}/instances/m-b'"
+        )),
+        "{err}"
+    );
+    // What is not under test goes straight to the API: each gcloud run costs a second of CPU.
+    sim.ok("DELETE", &format!("zones/{Z}/instances/m-b"), None)
+        .await;
+    sim.ok("DELETE", &format!("regions/{R}/addresses/m-b-ip"), None)
+        .await;
+    gcloud(
+        &sim,
+        &[
+            "compute",
+            "networks",
+            "subnets",
+            "delete",
+            "masters-b",
+            "--region",
+            R,
+        ],
+    )
+    .await
+    .unwrap();
+    let state = sim.admin("GET", "state", None).await;
+    assert_eq!(state["subnetworks"], serde_json::json!({}), "{state}");
+    assert_gcloud_called(&sim, SUBNETWORKS).await;
+}
+
 /// Every Compute method the provider calls (the permission table of docs/guides/gce.md, which
 /// scripts/check-iam-permissions keeps equal to what the provider's tests call) is called by gcloud above.
 #[test]
@@ -777,6 +952,7 @@ fn gcloud_covers_every_provider_method() {
         INSTANCES,
         DISKS,
         LOAD_BALANCING,
+        SUBNETWORKS,
     ]
     .concat()
     .into_iter()

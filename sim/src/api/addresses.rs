@@ -2,11 +2,12 @@
 //!
 //! `status` and `users` are derived when shown: IN_USE with the holders' selfLinks while an access config or a
 //! forwarding rule holds the IP, RESERVED otherwise (RESERVING until the insert operation is DONE). Inserting an
-//! address for an IP an instance or rule already holds ephemerally *promotes* it, as on GCE.
+//! address for an IP an instance or rule already holds ephemerally *promotes* it, as on GCE. An INTERNAL address
+//! takes its IP from its `subnetwork` (the region's `default` if it names none), which it then shows as a full URL.
 
 use super::common::{self, body, check_name, to_value};
 use super::error::{ApiError, ApiResult};
-use super::{Handler, Req, Route};
+use super::{Handler, Req, Route, subnetworks};
 use crate::app::Sim;
 use crate::ops::model::{Collection, Transition};
 use crate::ops::{OpSpec, Scope};
@@ -71,6 +72,10 @@ pub fn rel_of(link: &str) -> &str {
 pub fn render(cloud: &Cloud, a: &Address) -> ApiResult<Value> {
     let mut a = a.clone();
     let region = crate::state::links::name_of(&a.region).to_string();
+    if a.address_type == "INTERNAL" && a.subnetwork.is_none() {
+        // Reserved by a sim that did not record subnetworks yet: those all came from the region's `default`.
+        a.subnetwork = Some(format!("{}/subnetworks/{}", a.region, subnetworks::DEFAULT));
+    }
     a.users = cloud.users_of_ip(&region, &a.address);
     if a.status != "RESERVING" {
         a.status = if a.users.is_empty() {
@@ -95,8 +100,28 @@ fn insert(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
         a.address_type = "EXTERNAL".into();
     }
     let range = match a.address_type.as_str() {
-        "EXTERNAL" => IpRange::External,
-        "INTERNAL" => IpRange::Internal,
+        "EXTERNAL" => {
+            if let Some(sub) = a.subnetwork.as_deref().filter(|s| !s.is_empty()) {
+                return Err(ApiError::invalid_field(
+                    "resource.subnetwork",
+                    sub,
+                    "A subnetwork can only be given for an INTERNAL address.",
+                ));
+            }
+            a.network_tier.get_or_insert_with(|| "PREMIUM".into());
+            IpRange::External
+        }
+        "INTERNAL" => {
+            // No subnetwork: the region's `default`, as GCE picks the default network's subnetwork.
+            let sub = match a.subnetwork.as_deref().filter(|s| !s.is_empty()) {
+                Some(given) => {
+                    subnetworks::resolve(sim, cloud, req, "resource.subnetwork", given, &region)?
+                }
+                None => subnetworks::default_of(sim, cloud, req, &region)?,
+            };
+            a.subnetwork = Some(sim.links.url(&sub.rel));
+            IpRange::Internal(sub.range)
+        }
         other => {
             return Err(ApiError::invalid_field(
                 "resource.addressType",
@@ -105,12 +130,17 @@ fn insert(sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
             ));
         }
     };
-    if range == IpRange::External {
-        a.network_tier.get_or_insert_with(|| "PREMIUM".into());
-    }
     if a.address.is_empty() {
         a.address = cloud.allocate_ip(range, &BTreeSet::new()).ok_or_else(|| {
-            ApiError::new(400, "invalid", "No addresses are available in the region.")
+            let what = match range {
+                IpRange::Internal(_) => "the subnetwork",
+                IpRange::External => "the region",
+            };
+            ApiError::new(
+                400,
+                "invalid",
+                format!("No addresses are available in {what}."),
+            )
         })?;
     } else {
         check_requested_ip(cloud, &region, &a.address, range)?;
@@ -151,11 +181,11 @@ fn check_requested_ip(cloud: &Cloud, region: &str, ip: &str, range: IpRange) -> 
         )
     };
     if !range.contains(ip) {
-        return Err(ApiError::invalid_field(
-            "resource.address",
-            ip,
-            "Specified IP address is not available in this region.",
-        ));
+        let why = match range {
+            IpRange::Internal(_) => "Requested internal IP is outside the subnetwork CIDR range.",
+            IpRange::External => "Specified IP address is not available in this region.",
+        };
+        return Err(ApiError::invalid_field("resource.address", ip, why));
     }
     if cloud.addresses.values().any(|a| a.address == ip) {
         return Err(conflict());

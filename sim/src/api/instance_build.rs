@@ -1,11 +1,12 @@
 //! How instances.insert turns a request body into what GCE stores: the machine type as a full URL in the
-//! instance's zone, and network interfaces with names, networks, internal IPs and access configs. Disks are
-//! in `disks.rs` (`attachment`).
+//! instance's zone, and network interfaces with names, networks, subnetworks, internal IPs (from the subnetwork's
+//! range) and access configs. Disks are in `disks.rs` (`attachment`).
 
 use super::Req;
 use super::access_configs;
 use super::common;
 use super::error::{ApiError, ApiResult};
+use super::subnetworks;
 use crate::app::Sim;
 use crate::state::resources::NetworkInterface;
 use crate::state::{Cloud, IpRange, ids};
@@ -43,34 +44,45 @@ pub fn network_interface(
     let field = format!("resource.networkInterfaces[{n}]");
     nic.kind = "compute#networkInterface".into();
     nic.name = format!("nic{n}");
-    let network = if nic.network.is_empty() {
-        "global/networks/default"
-    } else {
-        nic.network.as_str()
+    // The subnetwork first: an interface that names only a subnetwork is on that subnetwork's network.
+    let sub_field = format!("{field}.subnetwork");
+    let sub = match nic.subnetwork.as_deref().filter(|s| !s.is_empty()) {
+        Some(given) => Some(subnetworks::resolve(
+            sim, cloud, req, &sub_field, given, region,
+        )?),
+        None => None,
     };
-    nic.network = sim.links.url(&common::reference(
-        sim,
-        req,
-        &format!("{field}.network"),
-        network,
-    )?);
-    let sub = nic
-        .subnetwork
-        .clone()
-        .unwrap_or_else(|| format!("regions/{region}/subnetworks/default"));
-    nic.subnetwork = Some(sim.links.url(&common::reference(
-        sim,
-        req,
-        &format!("{field}.subnetwork"),
-        &sub,
-    )?));
+    let network_field = format!("{field}.network");
+    let network = match (nic.network.is_empty(), &sub) {
+        (false, _) => common::reference(sim, req, &network_field, &nic.network)?,
+        (true, Some(sub)) => sub.network.clone(),
+        (true, None) => common::reference(sim, req, &network_field, "global/networks/default")?,
+    };
+    let sub = match sub {
+        Some(sub) => {
+            if sub.network != network {
+                return Err(ApiError::invalid_field(
+                    &sub_field,
+                    nic.subnetwork.as_deref().unwrap_or_default(),
+                    "Subnetwork should belong to the network.",
+                ));
+            }
+            sub
+        }
+        // No subnetwork: the region's `default`. The sim lets an interface on any network take it (it has no
+        // networks resource that could say which subnetworks a network has), as it always did.
+        None => subnetworks::default_of(sim, cloud, req, region)?,
+    };
+    nic.network = sim.links.url(&network);
+    nic.subnetwork = Some(sim.links.url(&sub.rel));
+    let range = IpRange::Internal(sub.range);
     let ip = match nic.network_ip.take() {
         Some(ip) => {
-            if !IpRange::Internal.contains(&ip) {
+            if !range.contains(&ip) {
                 return Err(ApiError::invalid_field(
                     &format!("{field}.networkIP"),
                     &ip,
-                    "Not in the subnetwork's range.",
+                    "Requested internal IP is outside the subnetwork CIDR range.",
                 ));
             }
             // A reserved INTERNAL address of the region is meant to be used this way (a static internal IP);
@@ -89,7 +101,7 @@ pub fn network_interface(
             }
             ip
         }
-        None => cloud.allocate_ip(IpRange::Internal, taken).ok_or_else(|| {
+        None => cloud.allocate_ip(range, taken).ok_or_else(|| {
             ApiError::new(400, "invalid", "The subnetwork has no free addresses.")
         })?,
     };

@@ -16,6 +16,7 @@ pub mod instance_build;
 pub mod instance_meta;
 pub mod instances;
 pub mod operations;
+pub mod subnetworks;
 pub mod target_pools;
 pub mod zones;
 
@@ -103,6 +104,7 @@ fn routes() -> impl Iterator<Item = &'static Route> {
         instances::ROUTES,
         disks::ROUTES,
         addresses::ROUTES,
+        subnetworks::ROUTES,
         firewalls::ROUTES,
         health_checks::ROUTES,
         target_pools::ROUTES,

@@ -96,6 +96,26 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             users.join(", ")
         );
     }
+    // Created subnetworks only; every region also has the implicit `default`.
+    if let Some(subnets) = v["subnetworks"].as_array().filter(|s| !s.is_empty()) {
+        println!("\nSUBNETWORK           REGION         NETWORK        RANGE              USERS");
+        for sn in subnets {
+            let users: Vec<String> = sn["users"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(s)
+                .collect();
+            println!(
+                "{:<20} {:<14} {:<14} {:<18} {}",
+                s(&sn["name"]),
+                s(&sn["region"]),
+                s(&sn["network"]),
+                s(&sn["ipCidrRange"]),
+                users.join(", ")
+            );
+        }
+    }
     println!(
         "\nFORWARDING RULE      IP              PORTS          TARGET         SERVING  BACKENDS"
     );

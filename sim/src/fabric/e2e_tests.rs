@@ -415,6 +415,74 @@ async fn masters_on_a_custom_network_reach_each_others_peer_port_only_through_a_
     running.stop().await;
 }
 
+/// A master in a subnetwork added to the default network runs on an address of that range (127.11.x, outside the
+/// sim's own /16s) and forms a cluster with a master of the `default` subnetwork. The masters' peer rule is what GCE
+/// needs for that (`default-allow-internal` does not cover an added range: see `fabric::firewall`'s tests); etcd
+/// alone would not show its absence, as a member reached one way only still joins (it pipelines the other way).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_in_two_subnetworks_of_the_default_network_form_one_cluster() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Live {
+        running,
+        api,
+        _guard,
+    } = start_live(dir.path()).await;
+    api.ok(
+        "regions/us-central1/subnetworks",
+        json!({"name": "masters-b", "network": "global/networks/default", "ipCidrRange": "127.11.79.0/24"}),
+    )
+    .await;
+    let members = [
+        testkit::member("s0", Ipv4Addr::new(127, 10, 79, 2)),
+        testkit::member("s1", Ipv4Addr::new(127, 11, 79, 2)),
+    ];
+    let pki = ClusterPki::new();
+    for (m, zone) in members.iter().zip(ZONES) {
+        let md = testkit::master_metadata(&pki, m, &members, "new", Ipv4Addr::new(127, 20, 79, 10));
+        let items: Vec<Value> = md
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect();
+        let subnetwork = if m.name == "s1" {
+            "masters-b"
+        } else {
+            "default"
+        };
+        let body = json!({"name": m.name, "machineType": format!("zones/{zone}/machineTypes/e2-standard-2"),
+            "tags": {"items": ["master"]},
+            "networkInterfaces": [{"subnetwork": format!("regions/us-central1/subnetworks/{subnetwork}"),
+                                   "networkIP": m.ip.to_string()}],
+            "metadata": {"items": items}});
+        api.ok(&format!("zones/{zone}/instances"), body).await;
+    }
+    let s1 = api
+        .call(
+            reqwest::Method::GET,
+            "zones/us-central1-b/instances/s1",
+            None,
+        )
+        .await;
+    assert_eq!(
+        s1["networkInterfaces"][0]["networkIP"], "127.11.79.2",
+        "{s1}"
+    );
+    api.ok(
+        "global/firewalls",
+        json!({"name": "peers", "allowed": [{"IPProtocol": "tcp", "ports": ["2380"]}],
+               "sourceTags": ["master"], "targetTags": ["master"]}),
+    )
+    .await;
+    for vm in ["s0", "s1"] {
+        eventually(
+            Duration::from_secs(60),
+            &format!("{vm} healthy across the two subnetworks"),
+            async || etcd_health_via_ssh(dir.path(), vm).await == Ok(0),
+        )
+        .await;
+    }
+    running.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_sim_boots_its_vms_again_with_their_data() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -5,6 +5,7 @@
 //! moving the IP from one VM to a load balancer (and back) changes where new connections land, exactly as on GCE.
 
 pub(crate) mod background;
+mod cidr;
 pub mod firewall;
 mod guard;
 pub mod http;
@@ -13,10 +14,11 @@ mod pool;
 mod procfs;
 mod proxy;
 
+pub use cidr::Cidr;
 pub use firewall::{AdmitAll, Ingress, SharedIngress, Source, admit_all};
 pub use guard::{Guard, Identify, from_host, guard};
 pub use lb::{Backend, HealthCheckSpec, LbConfig, LoadBalancer, PROBER_SOURCES};
-pub use pool::{IpPool, MAX_NETWORK_BLOCK, set_network_block};
+pub use pool::{IpPool, MAX_NETWORK_BLOCK, block_ranges, network_block, set_network_block};
 pub use procfs::socket_owner;
 pub use proxy::{Forward, forward};
 

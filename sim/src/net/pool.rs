@@ -1,6 +1,6 @@
 //! Allocation of distinct loopback addresses, serializable so a restarted sim gives every VM its old IP back.
 
-use super::{NetError, is_usable_loopback};
+use super::{Cidr, NetError, is_usable_loopback};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -43,21 +43,28 @@ impl IpPool {
         })
     }
 
-    /// The pool for VM internal IPs (the sim's "VPC subnet"): 127.10.0.0/16, or the network block's.
+    /// The pool for VM internal IPs of the `default` subnetwork: 127.10.0.0/16, or the network block's.
     pub fn internal() -> IpPool {
-        let (internal, _) = block_octets();
-        IpPool::new(
-            Ipv4Addr::new(127, internal, 0, 2),
-            Ipv4Addr::new(127, internal, 255, 254),
-        )
-        .expect("static range is valid")
+        IpPool::in_subnet(IpPool::internal_cidr()).expect("static range is valid")
     }
 
-    /// The /16 the internal pool lies in: the sim's VPC range, which stands for GCE's 10.128.0.0/9 in the
-    /// `default` network's `default-allow-internal` rule.
-    pub fn internal_cidr() -> (Ipv4Addr, u8) {
+    /// The /16 the internal pool lies in: the range of every region's `default` subnetwork, which stands for GCE's
+    /// 10.128.0.0/9 in the `default` network's `default-allow-internal` rule.
+    pub fn internal_cidr() -> Cidr {
         let (internal, _) = block_octets();
-        (Ipv4Addr::new(127, internal, 0, 0), 16)
+        Cidr::new(Ipv4Addr::new(127, internal, 0, 0), 16)
+    }
+
+    /// The pool of a subnetwork's primary range: every address but the four GCE keeps in each range (the network
+    /// address, the gateway, the second-to-last and the broadcast address).
+    pub fn in_subnet(range: Cidr) -> Result<IpPool, NetError> {
+        let (net, bcast) = (u32::from(range.first()), u32::from(range.last()));
+        if bcast.saturating_sub(net) < 4 {
+            return Err(NetError::Invalid(format!(
+                "{range} is too small for a subnetwork"
+            )));
+        }
+        IpPool::new(Ipv4Addr::from(net + 2), Ipv4Addr::from(bcast - 2))
     }
 
     /// The pool for external addresses (static and ephemeral): 127.20.0.0/16, or the network block's.
@@ -136,8 +143,26 @@ pub fn set_network_block(n: u8) -> Result<(), NetError> {
     Ok(())
 }
 
+/// The network block this sim uses.
+pub fn network_block() -> u8 {
+    NETWORK_BLOCK.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The internal and external /16 of network block `n` (see [`set_network_block`]).
+pub fn block_ranges(n: u8) -> (Cidr, Cidr) {
+    let (internal, external) = octets_of(n);
+    (
+        Cidr::new(Ipv4Addr::new(127, internal, 0, 0), 16),
+        Cidr::new(Ipv4Addr::new(127, external, 0, 0), 16),
+    )
+}
+
 fn block_octets() -> (u8, u8) {
-    match NETWORK_BLOCK.load(std::sync::atomic::Ordering::Relaxed) {
+    octets_of(network_block())
+}
+
+fn octets_of(n: u8) -> (u8, u8) {
+    match n {
         0 => (10, 20),
         n => (30 + 2 * n, 31 + 2 * n),
     }

@@ -62,6 +62,7 @@ pub enum Collection {
     TargetPools,
     ForwardingRules,
     Disks,
+    Subnetworks,
 }
 
 /// A state change the sim applies when an operation reaches RUNNING or DONE. Data, not a closure, so

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod links;
 pub mod resources;
 
+use crate::net::Cidr;
 use crate::ops::model::{Collection, OpRecord, Transition};
 use resources::*;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,9 @@ pub struct Cloud {
     pub forwarding_rules: BTreeMap<String, ForwardingRule>,
     #[serde(default)]
     pub disks: BTreeMap<String, Disk>,
+    /// Subnetworks users created; the implicit `default` of every region is not stored (see `api::subnetworks`).
+    #[serde(default)]
+    pub subnetworks: BTreeMap<String, Subnetwork>,
     #[serde(default)]
     pub operations: BTreeMap<String, OpRecord>,
     /// `project/requestId` → operation key: a repeated mutation returns the first one's operation.
@@ -55,20 +59,30 @@ pub struct Cloud {
     pub client_ip: Option<Ipv4Addr>,
 }
 
-/// Internal (networkIP) addresses come from `net::IpPool::internal()` (127.10.0.0/16); external ones (natIP,
-/// addresses, forwarding rules) from `net::IpPool::external()` (127.20.0.0/16). Distinct loopback addresses let
-/// every VM bind the same ports.
+/// Where an IP is allocated from. Internal addresses (instances' `networkIP`, INTERNAL addresses) come from a
+/// subnetwork's primary range (`api::subnetworks::resolve`; the `default` subnetworks' is `net::IpPool::internal()`'s
+/// 127.10.0.0/16); external ones (natIP, EXTERNAL addresses, forwarding rules) from `net::IpPool::external()`
+/// (127.20.0.0/16). Distinct loopback addresses let every VM bind the same ports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IpRange {
-    Internal,
+    /// A subnetwork's primary range.
+    Internal(Cidr),
     External,
 }
 
 impl IpRange {
+    /// The addresses of the range that may be handed out; None for a range no pool can cover (never stored: a
+    /// subnetwork's range is checked when it is created).
+    fn pool(self) -> Option<crate::net::IpPool> {
+        match self {
+            IpRange::Internal(range) => crate::net::IpPool::in_subnet(range).ok(),
+            IpRange::External => Some(crate::net::IpPool::external()),
+        }
+    }
+
     pub fn contains(self, ip: &str) -> bool {
-        let pool = match self {
-            IpRange::Internal => crate::net::IpPool::internal(),
-            IpRange::External => crate::net::IpPool::external(),
+        let Some(pool) = self.pool() else {
+            return false;
         };
         ip.parse::<Ipv4Addr>().is_ok_and(|ip| pool.contains(ip))
     }
@@ -133,13 +147,10 @@ impl Cloud {
 
     /// The lowest free address of `range`, also avoiding `taken` (addresses chosen earlier in the same request).
     /// Allocation is derived from the state every time, so it can never disagree with what resources hold.
-    /// Uses `net::IpPool::{internal, external}() -> IpPool`, `allocate_specific(&mut self, Ipv4Addr)` to mark
-    /// what is held and `allocate(&mut self) -> Result<Ipv4Addr, NetError>` for the lowest free address.
+    /// Uses `net::IpPool`: `allocate_specific(&mut self, Ipv4Addr)` to mark what is held and
+    /// `allocate(&mut self) -> Result<Ipv4Addr, NetError>` for the lowest free address.
     pub fn allocate_ip(&self, range: IpRange, taken: &BTreeSet<String>) -> Option<String> {
-        let mut pool = match range {
-            IpRange::Internal => crate::net::IpPool::internal(),
-            IpRange::External => crate::net::IpPool::external(),
-        };
+        let mut pool = range.pool()?;
         for ip in self.ips_in_use().iter().chain(taken) {
             if let Ok(ip) = ip.parse::<Ipv4Addr>() {
                 // Addresses outside the pool's range are simply not its concern.
@@ -147,6 +158,29 @@ impl Cloud {
             }
         }
         pool.allocate().ok().map(|ip| ip.to_string())
+    }
+
+    /// Relative paths of what uses subnetwork `rel`: instances with an interface in it and INTERNAL addresses
+    /// reserved in it. Derived, so it follows out-of-band deletes.
+    pub fn subnet_users(&self, rel: &str) -> Vec<String> {
+        let is = |link: &str| links::rel_of(link) == Some(rel);
+        let mut users: Vec<String> = self
+            .instances
+            .iter()
+            .filter(|(_, i)| {
+                i.network_interfaces
+                    .iter()
+                    .any(|n| n.subnetwork.as_deref().is_some_and(is))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        users.extend(
+            self.addresses
+                .iter()
+                .filter(|(_, a)| a.subnetwork.as_deref().is_some_and(is))
+                .map(|(k, _)| k.clone()),
+        );
+        users
     }
 
     /// Full selfLinks of what holds IP `ip` in `region`: instances (via access configs for external IPs, via
@@ -259,12 +293,22 @@ impl Cloud {
                 self.crashed_by_outage.remove(key);
             }
             Collection::Disks => drop(self.disks.remove(key)),
+            Collection::Subnetworks => drop(self.subnetworks.remove(key)),
             Collection::Addresses => drop(self.addresses.remove(key)),
             Collection::Firewalls => drop(self.firewalls.remove(key)),
             Collection::HttpHealthChecks => drop(self.http_health_checks.remove(key)),
             Collection::TargetPools => drop(self.target_pools.remove(key)),
             Collection::ForwardingRules => drop(self.forwarding_rules.remove(key)),
         }
+    }
+}
+
+/// Whether `rel` names the implicit `default` subnetwork of a catalog region (`projects/p/regions/r/subnetworks/default`),
+/// which GCE's auto-mode `default` network has in every region.
+pub fn is_implicit_subnet(rel: &str) -> bool {
+    match links::segments(rel).as_slice() {
+        ["projects", _, "regions", region, "subnetworks", "default"] => catalog::is_region(region),
+        _ => false,
     }
 }
 
@@ -306,13 +350,24 @@ mod tests {
             c.allocate_ip(IpRange::External, &taken).as_deref(),
             Some("127.20.0.4")
         );
+        let default = crate::net::IpPool::internal_cidr();
         assert_eq!(
-            c.allocate_ip(IpRange::Internal, &none).as_deref(),
+            c.allocate_ip(IpRange::Internal(default), &none).as_deref(),
             Some("127.10.0.2")
         );
         assert!(
-            IpRange::Internal.contains("127.10.3.4") && !IpRange::Internal.contains("10.0.0.1")
+            IpRange::Internal(default).contains("127.10.3.4")
+                && !IpRange::Internal(default).contains("10.0.0.1")
         );
+        // A subnetwork's range: GCE keeps its first two and last two addresses.
+        let small = Cidr::parse_network("127.11.0.8/29").unwrap();
+        let range = IpRange::Internal(small);
+        assert_eq!(c.allocate_ip(range, &none).as_deref(), Some("127.11.0.10"));
+        assert!(range.contains("127.11.0.13") && !range.contains("127.11.0.14"));
+        let full = BTreeSet::from(
+            ["127.11.0.10", "127.11.0.11", "127.11.0.12", "127.11.0.13"].map(String::from),
+        );
+        assert_eq!(c.allocate_ip(range, &full), None);
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub struct Address {
     pub address_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_tier: Option<String>,
+    /// INTERNAL addresses: the subnetwork the IP is taken from, as a full URL (GCE returns it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnetwork: Option<String>,
     pub status: String,
     pub region: String,
     pub self_link: String,
@@ -141,6 +144,29 @@ pub struct Address {
     pub label_fingerprint: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A regional subnetwork of a network: the range its instances' and INTERNAL addresses' IPs come from. Every
+/// region also has an implicit `default` one (the sim's internal /16), which is never stored: see
+/// `api::subnetworks`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Subnetwork {
+    pub kind: String,
+    pub id: String,
+    pub creation_timestamp: String,
+    pub name: String,
+    pub network: String,
+    pub ip_cidr_range: String,
+    pub gateway_address: String,
+    pub region: String,
+    pub self_link: String,
+    pub fingerprint: String,
+    pub private_ip_google_access: bool,
+    pub stack_type: String,
+    pub purpose: String,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -65,6 +65,9 @@ pub fn contract_check(kind: &str, text: &str) {
         "compute#address" => p::<gce::Address>(kind, text),
         "compute#addressList" => p::<gce::AddressList>(kind, text),
         "compute#addressAggregatedList" => p::<gce::AddressAggregatedList>(kind, text),
+        "compute#subnetwork" => p::<gce::Subnetwork>(kind, text),
+        "compute#subnetworkList" => p::<gce::SubnetworkList>(kind, text),
+        "compute#subnetworkAggregatedList" => p::<gce::SubnetworkAggregatedList>(kind, text),
         "compute#forwardingRuleAggregatedList" => {
             p::<gce::ForwardingRuleAggregatedList>(kind, text)
         }
