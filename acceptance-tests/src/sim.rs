@@ -71,7 +71,7 @@ pub struct Sim {
     child: Child,
     url: String,
     state_dir: tempfile::TempDir,
-    _block: Block,
+    block: Block,
 }
 
 impl Sim {
@@ -134,11 +134,17 @@ impl Sim {
             child,
             url: format!("http://127.0.0.1:{port}/"),
             state_dir,
-            _block: block,
+            block,
         }
     }
 
     /// The Compute endpoint to give the provider (`compute_custom_endpoint`).
+    /// A /24 of loopback for a subnetwork a scenario creates, its own among parallel sims: `127.11.<block>.0/24`
+    /// (ha-sim keeps subnetworks out of every sim's network blocks, 127.10, 127.20 and 127.32 to 127.231).
+    pub fn spare_subnetwork_range(&self) -> String {
+        format!("127.11.{}.0/24", self.block.n)
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }

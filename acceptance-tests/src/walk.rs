@@ -55,6 +55,12 @@ variable "network" {{
   default = "default"
 }}
 
+# Unset: the network's own subnetwork (`default`).
+variable "subnetwork" {{
+  type    = string
+  default = null
+}}
+
 variable "etcd_version" {{
   type    = string
   default = "3.4"
@@ -90,6 +96,7 @@ resource "ha_master_cluster" "c" {{
   image                     = var.image
   data_disk_size_gb         = var.data_disk_size_gb
   network                   = var.network
+  subnetwork                = var.subnetwork
   etcd_version              = var.etcd_version
   kubernetes_version        = var.kubernetes_version
 }}
@@ -137,7 +144,7 @@ pub fn set_zones(ws: &Workspace, zones: &[&str]) {
 }
 
 /// The replicas' zones and other variables of the walk-through's configuration (`machine_type`, `image`,
-/// `data_disk_size_gb`, `network`, `etcd_version`).
+/// `data_disk_size_gb`, `network`, `subnetwork`, `etcd_version`).
 pub fn set_vars(ws: &Workspace, zones: &[&str], vars: &[(&str, &str)]) {
     let mut all = serde_json::json!({ "zones": zones });
     for (k, v) in vars {

@@ -417,3 +417,103 @@ fn roll_chain(client: Client) {
 fn a_roll_resumes_after_a_kill_at_every_step() {
     for_each_client(roll_chain);
 }
+
+/// A move of three replicas to another subnetwork (two are refused: see `domain::roll::move_refusal`), killed at every Compute operation it makes (the VM's delete,
+/// the internal address released and reserved again, the rebuild, the pool's changes): the next apply must finish
+/// it with the same etcd members at their new peer URLs and every key (the walk-through's full check). The
+/// operations are learned from an unfaulted move; then the replicas move back and forth between the `default`
+/// subnetwork and `masters-b`, each move killed at the next of its operations.
+fn move_chain(client: Client) {
+    let sim = Sim::start(&format!("matrix-move-{client}"));
+    let ws = Workspace::new(client, "matrix-move").with_timeout(Duration::from_secs(300));
+    ws.write_main_tf(&walk_config(&sim));
+    ws.init();
+    for n in 1..=THREE.len() {
+        set_zones(&ws, &THREE[..n]);
+        ws.apply();
+    }
+    let first = acceptance_tests::walk::outputs(&ws)["replicas"]["value"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    write_keys(&sim, &first);
+    sim.gcloud(&[
+        "compute",
+        "networks",
+        "subnets",
+        "create",
+        "masters-b",
+        "--network=default",
+        "--region=europe-west1",
+        &format!("--range={}", sim.spare_subnetwork_range()),
+    ])
+    .unwrap_or_else(|e| panic!("[{client}] {e}"));
+    const MOVE: &str = "move to another subnetwork";
+    let to = |n: usize| {
+        [(
+            "subnetwork",
+            if n % 2 == 1 { "masters-b" } else { "default" },
+        )]
+    };
+    sim.requests(true);
+    run(
+        client,
+        &ws,
+        &sim,
+        &Case {
+            label: MOVE,
+            to: THREE,
+            vars: &to(1),
+            fault: None,
+        },
+    );
+    let learned: Vec<String> = mutations_since_reset(&sim)
+        .into_iter()
+        .filter(|k| !k.starts_with("firewalls."))
+        .collect();
+    eprintln!("[{client}] {MOVE} makes {learned:?}");
+    assert!(
+        [
+            "instances.delete",
+            "addresses.delete",
+            "addresses.insert",
+            "instances.insert"
+        ]
+        .iter()
+        .all(|k| learned.iter().any(|l| l == k)),
+        "[{client}] the move did not make the operations it should: {learned:?}"
+    );
+    let operations = learned.len();
+    let mine: Vec<String> = learned
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| owner(client, *i, Mode::Kill))
+        .map(|(_, k)| k)
+        .collect();
+    for (n, kind) in mine.iter().enumerate() {
+        run(
+            client,
+            &ws,
+            &sim,
+            &Case {
+                label: MOVE,
+                to: THREE,
+                vars: &to(n + 2),
+                fault: Some((Mode::Kill, kind.clone())),
+            },
+        );
+    }
+    let report = format!(
+        "resume matrix [{client}] {MOVE}: resumed {}/{}, leaked 0 ({} of {operations} operations' kills)",
+        mine.len(),
+        mine.len(),
+        share_note(),
+    );
+    eprintln!("{report}");
+    println!("{report}");
+}
+
+#[test]
+fn a_subnetwork_move_resumes_after_a_kill_at_every_step() {
+    for_each_client(move_chain);
+}

@@ -249,5 +249,148 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
             "[{client}] the same single member"
         );
         check(client, &ws, &sim, 1);
+
+        // A sole replica moves to another subnetwork: rebuilt there on its disk, and its own etcd commits its new
+        // peer URL once it runs again (there is no other member to commit it).
+        let range = sim.spare_subnetwork_range();
+        sim.gcloud(&[
+            "compute",
+            "networks",
+            "subnets",
+            "create",
+            "masters-b",
+            "--network=default",
+            "--region=us-central1",
+            &format!("--range={range}"),
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        let mut moved = rebuild.to_vec();
+        moved.push(("subnetwork", "masters-b"));
+        set_vars(&ws, &[A], &moved);
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains("will be rolled: subnetwork changes");
+        plan.assert_contains(
+            "This is the only replica: the Kubernetes API is down while its VM restarts",
+        );
+        ws.apply();
+        let ip = sim.instance(&by_zone[A])["networkInterfaces"][0]["networkIP"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            ip.starts_with(range.trim_end_matches("0/24")),
+            "[{client}] the sole replica is at {ip}"
+        );
+        let list: serde_json::Value = serde_json::from_str(
+            &sim.ssh(&by_zone[A], &["etcdctl", "member", "list", "-w", "json"]),
+        )
+        .unwrap();
+        assert_eq!(
+            list["members"][0]["peerURLs"][0].as_str(),
+            Some(format!("https://{ip}:2380").as_str()),
+            "[{client}] etcd lists the new peer URL: {list}"
+        );
+        assert_eq!(
+            members(&sim, &by_zone[A])[&by_zone[A]],
+            before[&by_zone[A]],
+            "[{client}] the same member"
+        );
+        check(client, &ws, &sim, 1);
+    });
+}
+
+/// Another subnetwork of the cluster's network: each replica's VM is rebuilt there on its data disk, its reserved
+/// internal IP moves with it and etcd is told its member's new peer URL. The members keep their ids and data (no
+/// member is added or removed, nothing is streamed), one replica at a time, with no failed probe.
+#[test]
+fn three_replicas_move_to_another_subnetwork_keeping_their_members_and_data() {
+    for_each_client(|client| {
+        let (sim, ws, by_zone) = three_replicas(client, "subnet", Duration::from_secs(600));
+        let vms: Vec<String> = by_zone.values().cloned().collect();
+        write_keys(&sim, &vms[0]);
+        let before = members(&sim, &vms[0]);
+        // The new subnetwork, made with gcloud as its owner would.
+        let range = sim.spare_subnetwork_range();
+        let prefix = range.trim_end_matches("0/24").to_string();
+        sim.gcloud(&[
+            "compute",
+            "networks",
+            "subnets",
+            "create",
+            "masters-b",
+            "--network=default",
+            "--region=us-central1",
+            &format!("--range={range}"),
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] {e}"));
+
+        set_vars(&ws, &THREE_ZONES, &[("subnetwork", "masters-b")]);
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains("0 to add, 4 to change, 0 to destroy");
+        plan.assert_contains("will be rolled: subnetwork changes");
+        plan.assert_contains("etcd is told the member's new peer URL");
+        plan.assert_contains("no downtime is expected");
+        let m = apply_measured(&ws, &sim, "subnet");
+        assert_rolled_cleanly(client, &sim, &vms, "subnet", &m);
+
+        let peers: BTreeMap<String, String> = {
+            let list: serde_json::Value = serde_json::from_str(
+                &sim.ssh(&vms[1], &["etcdctl", "member", "list", "-w", "json"]),
+            )
+            .unwrap();
+            list["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    (
+                        m["name"].as_str().unwrap().to_string(),
+                        m["peerURLs"][0].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        };
+        for vm in &vms {
+            let nic = sim.instance(vm)["networkInterfaces"][0].clone();
+            assert!(
+                nic["subnetwork"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("/subnetworks/masters-b"),
+                "[{client}] {vm} is on {}",
+                nic["subnetwork"]
+            );
+            let ip = nic["networkIP"].as_str().unwrap();
+            assert!(ip.starts_with(&prefix), "[{client}] {vm} has {ip}");
+            let address = sim
+                .gcloud(&[
+                    "compute",
+                    "addresses",
+                    "describe",
+                    &format!("{vm}-int"),
+                    "--region=us-central1",
+                ])
+                .unwrap_or_else(|e| panic!("[{client}] {e}"));
+            assert_eq!(address["address"], ip, "[{client}] {vm}'s reserved IP");
+            assert!(
+                address["subnetwork"]
+                    .as_str()
+                    .is_some_and(|s| s.ends_with("/subnetworks/masters-b")),
+                "[{client}] {vm}'s address: {address}"
+            );
+            assert_eq!(
+                peers[vm],
+                format!("https://{ip}:2380"),
+                "[{client}] etcd reaches {vm} at its new IP"
+            );
+        }
+        assert_eq!(
+            members(&sim, &vms[2]),
+            before,
+            "[{client}] the same members, no add or remove"
+        );
+        check(client, &ws, &sim, 3);
     });
 }

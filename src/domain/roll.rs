@@ -11,6 +11,7 @@
 //! before it rejoins the pool, and a soak of consecutive healthy checks ends the step.
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 
 use super::step::Step;
 use super::topology::{Observed, Refusal, unknown_membership};
@@ -36,6 +37,10 @@ pub const ETCD_IMAGE: &str = "etcd_image";
 
 /// The name `master_settings` shows the Kubernetes release under (absent for 1.28.15, what masters ran before).
 pub const KUBERNETES_VERSION: &str = "kubernetes_version";
+
+/// The name a roll's warning lists a move to another subnetwork under (not part of a build: the VM's interface
+/// says where it is).
+pub const SUBNETWORK: &str = "subnetwork";
 
 /// The VM label that records which build a replica VM was created from.
 pub const BUILD_LABEL: &str = "ha-master-build";
@@ -107,6 +112,34 @@ pub struct VmFacts {
     /// Whether the certificates the VM runs with are within the cluster's renewal window
     /// (`domain::certificates`): a roll then rebuilds it, which issues new ones from the same CAs.
     pub certificates_due: bool,
+    /// The name of the subnetwork its network interface is on.
+    pub subnetwork: String,
+    /// Its internal IP.
+    pub internal_ip: Option<Ipv4Addr>,
+}
+
+/// Where the replica's internal IP lives, for a move to another subnetwork of the cluster's network: the VM is
+/// rebuilt there on its data disk, its reserved internal address moves with it, and etcd is told the member's
+/// new peer URL (`etcdctl member update`, etcd's documented way to change a member's peer address). The member
+/// keeps its id and its data; nothing is streamed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The subnetwork the cluster's masters belong on, by name ([`subnetwork_name`]).
+    pub want_subnetwork: String,
+    /// The replica's reserved internal address (`<replica>-int`): its subnetwork's name and its IP; `None` when
+    /// it is not reserved (a move killed between releasing it and reserving it again).
+    pub reserved: Option<(String, Ipv4Addr)>,
+    /// The peer IP etcd lists for the replica's member.
+    pub peer_ip: Option<Ipv4Addr>,
+}
+
+/// The name of the subnetwork a setting or a URL names: its last path segment; none set is the subnetwork GCE
+/// gives an auto-mode network in each region, named after the network.
+pub fn subnetwork_name(subnetwork: Option<&str>, network: &str) -> String {
+    let last = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    subnetwork
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| last(network), last)
 }
 
 /// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
@@ -295,13 +328,32 @@ pub fn roll_steps(
     vm: Option<&VmFacts>,
     data_disk_gb: Option<i64>,
     want: &Build,
+    place: &Placement,
 ) -> Result<Vec<Step>, Refusal> {
     preflight(world, me)?;
     let alone = world.instances.iter().all(|n| n == me);
     let in_pool = world.pool.as_ref().map(|p| p.contains(me));
     let digest = want.digest();
     let grow = matches!((want.data_disk_gb, data_disk_gb), (Some(w), Some(have)) if w > have);
+    // Another subnetwork: the VM's interface says where it is; without a VM, its reserved address does.
+    let moves = match vm {
+        Some(v) => v.subnetwork != place.want_subnetwork,
+        None => place
+            .reserved
+            .as_ref()
+            .is_none_or(|(sub, _)| *sub != place.want_subnetwork),
+    };
+    // The IP the member will run on, when known now, against the one etcd lists: a move learns its new IP only
+    // once the address is reserved again, and always tells etcd.
+    let runs_on = vm
+        .and_then(|v| v.internal_ip)
+        .or(place.reserved.as_ref().map(|(_, ip)| *ip));
+    let peer_stale = moves || runs_on.is_some_and(|ip| Some(ip) != place.peer_ip);
+    if moves && let Some(refusal) = move_refusal(world, me) {
+        return Err(refusal);
+    }
     let rebuild = grow
+        || moves
         || vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()) || v.certificates_due);
     let resize = vm.is_some_and(|v| v.machine_type != want.machine_type);
     let running = vm.is_some_and(|v| v.status == "RUNNING");
@@ -328,6 +380,9 @@ pub fn roll_steps(
         if vm.is_some() {
             steps.push(Step::DeleteInstance);
         }
+        if moves {
+            steps.push(Step::MoveInternalAddress);
+        }
         if grow {
             steps.push(Step::GrowDataDisk);
         }
@@ -340,6 +395,11 @@ pub fn roll_steps(
         steps.push(Step::StartInstance);
     } else if !running {
         steps.push(Step::StartInstance);
+    }
+    // Once the VM runs on its new IP: with a majority of the others the update commits at once, and a sole or
+    // second member needs its own restart for a quorum to commit it.
+    if peer_stale {
+        steps.push(Step::UpdatePeerUrl);
     }
     let touched = !steps.is_empty();
     if touched {
@@ -361,31 +421,42 @@ pub fn roll_steps(
     Ok(steps)
 }
 
-/// Why replica `me` cannot follow its cluster to another network or subnetwork (`from` and `to` are each a
-/// network and an optional subnetwork). Its internal IP, and so its etcd member's peer address and serving
-/// certificate, would change: that is a new member, not a roll, and members on two VPC networks cannot reach each
-/// other's peer port. Replacing every replica for it (what the plan used to do) loses etcd's data with the last
-/// one, so the plan refuses instead and says what the user can do.
-pub fn network_move(
-    me: &str,
-    from: (&str, Option<&str>),
-    to: (&str, Option<&str>),
-) -> Option<Refusal> {
-    if from == to {
+/// Why replica `me` cannot follow its cluster to another VPC network (`from` and `to` name the networks). Members
+/// on two networks cannot reach each other's peer port (GCE routes internal IPs within one network), so no roll
+/// can move them one at a time; replacing every replica for it (what the plan used to do) loses etcd's data with
+/// the last one. The plan refuses instead and says what the user can do. Another subnetwork of the same network
+/// rolls ([`Placement`]).
+pub fn network_move(me: &str, from: &str, to: &str) -> Option<Refusal> {
+    let last = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    if last(from) == last(to) {
         return None;
     }
-    let show = |(net, sub): (&str, Option<&str>)| match sub {
-        Some(sub) => format!("network {net}, subnetwork {sub}"),
-        None => format!("network {net}"),
-    };
     Some((
-        format!("Replica {me} cannot move to another network or subnetwork"),
+        format!("Replica {me} cannot move to another network"),
         format!(
-            "The cluster's masters are on {} and the configuration moves them to {}. A master's internal IP, and with it its etcd member's peer address, cannot change in place, and replacing the replicas would lose etcd's data with the last one, so nothing is planned. Set network and subnetwork back to the cluster's. To start over on the new network with an empty cluster, destroy this one first (deletion_protection = false, then terraform destroy).",
-            show(from),
-            show(to)
+            "The cluster's masters are on network {from} and the configuration moves them to network {to}. Members on two VPC networks cannot reach each other's etcd peer port, so the masters cannot move one at a time, and replacing them all would lose etcd's data with the last one; nothing is planned. Set network back to {from}. Another subnetwork of {from} can be set instead: the replicas roll onto it one at a time, keeping their etcd members and data."
         ),
     ))
+}
+
+/// Why replica `me` cannot move to another subnetwork now: with two voting members, neither carries a quorum
+/// alone, so etcd cannot commit the moved member's new peer URL until that member runs again, and the member at
+/// its new address can reach the other only through whichever side still knows the right URL. A second failure
+/// in that window (the other member's own restart, an interrupted apply) leaves both at addresses the other does
+/// not know, and no quorum to say otherwise. A sole member commits its own change once it runs again, and three or
+/// more keep a quorum without the one that moves.
+pub fn move_refusal(world: &Observed, me: &str) -> Option<Refusal> {
+    let voters = world.members.as_ref().map_or(world.instances.len(), |m| {
+        m.iter().filter(|m| !m.is_learner).count()
+    });
+    (voters == 2).then(|| {
+        (
+            format!("Replica {me} cannot move to another subnetwork with two replicas"),
+            format!(
+                "Moving {me} changes its etcd member's peer address, which etcd must commit while the member is away: with two members neither has a quorum alone, so a second restart in that window could leave both at addresses the other does not know. Nothing was changed. Add a third replica first (three also keep the API up during every roll), then apply the subnetwork change; or move with one replica."
+            ),
+        )
+    })
 }
 
 /// Why a change of `data_disk_size_gb` from `old` to `new` GB cannot be applied: GCE grows persistent disks
@@ -405,7 +476,9 @@ pub fn data_disk_shrink(cluster: &str, old: i64, new: i64) -> Option<Refusal> {
 /// What a roll means for the user, said at plan: how it is done and what they will see.
 pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, String) {
     let list = changes.join(", ");
-    let how = if changes.iter().all(|c| c == "machine_type") {
+    let how = if changes.iter().any(|c| c == SUBNETWORK) {
+        "its VM is deleted and created again in the new subnetwork on the same etcd data disk: its reserved internal IP moves to that subnetwork, its certificates are issued for the new IP, and etcd is told the member's new peer URL (`member update`), so etcd restarts as the same member with its data (no member is added or removed, nothing is streamed)"
+    } else if changes.iter().all(|c| c == "machine_type") {
         "its VM is stopped, its machine type set and the VM started again (same boot disk, same etcd member and data)"
     } else {
         "its VM is deleted and created again with the new settings on the same etcd data disk and internal IP, so etcd restarts as the same member with its data (no member is added or removed)"
@@ -484,6 +557,19 @@ mod tests {
             build: Some(b.digest()),
             has_data_disk: true,
             certificates_due: false,
+            subnetwork: "default".into(),
+            internal_ip: Some(HERE),
+        }
+    }
+
+    const HERE: Ipv4Addr = Ipv4Addr::new(10, 128, 0, 2);
+
+    /// Where the replica is and stays: its address in the cluster's subnetwork, the IP etcd lists.
+    fn here() -> Placement {
+        Placement {
+            want_subnetwork: "default".into(),
+            reserved: Some(("default".into(), HERE)),
+            peer_ip: Some(HERE),
         }
     }
 
@@ -645,7 +731,7 @@ mod tests {
         assert_eq!(preflight(&lost, "m3"), Ok(()));
         let want = build("e2-standard-2", "img-1");
         assert_eq!(
-            roll_steps(&lost, "m2", None, Some(20), &want).unwrap(),
+            roll_steps(&lost, "m2", None, Some(20), &want, &here()).unwrap(),
             vec![RebuildInstance, AwaitMember, AwaitApi, Soak]
         );
         // A running replica still needs the others healthy before it is taken down.
@@ -763,7 +849,7 @@ mod tests {
         ];
         for (w, v, want, steps) in cases {
             assert_eq!(
-                roll_steps(w, "a", v.as_ref(), Some(20), want),
+                roll_steps(w, "a", v.as_ref(), Some(20), want, &here()),
                 Ok(steps.clone()),
                 "{v:?} -> {want:?}"
             );
@@ -777,9 +863,12 @@ mod tests {
         let b = build("e2-standard-2", "img-1");
         let w = world(&["a", "b", "c"], &[]);
         let mut v = vm("RUNNING", "e2-standard-2", &b);
-        assert_eq!(roll_steps(&w, "a", Some(&v), Some(20), &b), Ok(vec![]));
+        assert_eq!(
+            roll_steps(&w, "a", Some(&v), Some(20), &b, &here()),
+            Ok(vec![])
+        );
         v.certificates_due = true;
-        let steps = roll_steps(&w, "a", Some(&v), Some(20), &b).unwrap();
+        let steps = roll_steps(&w, "a", Some(&v), Some(20), &b, &here()).unwrap();
         assert_eq!(
             steps[..4],
             [
@@ -803,6 +892,7 @@ mod tests {
             Some(&v),
             Some(20),
             &want,
+            &here(),
         )
         .unwrap_err();
         assert!(
@@ -818,7 +908,8 @@ mod tests {
                 "a",
                 Some(&stopped),
                 Some(20),
-                &want
+                &want,
+                &here()
             )
             .is_ok()
         );
@@ -826,10 +917,10 @@ mod tests {
         // this roll took away, not a reason to stop; a member that does not answer at all is.
         let mut two = world(&["a", "b"], &["a", "b"]);
         two.members.as_mut().unwrap()[1].answered = true;
-        assert!(roll_steps(&two, "a", Some(&stopped), Some(20), &want).is_ok());
+        assert!(roll_steps(&two, "a", Some(&stopped), Some(20), &want, &here()).is_ok());
         two.members.as_mut().unwrap()[1].answered = false;
         assert!(
-            roll_steps(&two, "a", Some(&stopped), Some(20), &want)
+            roll_steps(&two, "a", Some(&stopped), Some(20), &want, &here())
                 .unwrap_err()
                 .1
                 .contains("b is unhealthy")
@@ -837,13 +928,13 @@ mod tests {
         // While this member is healthy, the other must be healthy too.
         let mut running = world(&["a", "b"], &["b"]);
         running.members.as_mut().unwrap()[1].answered = true;
-        assert!(roll_steps(&running, "a", Some(&v), Some(20), &want).is_err());
+        assert!(roll_steps(&running, "a", Some(&v), Some(20), &want, &here()).is_err());
         // A learner mid-join, a member without a VM, a VM without a member: all refused, each named.
         let mut w = world(&["a", "b", "c"], &[]);
         w.members.as_mut().unwrap()[1].is_learner = true;
         w.instances.remove("c");
         w.instances.insert("d".into());
-        let (_, detail) = roll_steps(&w, "a", Some(&v), Some(20), &want).unwrap_err();
+        let (_, detail) = roll_steps(&w, "a", Some(&v), Some(20), &want, &here()).unwrap_err();
         for needle in ["b is a learner", "c has no VM", "d has no etcd member"] {
             assert!(detail.contains(needle), "{needle}: {detail}");
         }
@@ -852,7 +943,7 @@ mod tests {
         w.members = None;
         w.etcd_unreachable = Some("connection refused".into());
         assert!(
-            roll_steps(&w, "a", Some(&v), Some(20), &want)
+            roll_steps(&w, "a", Some(&v), Some(20), &want, &here())
                 .unwrap_err()
                 .0
                 .contains("Cannot roll replica a")
@@ -872,6 +963,7 @@ mod tests {
             Some(&legacy),
             Some(20),
             &build("e2-standard-2", "img-2"),
+            &here(),
         )
         .unwrap_err();
         assert!(summary.contains("keeps etcd on its boot disk"), "{summary}");
@@ -885,7 +977,8 @@ mod tests {
                 "a",
                 Some(&legacy),
                 Some(20),
-                &build("e2-standard-4", "img-1")
+                &build("e2-standard-4", "img-1"),
+                &here()
             )
             .is_ok()
         );
@@ -938,7 +1031,7 @@ mod tests {
             Soak,
         ];
         assert_eq!(
-            roll_steps(&three, "a", Some(&running), Some(20), &bigger),
+            roll_steps(&three, "a", Some(&running), Some(20), &bigger, &here()),
             Ok(rebuild_grown)
         );
         // Killed after the delete, or after the grow: the VM is gone, so it is rebuilt (growing if still needed).
@@ -946,7 +1039,7 @@ mod tests {
         a_away.pool.as_mut().unwrap().remove("a");
         a_away.members.as_mut().unwrap()[0].healthy = false;
         assert_eq!(
-            roll_steps(&a_away, "a", None, Some(20), &bigger),
+            roll_steps(&a_away, "a", None, Some(20), &bigger, &here()),
             Ok(vec![
                 GrowDataDisk,
                 RebuildInstance,
@@ -957,7 +1050,7 @@ mod tests {
             ])
         );
         assert_eq!(
-            roll_steps(&a_away, "a", None, Some(30), &bigger),
+            roll_steps(&a_away, "a", None, Some(30), &bigger, &here()),
             Ok(vec![
                 RebuildInstance,
                 AwaitMember,
@@ -968,11 +1061,11 @@ mod tests {
         );
         // A disk already as large (grown by hand, or larger than asked): nothing to do for it.
         assert_eq!(
-            roll_steps(&three, "a", Some(&running), Some(30), &bigger),
+            roll_steps(&three, "a", Some(&running), Some(30), &bigger, &here()),
             Ok(vec![])
         );
         assert_eq!(
-            roll_steps(&three, "a", Some(&running), Some(50), &bigger),
+            roll_steps(&three, "a", Some(&running), Some(50), &bigger, &here()),
             Ok(vec![])
         );
         // The plan shows it, and a state from before sizes were recorded sees no change.
@@ -1005,21 +1098,172 @@ mod tests {
         assert!(d.contains("data_disk_size_gb = 30"), "{d}");
     }
 
+    /// A move to another subnetwork from any point: the VM is rebuilt there on its disk, the address moves after
+    /// the VM is gone, and etcd hears the new peer URL once the VM runs on it.
+    #[test]
+    fn a_subnetwork_move_from_any_point_of_a_roll() {
+        let b = build("e2-standard-2", "img-1");
+        let new_ip = Ipv4Addr::new(10, 129, 0, 5);
+        let three = world(&["a", "b", "c"], &[]);
+        let mut a_out = three.clone();
+        a_out.pool.as_mut().unwrap().remove("a");
+        // Its VM gone: its member is down, which the rebuild needs no quorum for.
+        let mut a_gone = world(&["a", "b", "c"], &["a"]);
+        a_gone.instances.remove("a");
+        a_gone.pool.as_mut().unwrap().remove("a");
+        let sole = world(&["a"], &[]);
+        let moving = |reserved: Option<(&str, Ipv4Addr)>| Placement {
+            want_subnetwork: "masters-b".into(),
+            reserved: reserved.map(|(s, ip)| (s.to_string(), ip)),
+            peer_ip: Some(HERE),
+        };
+        let mut moved_vm = vm("RUNNING", "e2-standard-2", &b);
+        moved_vm.subnetwork = "masters-b".into();
+        moved_vm.internal_ip = Some(new_ip);
+        let old_vm = Some(vm("RUNNING", "e2-standard-2", &b));
+        let after = [AwaitMember, AwaitApi, AddToPool, Soak];
+        // (what, world, vm, placement, steps)
+        type Case<'a> = (&'a str, &'a Observed, Option<VmFacts>, Placement, Vec<Step>);
+        let cases: Vec<Case> = vec![
+            (
+                "from the start",
+                &three,
+                old_vm.clone(),
+                moving(Some(("default", HERE))),
+                [
+                    vec![RemoveFromPool, MoveLeadership, DeleteInstance],
+                    vec![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
+                    after.to_vec(),
+                ]
+                .concat(),
+            ),
+            (
+                "killed after the delete",
+                &a_gone,
+                None,
+                moving(Some(("default", HERE))),
+                [
+                    vec![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
+                    after.to_vec(),
+                ]
+                .concat(),
+            ),
+            (
+                "killed between releasing the address and reserving it",
+                &a_gone,
+                None,
+                moving(None),
+                [
+                    vec![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
+                    after.to_vec(),
+                ]
+                .concat(),
+            ),
+            (
+                "killed before the rebuild, the address moved",
+                &a_gone,
+                None,
+                moving(Some(("masters-b", new_ip))),
+                [vec![RebuildInstance, UpdatePeerUrl], after.to_vec()].concat(),
+            ),
+            (
+                "killed before etcd heard the new peer URL",
+                &a_out,
+                Some(moved_vm.clone()),
+                moving(Some(("masters-b", new_ip))),
+                [vec![UpdatePeerUrl], after.to_vec()].concat(),
+            ),
+            (
+                "done",
+                &three,
+                Some(moved_vm.clone()),
+                Placement {
+                    peer_ip: Some(new_ip),
+                    ..moving(Some(("masters-b", new_ip)))
+                },
+                vec![],
+            ),
+            (
+                "a sole replica: etcd commits its new peer URL once it runs again",
+                &sole,
+                old_vm,
+                moving(Some(("default", HERE))),
+                vec![
+                    DeleteInstance,
+                    MoveInternalAddress,
+                    RebuildInstance,
+                    UpdatePeerUrl,
+                    AwaitMember,
+                    AwaitEndpoint,
+                    Soak,
+                ],
+            ),
+        ];
+        for (what, w, v, place, steps) in cases {
+            assert_eq!(
+                roll_steps(w, "a", v.as_ref(), Some(20), &b, &place),
+                Ok(steps),
+                "{what}"
+            );
+        }
+        // Two voters: neither has a quorum without the other, so the move is refused before anything moves.
+        let two = world(&["a", "b"], &[]);
+        let (summary, detail) = roll_steps(
+            &two,
+            "a",
+            Some(&vm("RUNNING", "e2-standard-2", &b)),
+            Some(20),
+            &b,
+            &moving(Some(("default", HERE))),
+        )
+        .unwrap_err();
+        assert!(summary.contains("with two replicas"), "{summary}");
+        assert!(detail.contains("Add a third replica first"), "{detail}");
+        assert_eq!(move_refusal(&three, "a"), None);
+        assert_eq!(move_refusal(&sole, "a"), None);
+        // The plan's warning says what happens to the member.
+        let (summary, detail) = roll_warning("a", &["subnetwork".to_string()], 3);
+        assert!(summary.contains("subnetwork changes"), "{summary}");
+        for part in [
+            "same etcd data disk",
+            "member update",
+            "same member",
+            "nothing is streamed",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
+    }
+
     #[test]
     fn a_move_to_another_network_is_refused_not_planned_as_a_replacement() {
-        assert!(network_move("a", ("default", None), ("default", None)).is_none());
-        assert!(network_move("a", ("n", Some("s")), ("n", Some("s"))).is_none());
-        let (s, d) = network_move("a", ("default", None), ("prod", None)).unwrap();
+        assert!(network_move("a", "default", "default").is_none());
+        assert!(network_move("a", "global/networks/n", "n").is_none());
+        let (s, d) = network_move("a", "default", "prod").unwrap();
         assert!(s.contains("Replica a cannot move"), "{s}");
         assert!(
             d.contains("on network default") && d.contains("to network prod"),
             "{d}"
         );
-        let (_, d) = network_move("a", ("n", Some("s1")), ("n", Some("s2"))).unwrap();
+        assert!(d.contains("nothing is planned"), "{d}");
         assert!(
-            d.contains("subnetwork s1") && d.contains("subnetwork s2"),
+            d.contains("Another subnetwork of default can be set"),
             "{d}"
         );
-        assert!(d.contains("nothing is planned"), "{d}");
+    }
+
+    #[test]
+    fn a_subnetwork_is_named_by_its_last_segment_and_none_is_the_networks_own() {
+        assert_eq!(subnetwork_name(None, "default"), "default");
+        assert_eq!(subnetwork_name(Some(""), "global/networks/prod"), "prod");
+        assert_eq!(
+            subnetwork_name(
+                Some(
+                    "https://compute.googleapis.com/compute/v1/projects/p/regions/r/subnetworks/s2"
+                ),
+                "default"
+            ),
+            "s2"
+        );
+        assert_eq!(subnetwork_name(Some("s2"), "default"), "s2");
     }
 }

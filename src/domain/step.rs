@@ -67,6 +67,12 @@ pub enum Step {
     DeleteDataDisk,
     /// Release the replica's reserved internal IP, if still reserved.
     ReleaseInternalAddress,
+    /// A move to another subnetwork, once the VM is gone: the reserved internal IP is released from the old
+    /// subnetwork and reserved again (same name) in the cluster's; the steps after it use the new IP.
+    MoveInternalAddress,
+    /// Tell etcd the replica's member's peer URL on its current internal IP (`member update`): the same member
+    /// and data, at a new address.
+    UpdatePeerUrl,
     /// Give a VM that lost its access config an ephemeral external IP again.
     AttachEphemeralIp {
         to: String,

@@ -83,6 +83,14 @@ pub enum EtcdError {
         source: CallError,
     },
 
+    #[error("telling etcd that member {id:x} now listens for peers at {peer_url} failed")]
+    UpdateMember {
+        id: u64,
+        peer_url: String,
+        #[source]
+        source: CallError,
+    },
+
     /// Removing the only member would destroy the cluster's data; that is the cluster's deletion, not ours.
     #[error("refusing to remove etcd member {name} ({id:x}): it is the last member")]
     RemoveLastMember { id: u64, name: String },

@@ -375,6 +375,48 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// Sets member `id`'s peer URL (`etcdctl member update`), as etcd documents for a member whose peer address
+    /// changes: the others learn where to reach it, and it keeps its id and data. Already so: Ok, without a
+    /// request. Through any member that answers. The change commits only through a leader with a quorum, which a
+    /// cluster whose member just restarted on its new address may not have yet (a sole or second member), so any
+    /// failure is asked again until `patience` runs out: the change is idempotent, and a request that timed out
+    /// but committed is seen as done by the next look.
+    pub async fn update_peer_url(
+        &self,
+        endpoints: &[EtcdTarget],
+        id: u64,
+        peer_url: &str,
+        patience: Duration,
+    ) -> Result<()> {
+        let until = Instant::now() + patience;
+        let urls = vec![peer_url.to_string()];
+        loop {
+            let attempt = async {
+                let list = self.member_list(endpoints).await?;
+                if list.iter().any(|m| m.id == id && m.peer_urls == urls) {
+                    return Ok(());
+                }
+                self.call_any(endpoints, |mut c| {
+                    let urls = urls.clone();
+                    async move { c.member_update(id, urls).await }
+                })
+                .await
+                .map(|_| ())
+                .map_err(|source| EtcdError::UpdateMember {
+                    id,
+                    peer_url: peer_url.to_string(),
+                    source,
+                })
+            };
+            match attempt.await {
+                Err(_) if Instant::now() < until => sleep(POLL * 5).await,
+                result => return result,
+            }
+        }
+    }
+}
+
 fn find_peer<'a>(list: &'a [Member], peer_url: &str) -> Option<&'a Member> {
     list.iter()
         .find(|m| m.peer_urls.iter().any(|u| u == peer_url))

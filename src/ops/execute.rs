@@ -17,11 +17,14 @@ use super::build::{Identity, create_instance, data_disk_name, master_config};
 use super::context::{ClusterCtx, OpError, Result};
 use super::endpoint::{await_serving, await_static_ip};
 use super::observe::{Snapshot, etcd_target};
-use super::shared::{HEALTH_PORT, internal_address_name, peer_url, zone_of};
+use super::shared::{
+    HEALTH_PORT, internal_address_description, internal_address_name, peer_url, zone_of,
+};
 use crate::domain::step::Step;
 use crate::etcd::EtcdTarget;
 use crate::gce::{
-    ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef, TargetPoolSpec,
+    AddressKind, ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef,
+    TargetPoolSpec,
 };
 use crate::master::{self, InitialState};
 use crate::pki::{self, ReplicaCertRequest, ReplicaCerts};
@@ -30,10 +33,14 @@ use crate::pki::{self, ReplicaCertRequest, ReplicaCerts};
 /// a cluster several times after each master: a member that flaps right after its restart is caught here.
 const SOAK_CHECKS: u32 = 3;
 const SOAK_INTERVAL: Duration = Duration::from_secs(1);
+/// How long etcd may take to commit a member's new peer URL: the member's own restart on its new address, and an
+/// election, for a cluster that has no quorum without it.
+const PEER_UPDATE_PATIENCE: Duration = Duration::from_secs(120);
 /// How often a VM that has no operation to wait on (a restart, a boot) is looked at.
 const POLL: Duration = Duration::from_millis(250);
 
 /// The replica a change is about.
+#[derive(Clone)]
 pub struct Replica {
     pub name: String,
     pub zone: String,
@@ -63,6 +70,8 @@ pub struct Progress {
     pub last_backup: Option<String>,
     /// The snapshot a `RestoreFromSnapshot` step restores (`ops::restore` resolves it before the run).
     pub restore: Option<crate::master::SnapshotRestore>,
+    /// The replica's internal IP once a `MoveInternalAddress` moved it; the steps after it use this one.
+    pub internal_ip: Option<Ipv4Addr>,
 }
 
 pub struct Run<'a> {
@@ -120,11 +129,16 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn me(&self, step: &Step) -> Result<&'a Replica> {
-        self.replica.ok_or_else(|| {
+    /// The replica the change is about, at its current internal IP (a move to another subnetwork changes it).
+    fn me(&self, step: &Step) -> Result<Replica> {
+        let me = self.replica.ok_or_else(|| {
             OpError::Other(format!(
                 "the step {step:?} acts on a replica, and this change is about none; this is a bug"
             ))
+        })?;
+        Ok(Replica {
+            internal_ip: self.progress.internal_ip.unwrap_or(me.internal_ip),
+            ..me.clone()
         })
     }
 
@@ -289,7 +303,7 @@ impl<'a> Run<'a> {
             Step::Soak => {
                 let me = self.me(step)?;
                 let id = self.member_id(step)?;
-                self.soak(me, id).await?;
+                self.soak(&me, id).await?;
             }
             Step::CreateFoundingInstance { with_static_ip }
             | Step::RestoreFromSnapshot { with_static_ip } => {
@@ -317,7 +331,7 @@ impl<'a> Run<'a> {
                 let vm = self
                     .create(
                         step,
-                        me,
+                        &me,
                         external,
                         vec![(me.name.clone(), me.internal_ip)],
                         state,
@@ -351,7 +365,7 @@ impl<'a> Run<'a> {
                 let initial = self.progress.initial_cluster.clone();
                 self.create(
                     step,
-                    me,
+                    &me,
                     ExternalIp::Ephemeral,
                     initial,
                     InitialState::Existing,
@@ -361,7 +375,7 @@ impl<'a> Run<'a> {
             }
             Step::RebuildInstance | Step::RecoverAsSoleMember => {
                 let me = self.me(step)?;
-                self.progress.certs = Some(issue_certs(ctx, me)?);
+                self.progress.certs = Some(issue_certs(ctx, &me)?);
                 // The only VM takes the static IP, unless a forwarding rule still holds it (a recovery: the
                 // cluster's repair moves the IP once the API serves again).
                 let alone = self.snap.instances.keys().all(|n| *n == me.name)
@@ -385,7 +399,7 @@ impl<'a> Run<'a> {
                     InitialState::Existing
                 };
                 let initial = self.progress.initial_cluster.clone();
-                self.create(step, me, external, initial, state, false)
+                self.create(step, &me, external, initial, state, false)
                     .await?;
             }
             Step::GrowDataDisk => {
@@ -426,6 +440,56 @@ impl<'a> Run<'a> {
                     c.delete_disk(&me.zone, &disk, deadline).await?;
                 }
             }
+            Step::MoveInternalAddress => {
+                let me = self.me(step)?;
+                let name = internal_address_name(&me.name);
+                let want =
+                    crate::domain::roll::subnetwork_name(spec.subnetwork.as_deref(), &spec.network);
+                // A killed move may have released it already, or reserved it anew.
+                if let Some(a) = c.get_address(&spec.region, &name, deadline).await?
+                    && !matches!(&a.kind, AddressKind::Internal { subnetwork: Some(s) }
+                        if crate::domain::roll::subnetwork_name(Some(s), &spec.network) == want)
+                {
+                    tracing::info!(
+                        "{}: releasing its internal IP {} from its old subnetwork",
+                        me.name,
+                        a.ip
+                    );
+                    c.delete_address(&spec.region, &name, deadline).await?;
+                }
+                let a = c
+                    .reserve_internal_address(
+                        &spec.region,
+                        &name,
+                        spec.subnetwork.as_deref(),
+                        &internal_address_description(&spec.name),
+                        deadline,
+                    )
+                    .await?;
+                let moved = ip(&a.ip, "the reserved internal address")?;
+                tracing::info!("{}: internal IP {moved} in subnetwork {want}", me.name);
+                self.progress.internal_ip = Some(moved);
+                for (name, at) in &mut self.progress.initial_cluster {
+                    if *name == me.name {
+                        *at = moved;
+                    }
+                }
+            }
+            Step::UpdatePeerUrl => {
+                let me = self.me(step)?;
+                let id = self.member_id(step)?;
+                let url = peer_url(&me.internal_ip.to_string());
+                tracing::info!("{}: telling etcd its member's peer URL is {url}", me.name);
+                // Through the replica's own etcd too: with one other member, only the two together have a leader.
+                let mut endpoints = self.progress.targets.clone();
+                endpoints.retain(|t| t.server_name != me.name);
+                endpoints.push(self.running_target(&me.name).await?);
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                ctx.etcd
+                    .update_peer_url(&endpoints, id, &url, remaining.min(PEER_UPDATE_PATIENCE))
+                    .await?;
+                self.progress.targets = endpoints;
+            }
             Step::ReleaseInternalAddress => {
                 let me = self.me(step)?;
                 c.delete_address(&spec.region, &internal_address_name(&me.name), deadline)
@@ -459,7 +523,7 @@ impl<'a> Run<'a> {
             Step::AwaitApi => {
                 let me = self.me(step)?;
                 let vm = self.fresh_vm(&me.name).await?;
-                self.api_serves(me, &vm, deadline).await?;
+                self.api_serves(&me, &vm, deadline).await?;
                 self.progress.instance = Some(vm);
             }
             Step::AddToPool => {
@@ -468,7 +532,7 @@ impl<'a> Run<'a> {
                 if let Some(vm) = &self.progress.instance
                     && vm.external_ip.is_some()
                 {
-                    self.api_serves(me, vm, deadline).await?;
+                    self.api_serves(&me, vm, deadline).await?;
                 }
                 tracing::info!("{} API server healthy, joining the load balancer", me.name);
                 c.add_target_pool_instance(

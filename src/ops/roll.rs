@@ -18,8 +18,9 @@ use super::execute::{Progress, Replica, Run, ip};
 use super::lock::lock_cluster;
 use super::observe::{Snapshot, observe};
 use super::repair::restore_reachability;
-use super::shared::zone_of;
-use crate::domain::roll::{BUILD_LABEL, Build, VmFacts, roll_steps};
+use super::shared::{internal_address_name, zone_of};
+use crate::domain::roll::{BUILD_LABEL, Build, Placement, VmFacts, roll_steps, subnetwork_name};
+use crate::gce::AddressKind;
 use crate::gce::InstanceInfo;
 use crate::master::DATA_DEVICE;
 
@@ -61,7 +62,39 @@ fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
             .ok()
             .and_then(|c| c.expire_at())
             .is_some_and(|t| t <= due_by),
+        subnetwork: subnetwork_name(vm.subnetwork.as_deref(), &vm.network),
+        internal_ip: vm.internal_ip.as_deref().and_then(|s| s.parse().ok()),
     }
+}
+
+/// Where the replica's internal IP is: its reserved address and the peer IP etcd lists for its member.
+async fn placement(
+    ctx: &ClusterCtx,
+    snap: &Snapshot,
+    name: &str,
+    deadline: Instant,
+) -> Result<Placement> {
+    let spec = &ctx.spec;
+    let reserved = ctx
+        .compute
+        .get_address(&spec.region, &internal_address_name(name), deadline)
+        .await?
+        .and_then(|a| {
+            let ip = a.ip.parse().ok()?;
+            let sub = match &a.kind {
+                AddressKind::Internal { subnetwork } => {
+                    subnetwork_name(subnetwork.as_deref(), &spec.network)
+                }
+                AddressKind::External => return None,
+            };
+            Some((sub, ip))
+        });
+    let peer_ip = snap.member_named(name).and_then(|m| m.peer_ip());
+    Ok(Placement {
+        want_subnetwork: subnetwork_name(spec.subnetwork.as_deref(), &spec.network),
+        reserved,
+        peer_ip,
+    })
 }
 
 /// How long a roll waits (outside the lock) for a sibling whose member is still down: siblings in one apply take
@@ -103,12 +136,14 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     let disk = c
         .get_disk(&r.zone, &data_disk_name(&r.name), deadline)
         .await?;
+    let place = placement(ctx, &snap, &r.name, deadline).await?;
     let steps = match roll_steps(
         &snap.observed,
         &r.name,
         vm.as_ref().map(|v| facts(ctx, v, &r.prior)).as_ref(),
         disk.map(|d| d.size_gb),
         &want,
+        &place,
     ) {
         Ok(steps) => steps,
         Err((summary, detail)) => {
@@ -146,7 +181,7 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
         name: r.name.clone(),
         zone: r.zone.clone(),
         labels: r.labels.clone(),
-        internal_ip: internal_ip_of(vm.as_ref(), &snap, member_id)?,
+        internal_ip: internal_ip_of(vm.as_ref(), place.reserved.as_ref(), &snap, member_id)?,
     };
     let mut run = Run::for_replica(ctx, &snap, &me, deadline);
     run.progress.instance = vm;
@@ -204,9 +239,17 @@ async fn sibling_in_down_zone(
     None
 }
 
-/// The replica's internal IP: its VM's, or (between delete and create) its member's peer URL.
-fn internal_ip_of(vm: Option<&InstanceInfo>, snap: &Snapshot, member_id: u64) -> Result<Ipv4Addr> {
-    let from_vm = vm.and_then(|v| v.internal_ip.clone());
+/// The replica's internal IP: its VM's, or (between delete and create) its reserved address's (a move may have
+/// reserved it anew already), or its member's peer URL.
+fn internal_ip_of(
+    vm: Option<&InstanceInfo>,
+    reserved: Option<&(String, Ipv4Addr)>,
+    snap: &Snapshot,
+    member_id: u64,
+) -> Result<Ipv4Addr> {
+    let from_vm = vm
+        .and_then(|v| v.internal_ip.clone())
+        .or_else(|| reserved.map(|(_, ip)| ip.to_string()));
     let from_member = || {
         snap.members
             .iter()

@@ -61,7 +61,7 @@ pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
     Schema::new("One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler with leader election. The second replica puts the cluster's static IP behind a load balancer; removing the penultimate one gives the IP back to the last.")
         .attribute(stable(Attribute::string("id")).description("`<project>/<zone>/<name>`; also the import id."))
-        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`); a move to another network or subnetwork is refused at plan (the internal IP, and so the etcd member, would change), and another cluster replaces it."))
+        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`), and so does a move to another subnetwork of the cluster's network (its VM is rebuilt there with a new `internal_ip`, and etcd is told its member's new peer URL: same member, same data). A move to another VPC network is refused at plan (members on two networks cannot reach each other), and another cluster replaces it."))
         .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
         .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
         .attribute(Attribute::string("name").optional_computed().description(format!("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas. At most {} characters, so that `<name>-int` (its internal address) and `<name>-pd` (its data disk) fit GCE's 63.", names::MAX_REPLICA_NAME)).validator(string_check("An RFC 1035 name.", names::check_replica_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))
@@ -221,6 +221,14 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
 /// VM's ephemeral IP (it restarts), and for a rebuild its instance id, startup metadata and certificates (issued
 /// anew from the same CAs, for settings they name such as the service range).
 fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
+    if moves_subnetwork(prior, p) {
+        // Rebuilt in the new subnetwork: a new internal IP, and certificates that name it.
+        p.internal_ip = Val::Unknown;
+        p.external_ip = Val::Unknown;
+        p.holds_static_ip = Val::Unknown;
+        plan_rebuild(p);
+        return;
+    }
     let (Some(old), Some(new)) = (prior.master_settings.known(), p.master_settings.known()) else {
         return;
     };
@@ -233,6 +241,11 @@ fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
     if changes.iter().any(|c| c != "machine_type") {
         plan_rebuild(p);
     }
+}
+
+/// Whether the replica's cluster moves its masters to another subnetwork of its network.
+pub fn moves_subnetwork(prior: &ReplicaModel, p: &ReplicaModel) -> bool {
+    matches!((prior.cluster.known(), p.cluster.known()), (Some(old), Some(new)) if new.moves_subnetwork(old))
 }
 
 /// A VM created again on its data disk: a new instance, startup metadata and certificates (issued anew from the
@@ -402,11 +415,8 @@ impl Resource for ReplicaResource {
                     p.name.known(),
                     old.network.known(),
                     cluster.network.known(),
-                ) && let Some((summary, detail)) = network_move(
-                    name,
-                    (from, old.subnetwork.known().map(String::as_str)),
-                    (to, cluster.subnetwork.known().map(String::as_str)),
-                ) {
+                ) && let Some((summary, detail)) = network_move(name, from, to)
+                {
                     diags.push(
                         Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")),
                     );

@@ -411,6 +411,14 @@ pub async fn update(
         let old = Build::from_shown(old);
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
+    // Another subnetwork (its internal IP planned unknown): the roll rebuilds the VM there.
+    if super::replica::moves_subnetwork(&prior, &p) {
+        let old = match prior.master_settings.known() {
+            Some(shown) => Build::from_shown(shown),
+            None => build_of(&ctx.spec),
+        };
+        return roll_replica(&ctx, prior, p, old, until, diags).await;
+    }
     // Certificates in the renewal window (planned unknown): the roll rebuilds the VM, which issues new ones.
     if p.certificates_expire_at.is_unknown() && prior.certificates_expire_at.known().is_some() {
         let old = match prior.master_settings.known() {
@@ -497,6 +505,9 @@ async fn roll_replica(
     p.external_ip = Val::Known(external);
     p.status = Val::Known(vm.status.clone());
     p.etcd_member_id = Val::Known(format!("{:x}", r.member_id));
+    if let Some(ip) = &vm.internal_ip {
+        p.internal_ip = Val::Known(ip.clone());
+    }
     // Planned unknown when the roll rebuilds the VM; a machine type change keeps the planned (prior) ones.
     if let Some(certs) = r
         .certs

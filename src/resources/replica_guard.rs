@@ -146,13 +146,18 @@ pub async fn check_roll(
     ) else {
         return;
     };
-    if old == new && !renewing_certificates {
+    let moving = super::replica::moves_subnetwork(prior, planned);
+    if old == new && !renewing_certificates && !moving {
         return;
     }
     let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
         return;
     };
     let mut changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
+    if moving {
+        changes.push(crate::domain::roll::SUBNETWORK.into());
+        changes.sort();
+    }
     if renewing_certificates {
         changes.push("certificates".into());
     }
@@ -164,6 +169,9 @@ pub async fn check_roll(
                 .len()
                 .max(w.members.as_ref().map_or(0, Vec::len)),
         );
+        if moving && let Some(refusal) = crate::domain::roll::move_refusal(w, &name) {
+            return Verdict::Refuse(refusal);
+        }
         match plan_preflight(w, &name) {
             Ok(r) => {
                 resuming = r;

@@ -195,12 +195,28 @@ impl ClusterSpec {
         ))
     }
 
-    /// Whether a change from `old` to `self` gives a replica a new identity: another cluster, or another
-    /// network (its internal IP, and so its etcd peer URL, changes). Another cluster replaces the replica; another
-    /// network is refused at plan (`domain::roll::network_move`); every
-    /// other change to what a master is made of rolls it in place (`domain::roll`).
+    /// Whether a change from `old` to `self` gives a replica a new identity: another cluster, or another VPC
+    /// network (members on two networks cannot reach each other). Another cluster replaces the replica; another
+    /// network is refused at plan (`domain::roll::network_move`); every other change to what a master is made
+    /// of, another subnetwork of the same network included, rolls it in place (`domain::roll`).
     pub fn changes_identity(&self, old: &ClusterSpec) -> bool {
-        self.id != old.id || self.network != old.network || self.subnetwork != old.subnetwork
+        self.id != old.id || self.network != old.network
+    }
+
+    /// Whether the masters move to another subnetwork of the same network (`domain::roll::Placement`): judged by
+    /// the subnetworks' names, so a name and its URL are the same subnetwork, and none set is the network's own.
+    /// Unknown values are no move.
+    pub fn moves_subnetwork(&self, old: &ClusterSpec) -> bool {
+        let name = |s: &ClusterSpec| {
+            let network = s.network.known()?;
+            let sub = match &s.subnetwork {
+                Val::Unknown => return None,
+                v => v.known().map(String::as_str),
+            };
+            Some(crate::domain::roll::subnetwork_name(sub, network))
+        };
+        self.network == old.network
+            && matches!((name(self), name(old)), (Some(a), Some(b)) if a != b)
     }
 }
 
@@ -387,9 +403,35 @@ mod tests {
         ));
         assert!(!same(|s| s.image = Val::Known("img-2".into())));
         assert!(!same(|s| s.dns_domain = Val::Known("corp.example".into())));
-        // Another network gives the member another peer URL; another cluster is another etcd.
+        // Another network cannot reach the members; another cluster is another etcd.
         assert!(same(|s| s.network = Val::Known("other".into())));
-        assert!(same(|s| s.subnetwork = Val::Known("sub".into())));
         assert!(same(|s| s.id = Val::Known("p/r/other".into())));
+        // Another subnetwork of the network is a roll that moves the internal IP.
+        assert!(!same(|s| s.subnetwork = Val::Known("sub".into())));
+    }
+
+    #[test]
+    fn a_subnetwork_move_is_judged_by_name() {
+        let mut old = spec();
+        old.network = Val::Known("default".into());
+        old.subnetwork = Val::Null;
+        let to = |sub: Val<String>| {
+            let mut new = old.clone();
+            new.subnetwork = sub;
+            new.moves_subnetwork(&old)
+        };
+        assert!(to(Val::Known("masters-b".into())));
+        // The network's own subnetwork, by name or by URL, is where the masters are.
+        assert!(!to(Val::Known("default".into())));
+        assert!(!to(Val::Known(
+            "regions/us-central1/subnetworks/default".into()
+        )));
+        assert!(!to(Val::Null));
+        assert!(!to(Val::Unknown));
+        // Another network is not a subnetwork move: it is refused.
+        let mut other = old.clone();
+        other.network = Val::Known("prod".into());
+        other.subnetwork = Val::Known("masters-b".into());
+        assert!(!other.moves_subnetwork(&old));
     }
 }
