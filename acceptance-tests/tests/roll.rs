@@ -160,6 +160,40 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
             "[{client}] the same members"
         );
 
+        // Two replicas cannot move to another subnetwork: neither member has a quorum to commit the other's new
+        // peer address. Plan refuses, naming the way out, and nothing moves.
+        let range = sim.spare_subnetwork_range();
+        sim.gcloud(&[
+            "compute",
+            "networks",
+            "subnets",
+            "create",
+            "masters-b",
+            "--network=default",
+            "--region=us-central1",
+            &format!("--range={range}"),
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        set_vars(&ws, &[A, B], &[("machine_type", "e2-standard-4")]);
+        ws.apply();
+        set_vars(
+            &ws,
+            &[A, B],
+            &[
+                ("machine_type", "e2-standard-4"),
+                ("subnetwork", "masters-b"),
+            ],
+        );
+        let refused = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(
+            refused.code,
+            Some(1),
+            "[{client}] plan must refuse:\n{refused}"
+        );
+        refused
+            .assert_contains("cannot move to another subnetwork with two replicas")
+            .assert_contains("Add a third replica first");
+
         // Down to one replica, then a roll that rebuilds it (image, machine type and a larger data disk): plan
         // warns that the API goes down; the disk grows while the VM is away, the VM is created again on it and
         // gets the static IP back; the data stays. Google's own CLI reads the disk.
@@ -252,18 +286,6 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
 
         // A sole replica moves to another subnetwork: rebuilt there on its disk, and its own etcd commits its new
         // peer URL once it runs again (there is no other member to commit it).
-        let range = sim.spare_subnetwork_range();
-        sim.gcloud(&[
-            "compute",
-            "networks",
-            "subnets",
-            "create",
-            "masters-b",
-            "--network=default",
-            "--region=us-central1",
-            &format!("--range={range}"),
-        ])
-        .unwrap_or_else(|e| panic!("[{client}] {e}"));
         let mut moved = rebuild.to_vec();
         moved.push(("subnetwork", "masters-b"));
         set_vars(&ws, &[A], &moved);
