@@ -411,16 +411,11 @@ pub async fn update(
         let old = Build::from_shown(old);
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
-    // Another subnetwork (its internal IP planned unknown): the roll rebuilds the VM there.
-    if super::replica::moves_subnetwork(&prior, &p) {
-        let old = match prior.master_settings.known() {
-            Some(shown) => Build::from_shown(shown),
-            None => build_of(&ctx.spec),
-        };
-        return roll_replica(&ctx, prior, p, old, until, diags).await;
-    }
-    // Certificates in the renewal window (planned unknown): the roll rebuilds the VM, which issues new ones.
-    if p.certificates_expire_at.is_unknown() && prior.certificates_expire_at.known().is_some() {
+    // Another subnetwork (its internal IP planned unknown), or certificates in the renewal window (planned unknown):
+    // the roll rebuilds the VM, in the new subnetwork, and the rebuild issues new certificates.
+    let renewing =
+        p.certificates_expire_at.is_unknown() && prior.certificates_expire_at.known().is_some();
+    if super::replica::moves_subnetwork(&prior, &p) || renewing {
         let old = match prior.master_settings.known() {
             Some(shown) => Build::from_shown(shown),
             None => build_of(&ctx.spec),
