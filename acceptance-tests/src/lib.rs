@@ -37,6 +37,7 @@ pub mod probe;
 mod provider;
 mod sim;
 pub mod vm_etcd;
+pub mod voters_down;
 pub mod walk;
 mod workspace;
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 
 use crate::vm_etcd::VmEtcd;
+use crate::voters_down::{VotersDown, sample_voters_down};
 use crate::walk::{outputs, replicas_by_zone};
 use crate::{Client, CmdOutput, Sim, Workspace};
 
@@ -88,23 +89,6 @@ pub fn write_through(
     out
 }
 
-/// The most voters found down at once, asking every VM's etcd what `etcdctl endpoint health` asks about every
-/// `every`.
-pub fn most_voters_down(sim: &Sim, vms: &[String], every: Duration, stop: &AtomicBool) -> usize {
-    let mut etcds: Vec<VmEtcd> = vms.iter().map(|vm| VmEtcd::new(sim, vm)).collect();
-    let mut most = 0;
-    while !stop.load(Ordering::Relaxed) {
-        let down = etcds
-            .iter_mut()
-            .map(|etcd| etcd.healthy())
-            .filter(|up| !up)
-            .count();
-        most = most.max(down);
-        std::thread::sleep(every);
-    }
-    most
-}
-
 /// The keys under `prefix` as `vm`'s etcd has them.
 pub fn keys_under(sim: &Sim, vm: &str, prefix: &str) -> Vec<String> {
     sim.ssh(
@@ -129,7 +113,7 @@ pub struct Measured {
     pub failed_probes: usize,
     pub probes: usize,
     pub probe_failures: Vec<String>,
-    pub most_down: usize,
+    pub voters_down: VotersDown,
     pub acknowledged: Vec<String>,
 }
 
@@ -154,7 +138,7 @@ pub fn apply_measured_with(
         let prober = s.spawn(|| probe_static_ip(&ca, ip, Duration::from_millis(50), &stop));
         let writer =
             s.spawn(|| write_through(sim, &vms, prefix, Duration::from_millis(100), &stop));
-        let sampler = s.spawn(|| most_voters_down(sim, &vms, Duration::from_millis(200), &stop));
+        let sampler = s.spawn(|| sample_voters_down(sim, &vms, Duration::from_millis(200), &stop));
         let extra = s.spawn(|| also(&stop));
         let apply = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         stop.store(true, Ordering::Relaxed);
@@ -166,7 +150,7 @@ pub fn apply_measured_with(
             failed_probes: probes.failed,
             probes: probes.ok + probes.failed,
             probe_failures: probes.failures,
-            most_down: sampler.join().unwrap(),
+            voters_down: sampler.join().unwrap(),
             acknowledged: writes.acknowledged,
         }
     })
@@ -189,9 +173,10 @@ pub fn assert_rolled_cleanly(
         m.probes, m.probe_failures
     );
     assert!(
-        m.most_down <= 1,
-        "[{client}] {} voters were down at once",
-        m.most_down
+        m.voters_down.most <= 1,
+        "[{client}] {} voters were down at once: {}",
+        m.voters_down.most,
+        m.voters_down.worst
     );
     assert_no_write_lost(client, sim, vms, prefix, &m.acknowledged);
 }

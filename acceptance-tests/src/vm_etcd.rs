@@ -80,8 +80,14 @@ impl<'a> VmEtcd<'a> {
     }
 
     /// `etcdctl endpoint health`: a linearizable read answered within a second (etcdctl reads a missing key).
+    /// It needs the member's quorum too, so it fails on every member while an election runs.
     pub fn healthy(&mut self) -> bool {
         self.call(|mut c| async move { c.get("health", None).await.map(|_| ()) })
+    }
+
+    /// `etcdctl endpoint status`: the member's own process answered within a second, quorum or not.
+    pub fn serving(&mut self) -> bool {
+        self.call(|mut c| async move { c.status().await.map(|_| ()) })
     }
 
     fn call<F, Fut>(&mut self, op: F) -> bool
