@@ -145,6 +145,25 @@ impl Sim {
         format!("127.11.{}.0/24", self.block.n)
     }
 
+    /// Creates subnetwork `name` of the default network in `region` on [`Self::spare_subnetwork_range`] with
+    /// `gcloud compute networks subnets create`, as its owner would (the provider never creates subnetworks),
+    /// and returns the range.
+    pub fn create_subnetwork(&self, name: &str, region: &str) -> String {
+        let range = self.spare_subnetwork_range();
+        self.gcloud(&[
+            "compute",
+            "networks",
+            "subnets",
+            "create",
+            name,
+            "--network=default",
+            &format!("--region={region}"),
+            &format!("--range={range}"),
+        ])
+        .unwrap_or_else(|e| panic!("gcloud could not create subnetwork {name}: {e}"));
+        range
+    }
+
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -437,17 +437,7 @@ fn move_chain(client: Client) {
         .unwrap()
         .to_string();
     write_keys(&sim, &first);
-    sim.gcloud(&[
-        "compute",
-        "networks",
-        "subnets",
-        "create",
-        "masters-b",
-        "--network=default",
-        "--region=europe-west1",
-        &format!("--range={}", sim.spare_subnetwork_range()),
-    ])
-    .unwrap_or_else(|e| panic!("[{client}] {e}"));
+    sim.create_subnetwork("masters-b", "europe-west1");
     const MOVE: &str = "move to another subnetwork";
     let to = |n: usize| {
         [(

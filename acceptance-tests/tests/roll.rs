@@ -162,18 +162,7 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
 
         // Two replicas cannot move to another subnetwork: neither member has a quorum to commit the other's new
         // peer address. Plan refuses, naming the way out, and nothing moves.
-        let range = sim.spare_subnetwork_range();
-        sim.gcloud(&[
-            "compute",
-            "networks",
-            "subnets",
-            "create",
-            "masters-b",
-            "--network=default",
-            "--region=us-central1",
-            &format!("--range={range}"),
-        ])
-        .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        let range = sim.create_subnetwork("masters-b", "us-central1");
         set_vars(&ws, &[A, B], &[("machine_type", "e2-standard-4")]);
         ws.apply();
         set_vars(
@@ -333,19 +322,8 @@ fn three_replicas_move_to_another_subnetwork_keeping_their_members_and_data() {
         write_keys(&sim, &vms[0]);
         let before = members(&sim, &vms[0]);
         // The new subnetwork, made with gcloud as its owner would.
-        let range = sim.spare_subnetwork_range();
+        let range = sim.create_subnetwork("masters-b", "us-central1");
         let prefix = range.trim_end_matches("0/24").to_string();
-        sim.gcloud(&[
-            "compute",
-            "networks",
-            "subnets",
-            "create",
-            "masters-b",
-            "--network=default",
-            "--region=us-central1",
-            &format!("--range={range}"),
-        ])
-        .unwrap_or_else(|e| panic!("[{client}] {e}"));
 
         set_vars(&ws, &THREE_ZONES, &[("subnetwork", "masters-b")]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
