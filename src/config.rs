@@ -25,6 +25,7 @@ pub struct ProviderConfig {
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
     pub drain_delay: Val<String>,
+    pub roll_soak: Val<String>,
     pub lock_ttl: Val<String>,
     pub default_labels: Val<std::collections::BTreeMap<String, String>>,
 }
@@ -42,6 +43,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("universe_domain").optional().description("The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.").validator(string_check("A DNS domain like `googleapis.com`.", check_universe_domain)))
         .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
         .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
+        .attribute(Attribute::string("roll_soak").optional().description("How long each rolled replica must stay healthy (its etcd member healthy and its API serving, checked three times over this span; any failed check starts the count again) before the next replica of a roll is touched, as Cluster API's `minReadySeconds` and kops' validation after each master. A longer soak catches a master that fails only after a while, at the cost of a longer roll. Defaults to `3s`.").validator(duration()))
         .attribute(Attribute::string("lock_ttl").optional().description("How long an apply that holds a cluster's lock may go without renewing it before another apply takes it over. The holder renews it three times per `lock_ttl`; one that was killed (a CI job cancelled, a laptop closed) stops, and the next apply waits this long. Shorter means a faster resume after a kill, longer means more tolerance for a slow Compute API. At least `3s`. Defaults to `30s`.").validator(string_check("A duration of at least `3s`, like `30s`.", check_lock_ttl)))
         .attribute(Attribute::typed("default_labels", tfplugin::value::Type::map(tfplugin::value::Type::String)).optional().description("Labels every cluster of this provider puts on its GCE objects, as Google's provider's `default_labels`: a cluster's own `labels` win on the same key, and each cluster shows the result in `effective_labels`. Changing them updates the clusters' replica VMs in place (no roll). GCE's rules apply, as for a cluster's `labels`.").validator(crate::resources::labels_validator()))
         .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
@@ -186,6 +188,11 @@ impl Settings {
                 .known()
                 .and_then(|s| parse_duration(s).ok())
                 .unwrap_or(DEFAULT_DRAIN_DELAY),
+            roll_soak: cfg
+                .roll_soak
+                .known()
+                .and_then(|s| parse_duration(s).ok())
+                .unwrap_or(DEFAULT_ROLL_SOAK),
             lock_ttl: cfg
                 .lock_ttl
                 .known()
@@ -197,6 +204,8 @@ impl Settings {
 
 /// kops' `--post-drain-delay` after taking a master out of the load balancer.
 pub const DEFAULT_DRAIN_DELAY: Duration = Duration::from_secs(5);
+/// Three healthy checks a second apart after each rolled replica, as before the setting existed.
+pub const DEFAULT_ROLL_SOAK: Duration = Duration::from_secs(3);
 
 #[cfg(test)]
 mod tests {
@@ -216,6 +225,7 @@ mod tests {
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,
             drain_delay: Val::Null,
+            roll_soak: Val::Null,
             lock_ttl: Val::Null,
             default_labels: Val::Null,
         }
@@ -238,6 +248,7 @@ mod tests {
         assert_eq!(s.region.as_deref(), Some("europe-west1"));
         assert!(matches!(s.auth, Auth::AccessToken(ref t) if t == "ya29.s3cr3t"));
         assert_eq!(s.etcd_dial_timeout, Duration::from_secs(10));
+        assert_eq!(s.roll_soak, Duration::from_secs(3));
         assert!(
             !format!("{s:?}").contains("s3cr3t"),
             "secrets must not appear in Debug output"
@@ -280,6 +291,20 @@ mod tests {
                 "{bad:?} should be refused"
             );
         }
+    }
+
+    #[test]
+    fn roll_soak_is_read_from_the_block_or_defaults_to_three_seconds() {
+        let mut c = cfg();
+        c.roll_soak = Val::Known("1m30s".into());
+        assert_eq!(
+            Settings::resolve(&c, &HashMap::new()).roll_soak,
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            Settings::resolve(&cfg(), &HashMap::new()).roll_soak,
+            DEFAULT_ROLL_SOAK
+        );
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Settings {
     pub etcd_via_internal_ip: bool,
     /// How long a replica out of the pool keeps serving before it stops (see the schema).
     pub drain_delay: Duration,
+    /// How long a rolled replica must stay healthy before the next one rolls (see the schema).
+    pub roll_soak: Duration,
     /// How long a cluster lock's holder may go without renewing before another apply takes the lock over.
     pub lock_ttl: Duration,
 }

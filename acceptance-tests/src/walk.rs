@@ -84,6 +84,7 @@ provider "ha" {{
   compute_custom_endpoint = "{url}"
   access_token            = "sim-token"
   drain_delay             = "500ms" # ha-sim's load balancers take 100 ms to see a pool change
+  roll_soak               = "600ms" # still three checks after each rolled replica, 200 ms apart
   lock_ttl                = "6s"    # a killed apply's lock is taken over after 6 s, not 30 (the resume matrix)
 }}
 

@@ -118,6 +118,8 @@ pub struct ClusterCtx {
     pub etcd_via_internal_ip: bool,
     /// How long a replica out of the pool keeps serving before it stops.
     pub drain_delay: Duration,
+    /// How long a rolled replica must stay healthy before the next one rolls (the provider's `roll_soak`).
+    pub roll_soak: Duration,
     /// The provider's `lock_ttl` (`ops::lock::Timing::with_ttl`).
     pub lock_ttl: Duration,
     pub names: DerivedNames,
@@ -150,6 +152,7 @@ impl ClusterCtx {
             etcd,
             etcd_via_internal_ip: settings.etcd_via_internal_ip,
             drain_delay: settings.drain_delay,
+            roll_soak: settings.roll_soak,
             lock_ttl: settings.lock_ttl,
             settings: settings.clone(),
         })

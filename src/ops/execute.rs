@@ -30,9 +30,9 @@ use crate::master::{self, InitialState};
 use crate::pki::{self, ReplicaCertRequest, ReplicaCerts};
 
 /// Consecutive healthy checks (member healthy, API serving) before the next replica may roll, as kops validates
-/// a cluster several times after each master: a member that flaps right after its restart is caught here.
+/// a cluster several times after each master: a member that flaps right after its restart is caught here. They
+/// are spread evenly over the provider's `roll_soak`.
 const SOAK_CHECKS: u32 = 3;
-const SOAK_INTERVAL: Duration = Duration::from_secs(1);
 /// How long etcd may take to commit a member's new peer URL: the member's own restart on its new address, and an
 /// election, for a cluster that has no quorum without it.
 const PEER_UPDATE_PATIENCE: Duration = Duration::from_secs(120);
@@ -753,10 +753,11 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// SOAK_CHECKS consecutive rounds in which the member is healthy and the replica's API serves; a failure
-    /// starts the count again, until the deadline.
+    /// SOAK_CHECKS consecutive rounds, `roll_soak` apart in all, in which the member is healthy and the
+    /// replica's API serves; a failure starts the count again, until the deadline.
     async fn soak(&self, me: &Replica, member_id: u64) -> Result<()> {
         let ctx = self.ctx;
+        let interval = ctx.roll_soak / SOAK_CHECKS;
         let mut good = 0;
         let mut last = String::new();
         while good < SOAK_CHECKS {
@@ -766,7 +767,7 @@ impl<'a> Run<'a> {
                     me.name
                 )));
             }
-            tokio::time::sleep(SOAK_INTERVAL).await;
+            tokio::time::sleep(interval).await;
             let vm = self.fresh_vm(&me.name).await?;
             let member_ok = match etcd_target(ctx, &vm) {
                 Some(t) => ctx
