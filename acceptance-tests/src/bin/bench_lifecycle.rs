@@ -6,7 +6,8 @@
 //!    3.4 → 3.5 (real binaries, one member at a time) and Kubernetes one minor up: wall time per
 //!    replica against the operations of its roll (target ≤ 1.2 without the deliberate waits: the drain after
 //!    leaving the pool and the soak), failed probes at the static IP (every 50 ms; target 0) and acknowledged
-//!    etcd writes lost (a writer at 10/s; target 0);
+//!    etcd writes lost (a writer at 10/s; target 0); then the same measures for a move of the 3 to another
+//!    subnetwork (each VM rebuilt there, its internal address reserved again, etcd told the new peer URL);
 //! 3. the API outage while the static IP moves, at 1→2 and at 2→1, measured at the socket (HTTPS /healthz on the
 //!    static IP every 20 ms), against the two unavoidable operations of each move.
 //!
@@ -54,6 +55,10 @@ variable "kubernetes_version" {{
   type    = string
   default = "1.35"
 }}
+variable "subnetwork" {{
+  type    = string
+  default = null
+}}
 provider "ha" {{
   project                 = "bench"
   zone                    = "europe-west1-b"
@@ -69,6 +74,7 @@ resource "ha_master_cluster" "c" {{
   image                     = var.image
   etcd_version              = var.etcd_version
   kubernetes_version        = var.kubernetes_version
+  subnetwork                = var.subnetwork
 }}
 resource "ha_master_replica" "r" {{
   for_each = toset(var.zones)
@@ -249,6 +255,19 @@ fn main() {
 
     let zones = ["europe-west1-b", "europe-west1-c", "europe-west1-d"];
     let vms: Vec<String> = sim.names("instances");
+    // The move's target, made with gcloud as its owner would (the provider never creates subnetworks).
+    sim.gcloud(&[
+        "compute",
+        "networks",
+        "subnets",
+        "create",
+        "masters-b",
+        "--project=bench",
+        "--network=default",
+        "--region=europe-west1",
+        &format!("--range={}", sim.spare_subnetwork_range()),
+    ])
+    .expect("gcloud creates the subnetwork the last roll moves to");
     for (label, vars) in [
         (
             "machine type (stop, setMachineType, start)",
@@ -265,6 +284,10 @@ fn main() {
         (
             "Kubernetes 1.35 → 1.36 (rebuild on the data disk)",
             serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36" }),
+        ),
+        (
+            "move to another subnetwork (rebuild there, address reserved again, etcd member update)",
+            serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36", "subnetwork": "masters-b" }),
         ),
     ] {
         let before = operations(&sim);
@@ -313,8 +336,9 @@ fn main() {
         );
     }
 
-    // The IP moves keep what the rolls made of the masters: going back to 3.4 or 1.35 is refused at plan.
-    let rolled = |zones: &[&str]| serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36" });
+    // The IP moves keep what the rolls made of the masters: going back to 3.4 or 1.35 is refused at plan, and
+    // another subnetwork would be one more roll.
+    let rolled = |zones: &[&str]| serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36", "subnetwork": "masters-b" });
     apply_vars(&ws, rolled(&["europe-west1-b"]));
     for (label, zones, moves) in [
         (
