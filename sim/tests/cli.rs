@@ -1,8 +1,10 @@
 //! The `ha-sim` binary: serve in the foreground, find it through the state dir, drive faults and the request
 //! log from the command line, stop it with `ha-sim stop` or SIGTERM.
 
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ha-sim");
@@ -147,4 +149,43 @@ fn sigterm_stops_the_sim_cleanly() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     assert!(wait_exit(&mut child).success());
     assert!(!dir.path().join("sim.json").exists());
+}
+
+/// `ha-sim status | head -1`: once the reader has what it wants and closes the pipe, the command ends quietly
+/// (SIGPIPE, as `ls | head` does), without a panic or a backtrace on stderr.
+#[test]
+fn a_closed_stdout_ends_a_client_command_quietly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut child, _) = serve(dir.path());
+    // A pipe whose reader is already gone, so the command's first write meets it closed, every time.
+    let mut fds = [0; 2];
+    // Close-on-exec: a `serve` that another test spawns meanwhile must not inherit the reader and keep it open.
+    // SAFETY: pipe2 writes two fresh descriptors into `fds`.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are fresh, and each is owned exactly once.
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    let out = Command::new(BIN)
+        .arg("status")
+        .arg("--state-dir")
+        .arg(dir.path())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run ha-sim status");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked")
+            && !stderr.contains("Broken pipe")
+            && !stderr.contains("backtrace"),
+        "ha-sim status into a closed pipe: {stderr}"
+    );
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "ha-sim status into a closed pipe ended with {:?}: {stderr}",
+        out.status
+    );
+    ha_sim(dir.path(), &["stop"]);
+    assert!(wait_exit(&mut child).success());
 }

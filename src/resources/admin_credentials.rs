@@ -42,7 +42,7 @@ enum Kind {
 fn schema(kind: Kind) -> Schema {
     let intro = match kind {
         Kind::Ephemeral => {
-            "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster CA, and a kubeconfig that uses it. Ephemeral (Terraform 1.10 or later): the credential is made for one run and never written to the plan or the state. Feed it to a write-only attribute, a provider block or a provisioner; see the guide in docs/ephemeral-resources/ha_admin_credentials.md."
+            "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster CA, and a kubeconfig that uses it. Ephemeral (Terraform 1.10 or later): the credential is made for one run and never written to the plan or the state. Feed it to a write-only attribute, a provider block or a provisioner; docs/guides/kubectl.md shows how to keep a kubeconfig file fresh, as the certificate expires after `validity`."
         }
         Kind::DataSource => {
             "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster CA, and a kubeconfig that uses it. For clients without ephemeral resources (OpenTofu before 1.11): **the certificate, its private key and the kubeconfig are stored in the state**, like the cluster's CA keys in `spec`, and a new certificate is minted at every refresh. Keep `validity` short; on Terraform 1.10 or later use the ephemeral resource `ha_admin_credentials` instead."

@@ -1,9 +1,9 @@
 # What every master of the cluster shares: the static IP, firewall rules, CAs and what a master is made of.
 # Changing what a master is made of (machine type, image, versions) rolls the replicas one at a time.
 resource "ha_master_cluster" "prod" {
-  name         = "prod-master"
-  zone         = "europe-west1-b"
-  multizone    = true
+  name               = "prod-master"
+  zone               = "europe-west1-b"
+  multizone          = true
   machine_type       = "e2-standard-4"
   kubernetes_version = "1.35.0"
   etcd_version       = "3.5"

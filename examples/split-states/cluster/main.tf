@@ -5,7 +5,7 @@
 terraform {
   required_providers {
     ha = {
-      source = "hamaster/ha"
+      source = "registry.terraform.io/hamaster/ha"
     }
   }
 }

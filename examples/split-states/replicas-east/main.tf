@@ -4,7 +4,7 @@
 terraform {
   required_providers {
     ha = {
-      source = "hamaster/ha"
+      source = "registry.terraform.io/hamaster/ha"
     }
   }
 }
