@@ -79,6 +79,11 @@ fn minor_of(v: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Every pinned patch, current or kept (`3.4.13`, `3.5.24`, `3.5.1`): what a table test renders.
+pub fn pinned_patches() -> Vec<&'static str> {
+    PINNED.iter().map(|p| p.patch).collect()
+}
+
 /// A minor names its current pin; a patch names itself.
 fn pinned(version: &str) -> Option<&'static Pinned> {
     PINNED

@@ -26,8 +26,12 @@ pub enum CloudIntegration {
     /// The same, with `DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false` (1.29).
     InTreeByGate,
     /// kube-controller-manager and the kubelet run `--cloud-provider=external`; this cloud-controller-manager
-    /// image runs the cloud controllers.
-    External { ccm_image: &'static str },
+    /// image runs the cloud controllers, with its program at `ccm_program` (the path differs by how the image was
+    /// built: see [`KO_CCM`] and [`DOCKERFILE_CCM`]).
+    External {
+        ccm_image: &'static str,
+        ccm_program: &'static str,
+    },
 }
 
 /// A supported minor and what its masters run.
@@ -48,6 +52,12 @@ struct Release {
 }
 
 const CCM: &str = "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager";
+/// Where cloud-provider-gcp's v30 images keep the program: `ko` built them (`tools/push-images` at `ccm/v30.0.0`
+/// runs `ko build ./cmd/cloud-controller-manager/`; there is no Dockerfile), and ko puts a binary at
+/// `/ko-app/<name>`.
+pub const KO_CCM: &str = "/ko-app/cloud-controller-manager";
+/// From v32 the repository's Dockerfile copies the program to `/cloud-controller-manager` on go-runner.
+pub const DOCKERFILE_CCM: &str = "/cloud-controller-manager";
 
 /// Oldest first; every minor between the oldest and the newest, since an upgrade passes through each of them.
 /// 1.28.15 is what every master ran before the version was a setting.
@@ -73,6 +83,7 @@ const RELEASES: &[Release] = &[
         patch: 14,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v30.0.0",
+            ccm_program: KO_CCM,
         },
         leader_migration: true,
         autoscaler_tag: "v1.30.0",
@@ -84,6 +95,7 @@ const RELEASES: &[Release] = &[
         patch: 13,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v30.0.0",
+            ccm_program: KO_CCM,
         },
         leader_migration: false,
         autoscaler_tag: "v1.31.0",
@@ -94,6 +106,7 @@ const RELEASES: &[Release] = &[
         patch: 9,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v32.2.5",
+            ccm_program: DOCKERFILE_CCM,
         },
         leader_migration: false,
         autoscaler_tag: "v1.32.0",
@@ -104,6 +117,7 @@ const RELEASES: &[Release] = &[
         patch: 5,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v32.2.5",
+            ccm_program: DOCKERFILE_CCM,
         },
         leader_migration: false,
         autoscaler_tag: "v1.33.0",
@@ -114,6 +128,7 @@ const RELEASES: &[Release] = &[
         patch: 1,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v34.0.0",
+            ccm_program: DOCKERFILE_CCM,
         },
         leader_migration: false,
         autoscaler_tag: "v1.34.0",
@@ -124,6 +139,7 @@ const RELEASES: &[Release] = &[
         patch: 0,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v35.0.0",
+            ccm_program: DOCKERFILE_CCM,
         },
         leader_migration: false,
         autoscaler_tag: "v1.35.0",
@@ -134,6 +150,7 @@ const RELEASES: &[Release] = &[
         patch: 0,
         cloud: CloudIntegration::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v36.0.7",
+            ccm_program: DOCKERFILE_CCM,
         },
         leader_migration: false,
         autoscaler_tag: "v1.36.0",
@@ -163,6 +180,20 @@ impl std::fmt::Display for Version {
 
 fn release(minor: u32) -> Option<&'static Release> {
     RELEASES.iter().find(|r| r.minor == minor)
+}
+
+/// Every supported minor at its pinned patch, oldest first (`1.28.15`, …): what a table test renders.
+pub fn pinned_versions() -> Vec<String> {
+    RELEASES
+        .iter()
+        .map(|r| {
+            Version {
+                minor: r.minor,
+                patch: r.patch,
+            }
+            .to_string()
+        })
+        .collect()
 }
 
 fn supported() -> String {
@@ -454,7 +485,7 @@ mod tests {
             );
             assert_eq!(r.leader_migration, *migration, "{version}");
             let tag = match r.cloud {
-                CloudIntegration::External { ccm_image } => ccm_image.rsplit(':').next(),
+                CloudIntegration::External { ccm_image, .. } => ccm_image.rsplit(':').next(),
                 _ => None,
             };
             assert_eq!(tag, *ccm, "{version}");

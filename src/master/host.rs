@@ -187,9 +187,21 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         &cfg.service_account_key_pem,
         KEY_MODE,
     ));
+    // `super::check` refuses a key whose public half cannot be derived, so this is never empty when rendered.
+    out.push(file(
+        paths::SERVICE_ACCOUNT_PUB,
+        crate::pki::service_account_public_key(&cfg.service_account_key_pem).unwrap_or_default(),
+        FILE_MODE,
+    ));
 
     // Control-plane clients talk to their own replica's apiserver: they run only while it does.
     let local = format!("https://127.0.0.1:{}", cfg.api_port);
+    let external = matches!(cfg.kubernetes.cloud, CloudProvider::External { .. });
+    let ccm = external.then_some((
+        "cloud-controller-manager",
+        "system:cloud-controller-manager",
+        &c.cloud_controller_manager,
+    ));
     for (component, user, ck) in [
         (
             "kube-controller-manager",
@@ -207,7 +219,10 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
             "system:kube-addon-manager",
             &c.addon_manager,
         ),
-    ] {
+    ]
+    .into_iter()
+    .chain(ccm)
+    {
         let base = format!("{srv_pki}/{component}");
         pair(&mut out, &base, ck);
         out.push(file(
@@ -243,12 +258,8 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     out.push(file(paths::MONIT_KUBELET, monit_kubelet(), FILE_MODE));
     out.push(file(paths::GCE_CONF, gce_conf(cfg), FILE_MODE));
 
-    if let Some(rbac) = cloud_node_controller_rbac(cfg) {
-        out.push(file(
-            format!("{}/cloud-node-controller-rbac.yaml", paths::ADDONS),
-            rbac,
-            FILE_MODE,
-        ));
+    for (name, rbac) in super::addons::rbac(&cfg.kubernetes) {
+        out.push(file(format!("{}/{name}", paths::ADDONS), rbac, FILE_MODE));
     }
 
     // Manifests last: by the time the kubelet sees a pod, the files it mounts exist.
@@ -274,49 +285,4 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         ));
     }
     out
-}
-
-/// The role of the cloud node controller's service account, which Kubernetes' bootstrap policy does not carry
-/// (the in-tree controller manager had no such controller): it sets a node's addresses, zone and provider ID
-/// and removes the `uninitialized` taint. The addon manager applies it; `None` while the cloud controllers run
-/// in tree.
-fn cloud_node_controller_rbac(cfg: &MasterConfig) -> Option<String> {
-    if !matches!(cfg.kubernetes.cloud, CloudProvider::External { .. }) {
-        return None;
-    }
-    Some(
-        "apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: system:controller:cloud-node-controller
-  labels:
-    addonmanager.kubernetes.io/mode: Reconcile
-rules:
-- apiGroups: [\"\"]
-  resources: [\"nodes\"]
-  verbs: [\"get\", \"list\", \"watch\", \"update\", \"patch\", \"delete\"]
-- apiGroups: [\"\"]
-  resources: [\"nodes/status\"]
-  verbs: [\"patch\", \"update\"]
-- apiGroups: [\"\"]
-  resources: [\"events\"]
-  verbs: [\"create\", \"patch\", \"update\"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: system:controller:cloud-node-controller
-  labels:
-    addonmanager.kubernetes.io/mode: Reconcile
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: system:controller:cloud-node-controller
-subjects:
-- kind: ServiceAccount
-  name: cloud-node-controller
-  namespace: kube-system
-"
-        .into(),
-    )
 }

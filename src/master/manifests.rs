@@ -194,7 +194,7 @@ fn data_parent(cfg: &MasterConfig) -> String {
 }
 
 /// The init containers of a restoring etcd (docs/master-config.md §9): fetch the snapshot with gcloud, then
-/// restore it with etcd's own tool (`etcdutl` from 3.5, `etcdctl` in 3.4) into the data directory, as a
+/// restore it with etcd's own tool (`etcdctl snapshot restore`, the one the etcd images carry) into the data directory, as a
 /// one-member cluster of this replica. etcd then starts on the restored data.
 fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Pod) {
     let parent = data_parent(cfg);
@@ -229,19 +229,17 @@ fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Po
         ..Container::default()
     };
     let ip = cfg.internal_ip;
-    // etcd 3.4's etcdctl restores (with API 3); 3.5 moved it to etcdutl.
-    let v34 = cfg.etcd_image.contains(":3.4.");
-    let (tool, env) = if v34 {
-        (
-            "etcdctl",
-            vec![EnvVar {
-                name: "ETCDCTL_API".into(),
-                value: "3".into(),
-            }],
-        )
-    } else {
-        ("etcdutl", Vec::new())
-    };
+    // etcdctl, with API 3, for every pin: etcd 3.5 moved the restore to etcdutl and deprecated etcdctl's, but
+    // registry.k8s.io/etcd images carry only etcd and etcdctl (kubernetes/kubernetes cluster/images/etcd/Makefile
+    // installs those two; etcd-io/etcd#13764 for 3.5.1-0), so `/usr/local/bin/etcdutl` does not exist in them.
+    // etcdctl 3.4 and 3.5 both restore.
+    let (tool, env) = (
+        "etcdctl",
+        vec![EnvVar {
+            name: "ETCDCTL_API".into(),
+            value: "3".into(),
+        }],
+    );
     let restore = Container {
         name: "restore-snapshot".into(),
         image: cfg.etcd_image.clone(),
@@ -295,7 +293,8 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
                 "service-account-issuer",
                 format!("https://kubernetes.default.svc.{}", cfg.dns_domain),
             ),
-            flag("service-account-key-file", paths::SERVICE_ACCOUNT_KEY),
+            // The public half: this flag's reader takes no PKCS#8 private key (`pki::service_account_public_key`).
+            flag("service-account-key-file", paths::SERVICE_ACCOUNT_PUB),
             flag(
                 "service-account-signing-key-file",
                 paths::SERVICE_ACCOUNT_KEY,
@@ -395,8 +394,13 @@ pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
     );
     // Kubernetes' leader migration: with no configuration file, the cloud controllers take the migration lease
     // (`cloud-provider-extraction-migration`), which kube-controller-manager and cloud-controller-manager share,
-    // so during the roll that moves them out of tree they run on exactly one master.
-    if cfg.kubernetes.leader_migration {
+    // so during the roll that moves them out of tree they run on exactly one master. Only the controller manager
+    // that still runs them in tree takes part: on the release that moved them out, the cloud-controller-manager
+    // holds the migration lease and the new controller manager must not compete for it (kubernetes.io, "Migrate
+    // Replicated Control Plane To Use Cloud Controller Manager").
+    if cfg.kubernetes.leader_migration
+        && !matches!(cfg.kubernetes.cloud, CloudProvider::External { .. })
+    {
         command.push(flag("enable-leader-migration", true));
     }
     let c = Container {
@@ -446,6 +450,9 @@ pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
             flag("balance-similar-node-groups", true),
         ],
         volume_mounts: vec![srv_mount, gce_mount],
+        // The image is distroless' `static:nonroot` (uid 65532, kubernetes/autoscaler's Dockerfile), and its key
+        // and kubeconfig are root's 0600 files, as every component's here.
+        security_context: Some(SecurityContext { run_as_user: 0 }),
         ..Container::default()
     };
     pod("cluster-autoscaler", "10m", vec![c], vec![srv, gce])
@@ -453,16 +460,21 @@ pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
 
 /// Google's cloud-controller-manager (cloud-provider-gcp), for releases whose cloud controllers run out of tree:
 /// the node, node-lifecycle, route and service controllers, elected among the replicas like the controller
-/// manager. It reads the same gce.conf the in-tree provider read, and calls the API as the controller manager does
-/// (its kubeconfig, one service account per controller), so no new client identity is needed.
+/// manager. It reads the same gce.conf the in-tree provider read, and calls the API as its own user
+/// (`system:cloud-controller-manager`, bound by `host::cloud_controller_manager_rbac`) with one service account per
+/// controller. `command` names the program where the image keeps it (v30 images were built by ko).
 pub(super) fn cloud_controller_manager(cfg: &MasterConfig) -> Option<Pod> {
-    let CloudProvider::External { ccm_image } = &cfg.kubernetes.cloud else {
+    let CloudProvider::External {
+        ccm_image,
+        ccm_program,
+    } = &cfg.kubernetes.cloud
+    else {
         return None;
     };
     let (srv, srv_mount) = srv_volume();
     let (gce, gce_mount) = gce_conf_volume();
-    let mut command = vec!["/cloud-controller-manager".into()];
-    command.extend(client_flags("kube-controller-manager"));
+    let mut command = vec![ccm_program.clone()];
+    command.extend(client_flags("cloud-controller-manager"));
     command.extend([
         flag("leader-elect", true),
         flag("cloud-provider", "gce"),
@@ -479,6 +491,8 @@ pub(super) fn cloud_controller_manager(cfg: &MasterConfig) -> Option<Pod> {
         command,
         liveness_probe: Some(probe(10258, "/healthz", "HTTPS")),
         volume_mounts: vec![srv_mount, gce_mount],
+        // ko's default base (v30) runs as uid 65532; its key and kubeconfig are root's 0600 files.
+        security_context: Some(SecurityContext { run_as_user: 0 }),
         ..Container::default()
     };
     Some(pod(

@@ -9,8 +9,11 @@
 //! satisfied without a flag (passing the flag would stop the apiserver: unknown flag) and `false` cannot be
 //! honoured; [`check`] refuses it so the user hears it rather than getting quorum reads anyway.
 
+mod addons;
 #[cfg(test)]
 mod boot_tests;
+#[cfg(test)]
+mod contract_tests;
 mod host;
 pub mod k8s;
 mod manifests;
@@ -40,8 +43,12 @@ pub enum CloudProvider {
     InTree,
     /// The same on a release where it is off by default: the `DisableCloudProviders` gates turn it back on.
     InTreeByGate,
-    /// `--cloud-provider=external`; this cloud-controller-manager image runs the cloud controllers.
-    External { ccm_image: String },
+    /// `--cloud-provider=external`; this cloud-controller-manager image runs the cloud controllers, its program
+    /// at `ccm_program` (`domain::kubernetes_version::KO_CCM` or `DOCKERFILE_CCM`).
+    External {
+        ccm_image: String,
+        ccm_program: String,
+    },
 }
 
 /// The Kubernetes release a master runs.
@@ -109,6 +116,9 @@ pub mod paths {
     pub const HEALTHCHECK_CLIENT_KEY: &str =
         "/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key";
     pub const SERVICE_ACCOUNT_KEY: &str = "/etc/srv/kubernetes/pki/service-account.key";
+    /// Its public half (PKIX), for kube-apiserver's `--service-account-key-file`
+    /// ([`crate::pki::service_account_public_key`] says why not the key itself).
+    pub const SERVICE_ACCOUNT_PUB: &str = "/etc/srv/kubernetes/pki/service-account.pub";
     pub const KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
     pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";
     pub const KUBELET_DROPIN: &str = "/etc/systemd/system/kubelet.service.d/10-ha-master.conf";
@@ -242,6 +252,8 @@ pub enum MasterError {
         "a restore from a snapshot needs its snapshot and etcd's data disk, and is the only start that takes a snapshot"
     )]
     RestoreMisconfigured,
+    #[error("the cluster's service-account key cannot be used: {0}")]
+    ServiceAccountKey(String),
 }
 
 /// The checks [`render_user_data`] relies on; call it before rendering (at plan time where possible).
@@ -264,6 +276,8 @@ pub fn check(cfg: &MasterConfig) -> Result<(), MasterError> {
             return Err(MasterError::DuplicateMember(name.clone()));
         }
     }
+    crate::pki::service_account_public_key(&cfg.service_account_key_pem)
+        .map_err(|e| MasterError::ServiceAccountKey(e.to_string()))?;
     let restoring = cfg.initial_state == InitialState::RestoreFromSnapshot;
     if restoring != cfg.restore.is_some() || (restoring && !cfg.data_disk) {
         return Err(MasterError::RestoreMisconfigured);

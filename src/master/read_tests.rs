@@ -110,6 +110,7 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
         image_tag: "v1.30.14".into(),
         cloud: CloudProvider::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v30.0.0".into(),
+            ccm_program: crate::domain::kubernetes_version::KO_CCM.into(),
         },
         leader_migration: true,
         autoscaler_image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.0".into(),

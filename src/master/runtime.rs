@@ -35,6 +35,14 @@ pub fn kubelet_package(k: &KubernetesRelease) -> String {
     format!("kubelet={version}-{PACKAGE_REVISION}")
 }
 
+/// Rewrites `containerd config default` (stdin → stdout) so runc manages cgroups through systemd: drops any
+/// `SystemdCgroup` line and sets it to true right under runc's options table. A plain `s/false/true/` is not
+/// enough: containerd 1.x prints `SystemdCgroup = false` under
+/// `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`, but 2.x (config version 3, table
+/// `[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]`) prints no such line at all
+/// (containerd#12101), so the substitution changed nothing there.
+pub(super) const SYSTEMD_CGROUP_FILTER: &str = r#"awk '/SystemdCgroup[[:space:]]*=/ { next } { print } /runtimes\.runc\.options\]$/ { print "  SystemdCgroup = true" }'"#;
+
 /// The install script (POSIX sh, checked with `sh -n` and shellcheck in the tests). containerd is configured to
 /// manage cgroups through systemd, as the kubelet's configuration says (`cgroupDriver: systemd`): the two must
 /// agree or the kubelet refuses to start pods. The kubelet is held, so an unattended upgrade never moves a
@@ -67,7 +75,11 @@ apt-get update -q
 apt-get install -y -q --allow-downgrades --allow-change-held-packages "{package}"
 apt-mark hold kubelet
 mkdir -p /etc/containerd
-containerd config default | sed 's/SystemdCgroup = false/SystemdCgroup = true/' > /etc/containerd/config.toml
+containerd config default | {SYSTEMD_CGROUP_FILTER} > /etc/containerd/config.toml
+if ! grep -q 'SystemdCgroup = true' /etc/containerd/config.toml; then
+  echo "install-node-runtime: containerd's default configuration has no runc options table to set SystemdCgroup in; the kubelet's cgroupDriver is systemd, so pods would not start" >&2
+  exit 1
+fi
 systemctl restart containerd
 "#
     )

@@ -144,3 +144,48 @@ fn the_script_leaves_an_image_that_has_the_release_alone_and_explains_one_it_can
         "{err}"
     );
 }
+
+/// Runs the script's containerd filter on `default` (what `containerd config default` printed) with the real awk.
+fn systemd_cgroups(default: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", super::runtime::SYSTEMD_CGROUP_FILTER])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(default.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The runc options table of containerd 1.7's and 2.x's `config default` (abridged to the lines around it): 1.x
+/// prints `SystemdCgroup = false` in it, 2.x (config version 3) does not print the key at all, which a
+/// `s/false/true/` left at cgroupfs while the kubelet expects systemd.
+#[test]
+fn containerd_1_and_2_default_configs_both_get_systemd_cgroups() {
+    let v1 = "version = 2\n\
+        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\
+        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  BinaryName = \"\"\n  SystemdCgroup = false\n\
+        [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc]\n";
+    let v2 = "version = 3\n\
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = 'io.containerd.runc.v2'\n\
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n  BinaryName = ''\n  CriuImagePath = ''\n\
+        [plugins.'io.containerd.cri.v1.runtime'.cni]\n";
+    for (name, default) in [("containerd 1.x", v1), ("containerd 2.x", v2)] {
+        let out = systemd_cgroups(default);
+        assert_eq!(out.matches("SystemdCgroup").count(), 1, "{name}:\n{out}");
+        let table = out
+            .split('[')
+            .find(|t| t.contains("runtimes.runc.options]"))
+            .unwrap();
+        assert!(table.contains("SystemdCgroup = true"), "{name}:\n{out}");
+        assert!(out.contains("BinaryName"), "{name} lost a line:\n{out}");
+    }
+}

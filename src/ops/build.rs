@@ -88,7 +88,7 @@ pub fn master_config(
 }
 
 /// The release the domain picks for `version`, as the master renders it.
-fn kubernetes_release(version: &str) -> master::KubernetesRelease {
+pub fn kubernetes_release(version: &str) -> master::KubernetesRelease {
     use crate::domain::kubernetes_version::{CloudIntegration, master_release};
     let r = master_release(version);
     master::KubernetesRelease {
@@ -96,8 +96,12 @@ fn kubernetes_release(version: &str) -> master::KubernetesRelease {
         cloud: match r.cloud {
             CloudIntegration::InTree => master::CloudProvider::InTree,
             CloudIntegration::InTreeByGate => master::CloudProvider::InTreeByGate,
-            CloudIntegration::External { ccm_image } => master::CloudProvider::External {
+            CloudIntegration::External {
+                ccm_image,
+                ccm_program,
+            } => master::CloudProvider::External {
                 ccm_image: ccm_image.into(),
+                ccm_program: ccm_program.into(),
             },
         },
         leader_migration: r.leader_migration,

@@ -130,6 +130,11 @@ pub struct ReplicaCerts {
     pub controller_manager: CertKey,
     pub scheduler: CertKey,
     pub cluster_autoscaler: CertKey,
+    /// Google's cloud-controller-manager, on releases whose cloud controllers run out of tree. Its own user
+    /// (`system:cloud-controller-manager`, as cloud-provider-gcp's RBAC names it): the controller manager's
+    /// bootstrap role may take only the `kube-controller-manager` lease, so borrowing that identity would never
+    /// elect a leader.
+    pub cloud_controller_manager: CertKey,
     pub addon_manager: CertKey,
     /// The apiserver's client certificate towards kubelets (logs, exec, port-forward), signed by the cluster CA.
     pub apiserver_kubelet_client: CertKey,
@@ -212,6 +217,11 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
     let cluster_autoscaler =
         ca.cluster
             .issue_for(&client("cluster-autoscaler", &[]), Usage::Client, lifetime)?;
+    let cloud_controller_manager = ca.cluster.issue_for(
+        &client("system:cloud-controller-manager", &[]),
+        Usage::Client,
+        lifetime,
+    )?;
     // The addon manager applies arbitrary addon manifests, so it needs cluster-admin (as kube-up's had).
     let addon_manager = ca.cluster.issue_for(
         &client("system:kube-addon-manager", &["system:masters"]),
@@ -241,6 +251,7 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
         controller_manager,
         scheduler,
         cluster_autoscaler,
+        cloud_controller_manager,
         addon_manager,
         apiserver_kubelet_client,
     })
@@ -257,6 +268,20 @@ pub fn provider_etcd_client(cas: &ClusterCas) -> Result<CertKey> {
 /// replica is rejected by the next.
 pub fn service_account_key() -> Result<String> {
     Ok(issuer::p256()?.serialize_pem())
+}
+
+/// The public half of the service-account key, as a PKIX `PUBLIC KEY` PEM: what kube-apiserver's
+/// `--service-account-key-file` is given. That flag is read by client-go's `keyutil.PublicKeysFromFile`, which takes
+/// RSA keys, public keys, certificates and EC private keys in SEC1 only, so the PKCS#8 private key itself would stop
+/// the API server at start ("data does not contain any valid RSA or ECDSA public keys"). kubeadm likewise gives the
+/// flag `sa.pub`.
+pub fn service_account_public_key(private_pem: &str) -> Result<String> {
+    rcgen::KeyPair::from_pem(private_pem)
+        .map(|k| k.public_key_pem())
+        .map_err(|e| PkiError::InvalidRequest {
+            field: "service_account_key",
+            reason: format!("is not a PKCS#8 private key: {e}"),
+        })
 }
 
 fn client(cn: &str, orgs: &[&str]) -> LeafSpec {
