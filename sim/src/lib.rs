@@ -16,6 +16,7 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod contract;
 pub mod etcd_bins;
 pub mod fabric;
 pub mod faults;

@@ -50,6 +50,9 @@ struct WriteFile {
     encoding: Option<String>,
     #[serde(default)]
     permissions: Option<String>,
+    /// cloud-init's `user:group`; cloud-init writes `root:root` when it is not given.
+    #[serde(default)]
+    owner: Option<String>,
     #[serde(default)]
     append: bool,
 }
@@ -117,6 +120,8 @@ struct VolumeMount {
 pub(crate) struct GuestFile {
     pub path: String,
     pub mode: u32,
+    /// `user:group` as written (`root:root` when not given).
+    pub owner: String,
     pub append: bool,
     pub bytes: Vec<u8>,
 }
@@ -473,6 +478,7 @@ fn decode(f: &WriteFile) -> Result<GuestFile, VmError> {
     Ok(GuestFile {
         path: f.path.clone(),
         mode,
+        owner: f.owner.clone().unwrap_or_else(|| "root:root".into()),
         append: f.append,
         bytes,
     })

@@ -3,7 +3,7 @@
 //! (the real binary, restarted on exit) and an API-server stand-in whose /healthz tracks that etcd.
 
 mod api;
-mod config;
+pub(crate) mod config;
 mod etcd;
 mod init;
 mod tls;
@@ -34,6 +34,9 @@ pub enum VmError {
     Config(String),
     #[error("TLS: {0}")]
     Tls(String),
+    /// The startup config parses, but a real master would not come up on it (`crate::contract`).
+    #[error("{0}")]
+    Contract(#[from] crate::contract::Refusal),
     /// A port of the VM could not be opened (another process holds it).
     #[error("{0}")]
     Net(String),
@@ -188,6 +191,9 @@ impl Vm {
         for f in &startup.files {
             write_guest_file(&map, f)?;
         }
+        // Judged by the real programs' rules before anything starts: a master that would not come up on GCE
+        // does not come up here either.
+        crate::contract::check(&startup.files, &map.rootfs, &dir.join("contract"))?;
         map.mounted = mount_disks(&startup, &map, disks)?;
         // The kubelet makes the pod's `DirectoryOrCreate` hostPaths before any of its containers, init ones too.
         for dir in &startup.etcd_created_dirs {

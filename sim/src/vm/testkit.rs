@@ -180,10 +180,15 @@ fn master_metadata_with(
             {"name": "pki", "mountPath": "/etc/srv/kubernetes", "readOnly": true},
         ]);
     }
+    // As the provider renders them: /etc/srv/kubernetes mounted read-only, the sidecar as root (its image's user
+    // cannot read root's 0600 keys); the contract checker refuses either missing.
+    let srv_mount = serde_json::json!([{"name": "srvkube", "mountPath": "/etc/srv/kubernetes", "readOnly": true}]);
     let api_pod = serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "kube-apiserver", "namespace": "kube-system"},
-        "spec": {"hostNetwork": true, "containers": [
+        "spec": {"hostNetwork": true,
+          "volumes": [{"name": "srvkube", "hostPath": {"path": "/etc/srv/kubernetes"}}],
+          "containers": [
             {"name": "kube-apiserver", "image": "registry.k8s.io/kube-apiserver:v1.31.0", "command": [
                 "/usr/local/bin/kube-apiserver", "--secure-port=443", format!("--advertise-address={static_ip}"),
                 "--tls-cert-file=/etc/srv/kubernetes/pki/apiserver.crt",
@@ -193,12 +198,12 @@ fn master_metadata_with(
                 "--etcd-cafile=/etc/srv/kubernetes/pki/etcd-apiserver-ca.crt",
                 "--etcd-certfile=/etc/srv/kubernetes/pki/etcd-apiserver-client.crt",
                 "--etcd-keyfile=/etc/srv/kubernetes/pki/etcd-apiserver-client.key",
-            ]},
+            ], "volumeMounts": srv_mount},
             {"name": "healthcheck", "image": "registry.k8s.io/kops/kube-apiserver-healthcheck:1.28.0", "args": [
                 "--ca-cert=/etc/srv/kubernetes/pki/ca.crt",
                 "--client-cert=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.crt",
                 "--client-key=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
-            ]},
+            ], "volumeMounts": srv_mount, "securityContext": {"runAsUser": 0}},
         ]},
     });
     let file = |path: &str, content: &str, perm: &str| serde_json::json!({"path": path, "content": content, "permissions": perm, "owner": "root:root"});

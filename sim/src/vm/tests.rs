@@ -294,7 +294,11 @@ fn startup_config_violations_are_reported_before_anything_runs() {
     // A shell wrapper instead of the etcd binary is outside the contract.
     let wrapped = edit_user_data(&md, "/usr/local/bin/etcd\n", "/bin/sh\n");
     assert!(boot(&wrapped).contains("etcd binary"), "{}", boot(&wrapped));
-    let no_cert = edit_user_data(&md, "--tls-cert-file", "--tls-cert-fil");
+    let no_cert = edit_user_data(
+        &md,
+        "--tls-cert-file=/etc/srv/kubernetes/pki/apiserver.crt",
+        "--advertise-address=127.44.1.2",
+    );
     assert!(
         boot(&no_cert).contains("--tls-cert-file"),
         "{}",
@@ -319,6 +323,14 @@ fn startup_config_violations_are_reported_before_anything_runs() {
     );
     let e = boot(&bad_key);
     assert!(e.contains("--client-key") && e.contains("nope.key"), "{e}");
+    // The Kubernetes contract (crate::contract): a flag the release removed stops the apiserver as the real one
+    // would, naming it.
+    let removed = edit_user_data(&md, "--secure-port=443", "--insecure-port=0");
+    let e = boot(&removed);
+    assert!(
+        e.contains("kube-apiserver") && e.contains("unknown flag: --insecure-port"),
+        "{e}"
+    );
     // Nothing was started: the VM's ports are free.
     assert!(std::net::TcpStream::connect((me.ip, 2379)).is_err());
 }

@@ -1,0 +1,189 @@
+//! What each component must be allowed to do to work at all: its leader-election lease (by name, in
+//! kube-system), the leader-migration lease when it takes part in a migration, and the objects its controllers
+//! touch. Taken from each program's source (named per entry); `rbac` judges them against the grants.
+
+use super::flags::Program;
+use super::master::Master;
+use super::rbac::Ask;
+
+/// Whose permissions a need is judged with.
+#[derive(Debug, Clone)]
+pub(crate) enum Who {
+    /// The client certificate of this kubeconfig (a path on the VM).
+    Kubeconfig(String),
+    /// A controller's own service account (`--use-service-account-credentials`).
+    ServiceAccount(&'static str, &'static str),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Need {
+    pub component: String,
+    /// What fails without it, for the sentence.
+    pub what: String,
+    pub identity: Who,
+    pub asks: Vec<Ask>,
+}
+
+/// `get` and `update` of one lease in kube-system: what client-go's leader election does with a Lease lock.
+fn lease(name: &str, why: &'static str) -> Vec<Ask> {
+    ["get", "update"]
+        .into_iter()
+        .map(|verb| Ask {
+            verb,
+            group: "coordination.k8s.io",
+            resource: "leases",
+            name: Some(name.to_string()),
+            namespace: Some("kube-system"),
+            why,
+        })
+        .collect()
+}
+
+fn ask(verb: &'static str, group: &'static str, resource: &'static str, why: &'static str) -> Ask {
+    Ask {
+        verb,
+        group,
+        resource,
+        name: None,
+        namespace: None,
+        why,
+    }
+}
+
+/// The migration lease Kubernetes' leader migration takes when no configuration names another
+/// (k8s.io/controller-manager `pkg/leadermigration/options`, `LeaderName` of the default configuration).
+const MIGRATION_LEASE: &str = "cloud-provider-extraction-migration";
+
+pub(crate) fn of(master: &Master<'_>) -> Vec<Need> {
+    let mut out = Vec::new();
+    for c in master.containers.iter().filter(|c| !c.init) {
+        let Some(program) = Program::of_image(&c.image) else {
+            continue;
+        };
+        let Some(kubeconfig) = c.flag("kubeconfig").and_then(|k| c.host_path(&k)) else {
+            continue;
+        };
+        let elects = c.flag("leader-elect").is_some_and(|v| v == "true")
+            || (program == Program::ClusterAutoscaler && c.flag("leader-elect").is_none());
+        let migrates = c
+            .flag("enable-leader-migration")
+            .is_some_and(|v| v == "true");
+        let lease_name = c.flag("leader-elect-resource-name");
+        let mut need = |what: &str, identity: Who, asks: Vec<Ask>| {
+            if !asks.is_empty() {
+                out.push(Need {
+                    component: program.name().to_string(),
+                    what: what.to_string(),
+                    identity,
+                    asks,
+                });
+            }
+        };
+        let me = Who::Kubeconfig(kubeconfig.clone());
+        // Delegated authentication reads this config map at start, and a failed lookup is fatal unless
+        // --authentication-tolerate-lookup-failure (k8s.io/apiserver pkg/server/options/authentication.go).
+        if c.flag("authentication-kubeconfig").is_some()
+            && c.flag("authentication-tolerate-lookup-failure")
+                .is_none_or(|v| v != "true")
+        {
+            need(
+                "it exits at start",
+                me.clone(),
+                vec![Ask {
+                    verb: "get",
+                    group: "",
+                    resource: "configmaps",
+                    name: Some("extension-apiserver-authentication".into()),
+                    namespace: Some("kube-system"),
+                    why: "delegated authentication (--authentication-kubeconfig)",
+                }],
+            );
+        }
+        // Leader election: the lease is named after the program unless --leader-elect-resource-name says
+        // otherwise (k8s.io/component-base/config/options/leaderelectionconfig.go; cluster-autoscaler's
+        // --leader-elect-resource-name defaults to "cluster-autoscaler", main.go).
+        if elects {
+            let name = lease_name
+                .clone()
+                .unwrap_or_else(|| program.name().to_string());
+            need(
+                "it never becomes leader, so its controllers never run",
+                me.clone(),
+                lease(&name, "leader election"),
+            );
+        }
+        if migrates {
+            need(
+                "leader migration never hands the cloud controllers over",
+                me.clone(),
+                lease(MIGRATION_LEASE, "leader migration's lock"),
+            );
+        }
+        match program {
+            Program::CloudControllerManager => {
+                if c.flag("use-service-account-credentials")
+                    .is_some_and(|v| v == "true")
+                {
+                    // k8s.io/controller-manager pkg/clientbuilder: one service account and token per controller.
+                    let mut asks =
+                        vec![ask("get", "", "serviceaccounts", "a client per controller")];
+                    asks.push(ask(
+                        "create",
+                        "",
+                        "serviceaccounts/token",
+                        "a client per controller",
+                    ));
+                    for a in &mut asks {
+                        a.namespace = Some("kube-system");
+                    }
+                    need("its controllers get no credentials", me.clone(), asks);
+                    // k8s.io/cloud-provider controllers/node (vendored in cloud-provider-gcp): the cloud node
+                    // controller runs as `node-controller`, sets addresses and removes the uninitialized taint.
+                    need(
+                        "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
+                        Who::ServiceAccount("kube-system", "node-controller"),
+                        vec![
+                            ask("update", "", "nodes", "cloud node controller"),
+                            ask("patch", "", "nodes/status", "cloud node controller"),
+                        ],
+                    );
+                } else {
+                    need(
+                        "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
+                        me.clone(),
+                        vec![
+                            ask("update", "", "nodes", "cloud node controller"),
+                            ask("patch", "", "nodes/status", "cloud node controller"),
+                        ],
+                    );
+                }
+            }
+            Program::ClusterAutoscaler => need(
+                "it cannot see or scale the cluster",
+                me.clone(),
+                vec![
+                    ask(
+                        "list",
+                        "",
+                        "nodes",
+                        "cluster state (cluster-autoscaler's listers)",
+                    ),
+                    ask(
+                        "watch",
+                        "",
+                        "pods",
+                        "unschedulable pods (cluster-autoscaler's listers)",
+                    ),
+                    ask(
+                        "create",
+                        "",
+                        "pods/eviction",
+                        "draining a node before removing it",
+                    ),
+                ],
+            ),
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,292 @@
+//! Whether each component's identity may do what it needs, as the API server's RBAC authorizer would decide:
+//! Kubernetes' bootstrap policy for the release (`rbac/bootstrap.yaml`, taken from upstream's policy) plus the
+//! Roles, ClusterRoles and bindings the master installs as addons. An identity is a client certificate's CN (the
+//! user) and O (its groups), read from the kubeconfig the component is given; a controller that runs with
+//! `--use-service-account-credentials` acts as its service account.
+
+use super::Refusal;
+use super::master::Master;
+use super::reads::Kubeconfig;
+use super::release::{Version, bound};
+use serde::Deserialize;
+
+/// An RBAC rule (rbac.authorization.k8s.io/v1 `PolicyRule`, resource rules only).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Rule {
+    #[serde(default, rename = "apiGroups")]
+    pub api_groups: Vec<String>,
+    #[serde(default)]
+    pub resources: Vec<String>,
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    #[serde(default, rename = "resourceNames")]
+    pub resource_names: Vec<String>,
+}
+
+/// Who a rule is granted to: a user, a group, or a service account (`namespace:name`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub(crate) struct Subject {
+    pub kind: String,
+    pub name: String,
+}
+
+/// A grant: rules for a subject, cluster-wide or in one namespace.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Grant {
+    pub subject: Subject,
+    /// The role the rules come from (`ClusterRole/system:kube-scheduler`), so the master's own bindings can name
+    /// a bootstrap role.
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub since: Option<String>,
+    #[serde(default)]
+    pub until: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub rules: Vec<Rule>,
+}
+
+const BOOTSTRAP: &str = include_str!("rbac/bootstrap.yaml");
+
+/// What one request asks: a verb on a resource (optionally one object by name) in a namespace (`None` for
+/// cluster-scoped).
+#[derive(Debug, Clone)]
+pub(crate) struct Ask {
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub name: Option<String>,
+    pub namespace: Option<&'static str>,
+    /// Why the component needs it, with the upstream source.
+    pub why: &'static str,
+}
+
+/// An identity: a user and its groups (`system:authenticated` is every authenticated identity's).
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    pub user: String,
+    pub groups: Vec<String>,
+}
+
+impl Identity {
+    pub fn service_account(namespace: &str, name: &str) -> Identity {
+        Identity {
+            user: format!("system:serviceaccount:{namespace}:{name}"),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                "system:authenticated".into(),
+            ],
+        }
+    }
+
+    fn is(&self, s: &Subject) -> bool {
+        match s.kind.as_str() {
+            "User" => s.name == self.user,
+            "Group" => self.groups.contains(&s.name),
+            "ServiceAccount" => {
+                let (ns, name) = s.name.split_once(':').unwrap_or(("", &s.name));
+                self.user == format!("system:serviceaccount:{ns}:{name}")
+            }
+            _ => false,
+        }
+    }
+}
+
+fn matches(list: &[String], want: &str) -> bool {
+    list.iter().any(|x| x == "*" || x == want)
+}
+
+impl Rule {
+    fn allows(&self, ask: &Ask) -> bool {
+        matches(&self.verbs, ask.verb)
+            && matches(&self.api_groups, ask.group)
+            && matches(&self.resources, ask.resource)
+            && (self.resource_names.is_empty()
+                || ask
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| self.resource_names.iter().any(|r| r == n)))
+    }
+}
+
+/// The release's bootstrap grants.
+pub(crate) fn bootstrap(release: &Version) -> Result<Vec<Grant>, String> {
+    let all: Vec<Grant> = serde_norway::from_str(BOOTSTRAP)
+        .map_err(|e| format!("sim/src/contract/rbac/bootstrap.yaml: {e}"))?;
+    let mut out = Vec::new();
+    for g in all {
+        let since = g.since.as_deref().map(bound).transpose()?.flatten();
+        let until = g.until.as_deref().map(bound).transpose()?.flatten();
+        if release.within(since.as_ref(), until.as_ref()) {
+            out.push(g);
+        }
+    }
+    Ok(out)
+}
+
+/// The grants the master's addon manifests make: each binding's subjects get its role's rules, whether the role is
+/// one of the addons or one of the bootstrap policy's (`bootstrap`).
+pub(crate) fn addon_grants(master: &Master<'_>, bootstrap: &[Grant]) -> Vec<Grant> {
+    use serde_norway::Value;
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let kind = |v: &Value| s(v, "kind").unwrap_or_default();
+    let meta = |v: &Value, k: &str| v.get("metadata").and_then(|m| s(m, k));
+    let rules_of = |role_kind: &str, name: &str, ns: Option<&str>| -> Vec<Rule> {
+        let own: Vec<Rule> = master
+            .addons
+            .iter()
+            .filter(|d| kind(d) == role_kind && meta(d, "name").as_deref() == Some(name))
+            .filter(|d| role_kind == "ClusterRole" || meta(d, "namespace").as_deref() == ns)
+            .filter_map(|d| serde_norway::from_value::<Vec<Rule>>(d.get("rules")?.clone()).ok())
+            .flatten()
+            .collect();
+        if !own.is_empty() {
+            return own;
+        }
+        let wanted = format!("{role_kind}/{name}");
+        bootstrap
+            .iter()
+            .filter(|g| g.role.as_deref() == Some(wanted.as_str()))
+            .filter(|g| role_kind == "ClusterRole" || g.namespace.as_deref() == ns)
+            .map(|g| g.rules.clone())
+            .next()
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for b in &master.addons {
+        let k = kind(b);
+        if k != "ClusterRoleBinding" && k != "RoleBinding" {
+            continue;
+        }
+        let namespace = (k == "RoleBinding").then(|| meta(b, "namespace")).flatten();
+        let Some(role) = b.get("roleRef") else {
+            continue;
+        };
+        let (role_kind, role_name) = (
+            s(role, "kind").unwrap_or_default(),
+            s(role, "name").unwrap_or_default(),
+        );
+        let rules = rules_of(&role_kind, &role_name, namespace.as_deref());
+        for subject in b
+            .get("subjects")
+            .and_then(Value::as_sequence)
+            .into_iter()
+            .flatten()
+        {
+            let kind = s(subject, "kind").unwrap_or_default();
+            let name = match kind.as_str() {
+                "ServiceAccount" => format!(
+                    "{}:{}",
+                    s(subject, "namespace").unwrap_or_default(),
+                    s(subject, "name").unwrap_or_default()
+                ),
+                _ => s(subject, "name").unwrap_or_default(),
+            };
+            out.push(Grant {
+                subject: Subject { kind, name },
+                role: Some(format!("{role_kind}/{role_name}")),
+                since: None,
+                until: None,
+                namespace: namespace.clone(),
+                rules: rules.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// Whether `who` may do `ask` under `grants`.
+pub(crate) fn allowed(grants: &[Grant], who: &Identity, ask: &Ask) -> bool {
+    grants.iter().any(|g| {
+        who.is(&g.subject)
+            && (g.namespace.is_none() || g.namespace.as_deref() == ask.namespace)
+            && g.rules.iter().any(|r| r.allows(ask))
+    })
+}
+
+/// The API server's sentence for a refused request.
+pub(crate) fn forbidden(who: &Identity, ask: &Ask) -> String {
+    let group = if ask.group.is_empty() {
+        String::new()
+    } else {
+        format!(".{}", ask.group)
+    };
+    let object = ask
+        .name
+        .as_deref()
+        .map(|n| format!(" {n:?}"))
+        .unwrap_or_default();
+    let scope = match ask.namespace {
+        Some(ns) => format!(" in the namespace {ns:?}"),
+        None => " at the cluster scope".into(),
+    };
+    format!(
+        "{}{group}{object} is forbidden: User {:?} cannot {} resource {:?} in API group {:?}{scope}",
+        ask.resource, who.user, ask.verb, ask.resource, ask.group
+    )
+}
+
+/// The identity a kubeconfig's client certificate carries (CN = user, O = groups).
+pub(crate) fn identity_of(
+    master: &Master<'_>,
+    kubeconfig_host_path: &str,
+) -> Result<Identity, String> {
+    let file = master
+        .files
+        .get(kubeconfig_host_path)
+        .ok_or_else(|| format!("no kubeconfig at {kubeconfig_host_path}"))?;
+    let kc = Kubeconfig::parse(&file.bytes)?;
+    let cert = master
+        .files
+        .get(kc.client_certificate.as_str())
+        .ok_or_else(|| format!("no client certificate at {}", kc.client_certificate))?;
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&cert.bytes)
+        .map_err(|e| format!("{}: not a PEM certificate: {e}", kc.client_certificate))?;
+    let x509 = pem
+        .parse_x509()
+        .map_err(|e| format!("{}: not a certificate: {e}", kc.client_certificate))?;
+    let subject = x509.subject();
+    let user = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let mut groups: Vec<String> = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_string))
+        .collect();
+    groups.push("system:authenticated".into());
+    Ok(Identity { user, groups })
+}
+
+/// Every component's needs against the release's grants.
+pub(crate) fn check(master: &Master<'_>) -> Result<(), Refusal> {
+    let table = |e: String| {
+        Refusal::new(
+            "ha-sim",
+            format!("the contract's RBAC table is broken: {e}"),
+        )
+    };
+    let mut grants = bootstrap(&master.release).map_err(table)?;
+    let own = addon_grants(master, &grants);
+    grants.extend(own);
+    for need in super::needs::of(master) {
+        let who = match &need.identity {
+            super::needs::Who::Kubeconfig(path) => identity_of(master, path)
+                .map_err(|e| Refusal::new(&need.component, format!("its identity: {e}")))?,
+            super::needs::Who::ServiceAccount(ns, name) => Identity::service_account(ns, name),
+        };
+        for ask in &need.asks {
+            if !allowed(&grants, &who, ask) {
+                return Err(Refusal::new(
+                    &need.component,
+                    format!("{} ({}): {}", need.what, ask.why, forbidden(&who, ask)),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
