@@ -274,7 +274,7 @@ fn manifests_and_addons_validate_against_each_releases_openapi_schema() {
                 paths_out.push(out);
             }
         }
-        let minor = version.rsplitn(2, '.').nth(1).unwrap();
+        let (minor, _) = version.rsplit_once('.').unwrap();
         let out = Command::new("python3")
             .arg(&checker)
             .args(["--kubernetes-version", minor])

@@ -239,7 +239,6 @@ impl<'a> Master<'a> {
 fn exec_start(unit: &str) -> Option<Vec<String>> {
     unit.lines()
         .filter_map(|l| l.trim().strip_prefix("ExecStart="))
-        .filter(|v| !v.trim().is_empty())
-        .next_back()
+        .rfind(|v| !v.trim().is_empty())
         .map(|v| v.split_whitespace().skip(1).map(str::to_string).collect())
 }
