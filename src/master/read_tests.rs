@@ -110,7 +110,7 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
         image_tag: "v1.30.14".into(),
         cloud: CloudProvider::External {
             ccm_image: "registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v30.0.0".into(),
-            ccm_program: crate::domain::kubernetes_version::KO_CCM.into(),
+            ccm_program: "/ko-app/cloud-controller-manager".into(),
         },
         leader_migration: true,
         autoscaler_image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.30.0".into(),
@@ -126,10 +126,10 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
         Some("external")
     );
     assert_eq!(files.flag(kcm, "cloud-config"), None);
-    assert_eq!(
-        files.flag(kcm, "enable-leader-migration").as_deref(),
-        Some("true")
-    );
+    // On the release that moves the cloud controllers out, only the cloud-controller-manager takes part in leader
+    // migration; a controller manager without them must not compete for the lease (kubernetes.io, "Migrate
+    // Replicated Control Plane To Use Cloud Controller Manager").
+    assert_eq!(files.flag(kcm, "enable-leader-migration"), None);
     let ccm = "cloud-controller-manager.yaml";
     assert_eq!(files.flag(ccm, "cloud-provider").as_deref(), Some("gce"));
     assert_eq!(
@@ -145,11 +145,11 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
         dropin.contains("--cloud-provider=external") && !dropin.contains("--cloud-config"),
         "{dropin}"
     );
-    // The addon is two YAML documents the addon manager applies: the role and its binding to the controller's
-    // service account.
+    // The addon the addon manager applies: the cloud-controller-manager's own role and bindings, and the cloud node
+    // controller's role bound to its service account.
     let rbac = files
         .get(&format!(
-            "{}/cloud-node-controller-rbac.yaml",
+            "{}/cloud-controller-manager-rbac.yaml",
             paths::ADDONS
         ))
         .unwrap();
@@ -159,7 +159,18 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
             v["kind"].as_str().unwrap_or_default().to_string()
         })
         .collect();
-    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"], "{rbac}");
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "RoleBinding",
+            "ClusterRoleBinding",
+            "ClusterRole",
+            "ClusterRoleBinding"
+        ],
+        "{rbac}"
+    );
     let autoscaler = files
         .get(&format!("{}/cluster-autoscaler.yaml", paths::MANIFESTS))
         .unwrap();
@@ -179,6 +190,10 @@ fn the_kubernetes_release_sets_images_and_cloud_flags_and_reads_back() {
     let gates = "DisableCloudProviders=false,DisableKubeletCloudCredentialProviders=false";
     assert_eq!(files.flag(kcm, "feature-gates").as_deref(), Some(gates));
     assert_eq!(files.flag(kcm, "cloud-provider").as_deref(), Some("gce"));
+    assert_eq!(
+        files.flag(kcm, "enable-leader-migration").as_deref(),
+        Some("true")
+    );
     assert!(files.get(paths::KUBELET_DROPIN).unwrap().contains(gates));
     assert!(files.get(&format!("{}/{ccm}", paths::MANIFESTS)).is_none());
 }
