@@ -12,8 +12,6 @@
 mod addons;
 #[cfg(test)]
 mod boot_tests;
-#[cfg(test)]
-mod contract_tests;
 mod host;
 pub mod k8s;
 mod manifests;
@@ -24,7 +22,7 @@ pub mod runtime;
 #[cfg(test)]
 mod runtime_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use k8s::{CloudConfig, Kubeconfig, KubeletConfiguration, Pod, WriteFile};
 

@@ -58,7 +58,7 @@ fn ip(s: &str) -> Ipv4Addr {
     s.parse().unwrap()
 }
 
-pub(super) fn base() -> &'static MasterConfig {
+pub(crate) fn base() -> &'static MasterConfig {
     static CFG: OnceLock<MasterConfig> = OnceLock::new();
     CFG.get_or_init(|| {
         config_for(
@@ -72,7 +72,7 @@ pub(super) fn base() -> &'static MasterConfig {
 }
 
 /// Rendered files by path.
-pub(super) fn files(cfg: &MasterConfig) -> BTreeMap<String, WriteFile> {
+pub(crate) fn files(cfg: &MasterConfig) -> BTreeMap<String, WriteFile> {
     let ud = render_user_data(cfg);
     let body = ud
         .strip_prefix("#cloud-config\n")

@@ -1,11 +1,12 @@
-//! Every supported release's master judged by the rules of the real programs: ha-sim's Kubernetes contract
+//! Every supported release's master judged by the rules of the real programs (here, in `ops`, because the
+//! releases are `domain`'s and what a release makes of a master is `ops::build`'s): ha-sim's Kubernetes contract
 //! checker (`sim/src/contract`, the check a sim VM's boot runs) and the release's OpenAPI schemas
 //! (`scripts/check-k8s-schemas`, PyPI kubernetes-validate). Then each defect that once stopped a real master is put
 //! back, and the checker must refuse it with a sentence naming the component and the cause.
 
-use super::tests::{base, files};
-use super::*;
 use crate::domain::{etcd_version, kubernetes_version};
+use crate::master::tests::{base, files};
+use crate::master::{MasterConfig, check, metadata_items, paths};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -13,7 +14,7 @@ use std::process::Command;
 /// `base()` at Kubernetes `version` and etcd `etcd`.
 fn master(version: &str, etcd: &str) -> MasterConfig {
     MasterConfig {
-        kubernetes: crate::ops::build::kubernetes_release(version),
+        kubernetes: super::build::kubernetes_release(version),
         etcd_image: etcd_version::image(etcd),
         ..base().clone()
     }
@@ -184,7 +185,7 @@ fn the_cloud_controller_manager_on_the_controller_managers_identity_never_leads(
     // system::leader-locking-kube-controller-manager Role grants every lease in kube-system, for coordinated
     // leader election: sim/src/contract/rbac/bootstrap.yaml.)
     let cfg = master("1.30.14", "3.5.24");
-    let kcm = manifests::component_kubeconfig_path("kube-controller-manager");
+    let kcm = format!("{}/kube-controller-manager/kubeconfig", paths::SRV);
     let md = edit(&cfg, &manifest("cloud-controller-manager"), |pod| {
         for arg in command_of(pod, "cloud-controller-manager") {
             if let Some(a) = arg.as_str()

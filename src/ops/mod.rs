@@ -14,6 +14,8 @@ pub mod join;
 pub mod kubernetes_version;
 pub mod leave;
 pub mod lock;
+#[cfg(test)]
+mod master_contract_tests;
 pub mod observe;
 pub mod orphans;
 pub mod recover;

@@ -65,6 +65,25 @@ impl Program {
         }
     }
 
+    /// What the program logs for a flag it does not define, before it exits (each table's header names the source).
+    pub fn unknown_flag(self, flag: &str) -> String {
+        match self {
+            // k8s.io/component-base cli/run.go prints cobra's error before logging starts.
+            Program::KubeApiserver
+            | Program::KubeControllerManager
+            | Program::KubeScheduler
+            | Program::CloudControllerManager => format!("Error: unknown flag: --{flag}"),
+            // The kubelet parses its flags itself and logs the failure through klog.
+            Program::Kubelet => {
+                format!(
+                    "\"command failed\" err=\"failed to parse kubelet flag: unknown flag: --{flag}\""
+                )
+            }
+            // pflag's own error, then the usage.
+            Program::ClusterAutoscaler => format!("unknown flag: --{flag}"),
+        }
+    }
+
     /// The table file, for sentences.
     pub fn table_path(self) -> String {
         format!("sim/src/contract/flags/{}.tsv", self.name())
@@ -176,8 +195,9 @@ fn check_argv(
         }
         if !accepts(program, &release, &flag).map_err(table_error)? {
             return Err(refuse(format!(
-                "release {release} has no flag --{flag}, and the program exits at start with \
-                     \"Error: unknown flag: --{flag}\" (flags accepted per release: {})",
+                "release {release} has no flag --{flag}, and the program exits at start with {} \
+                     (flags accepted per release: {})",
+                program.unknown_flag(&flag),
                 program.table_path()
             )));
         }
