@@ -29,17 +29,7 @@ fn readable(uid: u32, gid: u32, file: &GuestFile) -> bool {
 
 /// The user a container runs as, and where that comes from (for the sentence).
 pub(crate) fn user_of(c: &Container) -> Result<(u32, u32, String), Refusal> {
-    let image = images::lookup(&c.image)
-        .map_err(|e| Refusal::new(&c.name, format!("the contract's own table is broken: {e}")))?
-        .ok_or_else(|| {
-            Refusal::new(
-                &c.name,
-                format!(
-                    "image {:?} is not in sim/src/contract/images.tsv, so its user and program are unknown",
-                    c.image
-                ),
-            )
-        })?;
+    let image = images::of_container(c)?;
     Ok(match c.run_as_user {
         Some(uid) => (uid, image.gid, format!("securityContext.runAsUser {uid}")),
         None => (

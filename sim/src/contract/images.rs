@@ -97,6 +97,20 @@ pub(crate) fn lookup(image: &str) -> Result<Option<Image>, String> {
     Ok(None)
 }
 
+/// The facts of `c`'s image; a container whose image the table does not know is refused, since its user and
+/// program are unknown.
+pub(crate) fn of_container(c: &super::master::Container) -> Result<Image, super::Refusal> {
+    let refuse = |cause: String| super::Refusal::new(&c.name, format!("{}: {cause}", c.manifest));
+    lookup(&c.image)
+        .map_err(|e| refuse(format!("the contract's own table is broken: {e}")))?
+        .ok_or_else(|| {
+            refuse(format!(
+                "image {:?} is not in sim/src/contract/images.tsv, so its user and program are unknown",
+                c.image
+            ))
+        })
+}
+
 /// Whether `command0` starts a program of `image` the way a container runtime resolves it: an absolute path
 /// that exists, a bare name found on the image's `PATH`, or `./name` from the working directory `/`.
 pub(crate) fn starts_program(command0: &str, image: &Image) -> bool {

@@ -102,20 +102,10 @@ pub fn check_metadata(metadata: &BTreeMap<String, String>, scratch: &Path) -> Re
 }
 
 /// A container's `command` must start a program its image has (runc: `exec: "...": stat ...: no such file or
-/// directory`). Containers of images the table does not know are refused: their user and program are unknown.
+/// directory`). Containers of images the table does not know are refused (`images::of_container`).
 fn programs(master: &Master<'_>) -> Result<(), Refusal> {
     for c in &master.containers {
-        let image = images::lookup(&c.image)
-            .map_err(|e| Refusal::new(&c.name, format!("the contract's own table is broken: {e}")))?
-            .ok_or_else(|| {
-                Refusal::new(
-                    &c.name,
-                    format!(
-                        "{}: image {:?} is not in sim/src/contract/images.tsv, so its user and program are unknown",
-                        c.manifest, c.image
-                    ),
-                )
-            })?;
+        let image = images::of_container(c)?;
         let Some(command0) = c.command.first() else {
             continue;
         };
