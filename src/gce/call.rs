@@ -81,6 +81,9 @@ impl Compute {
     {
         let mut delay = self.backoff.initial;
         let mut unavailable = 0u32;
+        // What the last attempt that got an answer said: an attempt cut short by the deadline reports it, so the
+        // user reads the API's reason rather than a bare timeout.
+        let mut last = String::new();
         loop {
             let attempt_end = deadline.min(Instant::now() + self.backoff.attempt_timeout);
             let failure = match tokio::time::timeout_at(attempt_end, f()).await {
@@ -96,7 +99,7 @@ impl Compute {
                     return Err(Error::Timeout {
                         resource: resource.into(),
                         action: action.into(),
-                        last: String::new(),
+                        last,
                     });
                 }
             };
@@ -120,15 +123,15 @@ impl Compute {
             } else {
                 unavailable = 0;
             }
+            last = match failure.status {
+                Some(s) => format!(
+                    " (last answer: HTTP {s} {}: {})",
+                    failure.reason, failure.message
+                ),
+                None => format!(" (last error: {})", failure.message),
+            };
             let pause = jittered(delay);
             if Instant::now() + pause >= deadline {
-                let last = match failure.status {
-                    Some(s) => format!(
-                        " (last answer: HTTP {s} {}: {})",
-                        failure.reason, failure.message
-                    ),
-                    None => format!(" (last error: {})", failure.message),
-                };
                 return Err(Error::Timeout {
                     resource: resource.into(),
                     action: action.into(),

@@ -364,8 +364,9 @@ async fn set_machine_type_is_refused_while_the_vm_runs() {
     let c = sim.compute().await;
     c.insert_instance(&spec("m1"), deadline()).await.unwrap();
     // The refusal is a `resourceNotReady`, which the client retries until its deadline as Google's provider
-    // does: a short one keeps the test from waiting 30 s for the same answer.
-    let short = Instant::now() + Duration::from_secs(2);
+    // does: a short one keeps the test from waiting 30 s for the same answer (5 s, not 2: on a loaded 2-core CI
+    // machine an attempt can still be waiting for its answer when 2 s run out).
+    let short = Instant::now() + Duration::from_secs(5);
     let e = c
         .set_machine_type(ZONE, "m1", "e2-standard-4", short)
         .await
