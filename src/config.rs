@@ -9,7 +9,7 @@ use tfplugin::diag::{AttributePath, Diagnostics};
 use tfplugin_framework::validator::{duration, parse_duration, string_check};
 use tfplugin_framework::{Attribute, Schema, Val};
 
-pub use crate::settings::{Auth, Settings, SharedSettings};
+pub use ha_settings::{Auth, Settings, SharedSettings};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProviderConfig {
@@ -56,7 +56,7 @@ fn check_lock_ttl(s: &str) -> Result<(), (String, String)> {
             format!("{e}. Write a duration like `30s`."),
         )
     })?;
-    crate::domain::lock::check_ttl(ttl)
+    ha_domain::lock::check_ttl(ttl)
 }
 
 fn check_endpoint(s: &str) -> Result<(), (String, String)> {
@@ -111,94 +111,93 @@ fn pick(v: &Val<String>, env: &HashMap<String, String>, names: &[&str]) -> Optio
     v.known().cloned().or_else(|| first_env(env, names))
 }
 
-impl Settings {
-    pub fn resolve(cfg: &ProviderConfig, env: &HashMap<String, String>) -> Self {
-        let credentials = pick(
-            &cfg.credentials,
+/// The provider block and the environment resolved to the plain [`Settings`] the layers below take.
+pub fn resolve(cfg: &ProviderConfig, env: &HashMap<String, String>) -> Settings {
+    let credentials = pick(
+        &cfg.credentials,
+        env,
+        &[
+            "GOOGLE_CREDENTIALS",
+            "GOOGLE_CLOUD_KEYFILE_JSON",
+            "GCLOUD_KEYFILE_JSON",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ],
+    );
+    let token = pick(&cfg.access_token, env, &["GOOGLE_OAUTH_ACCESS_TOKEN"]);
+    // Configuration beats the environment: a token set in the block wins over a key file from the env.
+    let auth = match (
+        cfg.access_token.known(),
+        cfg.credentials.known(),
+        token,
+        credentials,
+    ) {
+        (Some(t), _, _, _) => Auth::AccessToken(t.clone()),
+        (None, Some(c), _, _) => Auth::Credentials(c.clone()),
+        (None, None, Some(t), _) => Auth::AccessToken(t),
+        (None, None, None, Some(c)) => Auth::Credentials(c),
+        _ => Auth::Default,
+    };
+    Settings {
+        project: pick(
+            &cfg.project,
             env,
             &[
-                "GOOGLE_CREDENTIALS",
-                "GOOGLE_CLOUD_KEYFILE_JSON",
-                "GCLOUD_KEYFILE_JSON",
-                "GOOGLE_APPLICATION_CREDENTIALS",
+                "GOOGLE_PROJECT",
+                "GOOGLE_CLOUD_PROJECT",
+                "GCLOUD_PROJECT",
+                "CLOUDSDK_CORE_PROJECT",
             ],
-        );
-        let token = pick(&cfg.access_token, env, &["GOOGLE_OAUTH_ACCESS_TOKEN"]);
-        // Configuration beats the environment: a token set in the block wins over a key file from the env.
-        let auth = match (
-            cfg.access_token.known(),
-            cfg.credentials.known(),
-            token,
-            credentials,
-        ) {
-            (Some(t), _, _, _) => Auth::AccessToken(t.clone()),
-            (None, Some(c), _, _) => Auth::Credentials(c.clone()),
-            (None, None, Some(t), _) => Auth::AccessToken(t),
-            (None, None, None, Some(c)) => Auth::Credentials(c),
-            _ => Auth::Default,
-        };
-        Self {
-            project: pick(
-                &cfg.project,
-                env,
-                &[
-                    "GOOGLE_PROJECT",
-                    "GOOGLE_CLOUD_PROJECT",
-                    "GCLOUD_PROJECT",
-                    "CLOUDSDK_CORE_PROJECT",
-                ],
-            ),
-            region: pick(
-                &cfg.region,
-                env,
-                &["GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION"],
-            ),
-            zone: pick(
-                &cfg.zone,
-                env,
-                &["GOOGLE_ZONE", "GCLOUD_ZONE", "CLOUDSDK_COMPUTE_ZONE"],
-            ),
-            auth,
-            impersonate_service_account: pick(
-                &cfg.impersonate_service_account,
-                env,
-                &["GOOGLE_IMPERSONATE_SERVICE_ACCOUNT"],
-            ),
-            compute_endpoint: pick(
-                &cfg.compute_custom_endpoint,
-                env,
-                &["GOOGLE_COMPUTE_CUSTOM_ENDPOINT"],
-            ),
-            storage_endpoint: pick(
-                &cfg.storage_custom_endpoint,
-                env,
-                &["GOOGLE_STORAGE_CUSTOM_ENDPOINT"],
-            ),
-            universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
-            default_labels: cfg.default_labels.known().cloned().unwrap_or_default(),
-            user_agent: crate::settings::user_agent(""),
-            etcd_dial_timeout: cfg
-                .etcd_dial_timeout
-                .known()
-                .and_then(|s| parse_duration(s).ok())
-                .unwrap_or(Duration::from_secs(10)),
-            etcd_via_internal_ip: cfg.etcd_via_internal_ip.known().copied().unwrap_or(false),
-            drain_delay: cfg
-                .drain_delay
-                .known()
-                .and_then(|s| parse_duration(s).ok())
-                .unwrap_or(DEFAULT_DRAIN_DELAY),
-            roll_soak: cfg
-                .roll_soak
-                .known()
-                .and_then(|s| parse_duration(s).ok())
-                .unwrap_or(DEFAULT_ROLL_SOAK),
-            lock_ttl: cfg
-                .lock_ttl
-                .known()
-                .and_then(|s| parse_duration(s).ok())
-                .unwrap_or(crate::domain::lock::DEFAULT_TTL),
-        }
+        ),
+        region: pick(
+            &cfg.region,
+            env,
+            &["GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION"],
+        ),
+        zone: pick(
+            &cfg.zone,
+            env,
+            &["GOOGLE_ZONE", "GCLOUD_ZONE", "CLOUDSDK_COMPUTE_ZONE"],
+        ),
+        auth,
+        impersonate_service_account: pick(
+            &cfg.impersonate_service_account,
+            env,
+            &["GOOGLE_IMPERSONATE_SERVICE_ACCOUNT"],
+        ),
+        compute_endpoint: pick(
+            &cfg.compute_custom_endpoint,
+            env,
+            &["GOOGLE_COMPUTE_CUSTOM_ENDPOINT"],
+        ),
+        storage_endpoint: pick(
+            &cfg.storage_custom_endpoint,
+            env,
+            &["GOOGLE_STORAGE_CUSTOM_ENDPOINT"],
+        ),
+        universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
+        default_labels: cfg.default_labels.known().cloned().unwrap_or_default(),
+        user_agent: ha_settings::user_agent(""),
+        etcd_dial_timeout: cfg
+            .etcd_dial_timeout
+            .known()
+            .and_then(|s| parse_duration(s).ok())
+            .unwrap_or(Duration::from_secs(10)),
+        etcd_via_internal_ip: cfg.etcd_via_internal_ip.known().copied().unwrap_or(false),
+        drain_delay: cfg
+            .drain_delay
+            .known()
+            .and_then(|s| parse_duration(s).ok())
+            .unwrap_or(DEFAULT_DRAIN_DELAY),
+        roll_soak: cfg
+            .roll_soak
+            .known()
+            .and_then(|s| parse_duration(s).ok())
+            .unwrap_or(DEFAULT_ROLL_SOAK),
+        lock_ttl: cfg
+            .lock_ttl
+            .known()
+            .and_then(|s| parse_duration(s).ok())
+            .unwrap_or(ha_domain::lock::DEFAULT_TTL),
     }
 }
 
@@ -243,7 +242,7 @@ mod tests {
         .collect();
         let mut c = cfg();
         c.project = Val::Known("from-block".into());
-        let s = Settings::resolve(&c, &env);
+        let s = resolve(&c, &env);
         assert_eq!(s.project.as_deref(), Some("from-block"));
         assert_eq!(s.region.as_deref(), Some("europe-west1"));
         assert!(matches!(s.auth, Auth::AccessToken(ref t) if t == "ya29.s3cr3t"));
@@ -263,19 +262,16 @@ mod tests {
         )]
         .into();
         assert_eq!(
-            Settings::resolve(&cfg(), &env).universe_domain.as_deref(),
+            resolve(&cfg(), &env).universe_domain.as_deref(),
             Some("env.example")
         );
         let mut c = cfg();
         c.universe_domain = Val::Known("block.example".into());
         assert_eq!(
-            Settings::resolve(&c, &env).universe_domain.as_deref(),
+            resolve(&c, &env).universe_domain.as_deref(),
             Some("block.example")
         );
-        assert_eq!(
-            Settings::resolve(&cfg(), &HashMap::new()).universe_domain,
-            None
-        );
+        assert_eq!(resolve(&cfg(), &HashMap::new()).universe_domain, None);
         assert!(check_universe_domain("googleapis.com").is_ok());
         assert!(check_universe_domain("s3nsapis.fr").is_ok());
         for bad in [
@@ -298,11 +294,11 @@ mod tests {
         let mut c = cfg();
         c.roll_soak = Val::Known("1m30s".into());
         assert_eq!(
-            Settings::resolve(&c, &HashMap::new()).roll_soak,
+            resolve(&c, &HashMap::new()).roll_soak,
             Duration::from_secs(90)
         );
         assert_eq!(
-            Settings::resolve(&cfg(), &HashMap::new()).roll_soak,
+            resolve(&cfg(), &HashMap::new()).roll_soak,
             DEFAULT_ROLL_SOAK
         );
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tfplugin_framework::function::{FunctionHandle, NumberFunction};
 
-use crate::domain::quorum;
+use ha_domain::quorum;
 
 fn count(args: &[f64]) -> Result<u64, (String, usize)> {
     let n = args

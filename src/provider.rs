@@ -11,7 +11,7 @@ use tfplugin_framework::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, ProviderConfig, Settings, SharedSettings};
+use crate::config::{self, ProviderConfig, SharedSettings};
 use crate::resources::admin_credentials::{AdminCredentialsDataSource, AdminCredentialsEphemeral};
 use crate::resources::cluster::ClusterResource;
 use crate::resources::replica::ReplicaResource;
@@ -68,8 +68,8 @@ impl Provider for HaProvider {
     ) {
         config::validate(&cfg, diags);
         let env = std::env::vars().collect();
-        let mut resolved = Settings::resolve(&cfg, &env);
-        resolved.user_agent = crate::settings::user_agent(terraform_version);
+        let mut resolved = config::resolve(&cfg, &env);
+        resolved.user_agent = ha_settings::user_agent(terraform_version);
         tracing::debug!(terraform_version, project = ?resolved.project, region = ?resolved.region, auth = ?resolved.auth, "provider configured");
         if let Ok(mut s) = self.settings.write() {
             *s = resolved;

@@ -32,7 +32,7 @@ pub fn probe_static_ip(ca: &str, ip: IpAddr, every: Duration, stop: &AtomicBool)
     let start = Instant::now();
     let mut out = Probes::default();
     while !stop.load(Ordering::Relaxed) {
-        let answer = rt.block_on(terraform_provider_ha::ops::endpoint::probe(
+        let answer = rt.block_on(ha_ops::endpoint::probe(
             ca,
             ip,
             ip,

@@ -345,7 +345,7 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
         .build()
         .unwrap();
     let answer = rt
-        .block_on(terraform_provider_ha::ops::endpoint::probe(
+        .block_on(ha_ops::endpoint::probe(
             &ca,
             ip,
             ip,

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
-use terraform_provider_ha::pki::{AdminCertRequest, ClusterCas, issue_admin_cert};
+use ha_pki::{AdminCertRequest, ClusterCas, issue_admin_cert};
 
 fn provider(sim: &Sim) -> String {
     format!(
@@ -325,8 +325,5 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
 
 /// What a new cluster's API servers report: the provider's default release for new clusters.
 fn new_cluster_git_version() -> String {
-    format!(
-        "v{}",
-        terraform_provider_ha::domain::kubernetes_version::DEFAULT_FOR_NEW
-    )
+    format!("v{}", ha_domain::kubernetes_version::DEFAULT_FOR_NEW)
 }

@@ -37,7 +37,7 @@ fn a_cluster_on_api_port_6443_serves_its_api_there() {
             .build()
             .unwrap();
         let answer = rt
-            .block_on(terraform_provider_ha::ops::endpoint::probe(
+            .block_on(ha_ops::endpoint::probe(
                 &ca,
                 ip,
                 ip,

@@ -118,7 +118,7 @@ fn default_labels_reach_every_replica_vm_and_change_in_place() {
         bad.assert_contains("Invalid label key \"Env\"");
         bad.assert_contains("default_labels");
         // As many defaults as one cluster may set: with the cluster's `team`, one too many.
-        let max = terraform_provider_ha::domain::labels::MAX_USER_LABELS;
+        let max = ha_domain::labels::MAX_USER_LABELS;
         let many: Vec<(String, String)> = (0..max).map(|i| (format!("k{i}"), "v".into())).collect();
         let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         set_defaults(&ws, &many);

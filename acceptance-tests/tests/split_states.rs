@@ -205,7 +205,7 @@ fn check_cluster(client: Client, sim: &Sim, cluster: &Workspace, replicas: &BTre
         .build()
         .unwrap();
     let answer = rt
-        .block_on(terraform_provider_ha::ops::endpoint::probe(
+        .block_on(ha_ops::endpoint::probe(
             &ca,
             ip,
             ip,

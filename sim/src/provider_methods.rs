@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 /// The directory to record into, from the environment.
 pub const ENV: &str = "HA_SIM_PROVIDER_METHODS";
 
-/// The provider's user agent ends with `terraform-provider-ha/<version>` (see the provider's settings.rs).
+/// The provider's user agent ends with `terraform-provider-ha/<version>` (see ha-settings, `crates/settings`).
 const PROVIDER_AGENT: &str = "terraform-provider-ha/";
 
 struct Record {

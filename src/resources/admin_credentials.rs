@@ -12,9 +12,9 @@ use tfplugin_framework::validator::{duration, parse_duration};
 use tfplugin_framework::{Attribute, DataSource, EphemeralResource, Opened, Schema, Val};
 
 use super::spec::ClusterSpec;
-use crate::domain::admin_access;
-use crate::domain::kubeconfig::{KubeconfigInput, render};
-use crate::pki::{AdminCertRequest, CertKey, issue_admin_cert};
+use ha_domain::admin_access;
+use ha_domain::kubeconfig::{KubeconfigInput, render};
+use ha_pki::{AdminCertRequest, CertKey, issue_admin_cert};
 
 pub const TYPE_NAME: &str = "ha_admin_credentials";
 
@@ -245,7 +245,7 @@ impl DataSource for AdminCredentialsDataSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pki::ClusterCas;
+    use ha_pki::ClusterCas;
     use tfplugin::value::Value;
 
     /// A configuration with every attribute null, and a cluster spec with every field null.

@@ -1,6 +1,6 @@
 //! What the user reads when an operation fails: the error and its causes, and what to do about it.
 
-use crate::ops::OpError;
+use ha_ops::OpError;
 
 /// The error as the user reads it, with what to do when it is a passing failure of the Compute API.
 pub(crate) fn with_advice(e: &OpError) -> String {

@@ -68,18 +68,15 @@ mod tests {
         let held = tokio::spawn({
             let stop = stop.clone();
             async move {
-                let _lock = crate::ops::lock::lock_in_process(id).await;
+                let _lock = ha_ops::lock::lock_in_process(id).await;
                 unless_stopped(&stop, std::future::pending::<()>()).await
             }
         });
         tokio::time::sleep(Duration::from_millis(10)).await;
         stop.cancel();
         assert_eq!(held.await.unwrap(), None);
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            crate::ops::lock::lock_in_process(id),
-        )
-        .await
-        .expect("the interrupted holder released the cluster's lock");
+        tokio::time::timeout(Duration::from_secs(5), ha_ops::lock::lock_in_process(id))
+            .await
+            .expect("the interrupted holder released the cluster's lock");
     }
 }

@@ -1,5 +1,5 @@
 //! `ha_master_cluster`: what replicas share — the static external IP, firewall rules, the CAs, and the settings
-//! every replica inherits (exported as `spec`). This file is schema and glue: decisions live in `crate::domain`.
+//! every replica inherits (exported as `spec`). This file is schema and glue: decisions live in `ha_domain`.
 
 use std::collections::BTreeMap;
 
@@ -16,9 +16,9 @@ use tfplugin_framework::{
 use super::spec::ClusterSpec;
 use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
-use crate::domain::exposure::{Exposure, exposure_warnings};
-use crate::domain::roll::data_disk_shrink;
-use crate::domain::{ids, machine_type, names, network, zones};
+use ha_domain::exposure::{Exposure, exposure_warnings};
+use ha_domain::roll::data_disk_shrink;
+use ha_domain::{ids, machine_type, names, network, zones};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterModel {
@@ -130,14 +130,14 @@ pub fn schema() -> Schema {
         .attribute(Attribute::bool("multizone").default(Value::Bool(false)).description("Allow replicas in any zone of the region (and set `multizone` in the masters' cloud config). With one zone, a zone outage takes the control plane down."))
         .attribute(Attribute::bool("etcd_quorum_read").default(Value::Bool(true)).description("Make the API servers read from etcd with quorum (linearizable) reads, so a replica never serves stale data after a partition. Only `true` is accepted: kube-apiserver has always read with quorum since Kubernetes 1.13 and has no way to turn it off, so `false` is refused at validate rather than silently ignored. The attribute stays so the setting of kube-up's `ENABLE_ETCD_QUORUM_READ` has a visible home and a clear answer."))
         .attribute(Attribute::string("machine_type").default(s("e2-standard-2")).description("Machine type of every replica.").validator(string_check("A GCE machine type.", machine_type::check_machine_type)))
-        .attribute(Attribute::string("image").optional_computed().description(format!("Boot image of every replica (an image or image family URL). It must run the master startup contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of `kubernetes_version`, which the masters install at first boot from the distribution and pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an existing one keeps its image (a cluster made before this default ran `{}`, which has no apt and no kubelet: set an image that runs the contract, which rolls the replicas one at a time).", crate::domain::image::DEFAULT_FOR_NEW, crate::domain::image::LEGACY)))
+        .attribute(Attribute::string("image").optional_computed().description(format!("Boot image of every replica (an image or image family URL). It must run the master startup contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of `kubernetes_version`, which the masters install at first boot from the distribution and pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an existing one keeps its image (a cluster made before this default ran `{}`, which has no apt and no kubelet: set an image that runs the contract, which rolls the replicas one at a time).", ha_domain::image::DEFAULT_FOR_NEW, ha_domain::image::LEGACY)))
         .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
         .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB. Growing it rolls the replicas one at a time: each disk grows while its VM is rebuilt on it, and the new VM grows the filesystem. GCE never shrinks a disk, so a smaller value is refused at plan."))
         .attribute(Attribute::string("data_disk_type").default(s("pd-ssd")).description("Type of each replica's etcd data disk: `pd-ssd` (as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
         .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules. On the `default` network GCE's `default-allow-internal` rule admits the whole VPC to every port, so the masters-only etcd peer rule restricts nothing there: plan warns. See docs/guides/network.md. Changing it on a cluster that has replicas is refused at plan: a master's internal IP, and so its etcd member, cannot move in place.").modifier(requires_replace()))
         .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters (a name or a URL), for custom-mode networks; unset, the network's own subnetwork in the region (auto mode). Changing it to another subnetwork of the same network rolls the replicas one at a time: each VM is rebuilt there on its etcd data disk, its reserved internal IP moves to the new subnetwork, and etcd is told its member's new peer URL, so every member keeps its id and data. The subnetwork must exist (the provider never creates one)."))
         .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
-        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description(format!("Labels for every GCE object of the cluster. GCE's rules apply: keys are 1-63 characters starting with a lowercase letter, keys and values contain only lowercase letters, digits, `_` and `-`, and at most {} labels (GCE's 64 less room for the provider's own). Keys starting with `ha-master-` or `ha-lock-` are the provider's own (e.g. `ha-master-cluster`) and are refused.", crate::domain::labels::MAX_USER_LABELS)).validator(super::labels_validator()))
+        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description(format!("Labels for every GCE object of the cluster. GCE's rules apply: keys are 1-63 characters starting with a lowercase letter, keys and values contain only lowercase letters, digits, `_` and `-`, and at most {} labels (GCE's 64 less room for the provider's own). Keys starting with `ha-master-` or `ha-lock-` are the provider's own (e.g. `ha-master-cluster`) and are refused.", ha_domain::labels::MAX_USER_LABELS)).validator(super::labels_validator()))
         .attribute(Attribute::typed("effective_labels", Type::map(Type::String)).computed().description("The labels the cluster's replica VMs carry (with the provider's own): the provider's `default_labels` with this cluster's `labels` over them. A change of either shows here and updates the VMs in place."))
         .attribute(Attribute::typed("api_source_ranges", Type::list(Type::String)).default(Value::List(vec![s("0.0.0.0/0")])).description("CIDR ranges allowed to reach the API port on the static IP and on every replica's external IP. They must include where Terraform runs (the provider checks `/healthz` on the static IP after creating or deleting a replica), and your users and nodes. The default, `0.0.0.0/0`, opens the API to the whole Internet: plan warns when a create or a change sets it. See docs/guides/network.md.").validator(cidrs()))
         .attribute(Attribute::typed("etcd_client_source_ranges", Type::list(Type::String)).required().description("CIDR ranges allowed to reach etcd's client port 2379 (mutual TLS) on every replica's external IP. They must include where Terraform runs, since the provider reads and changes etcd membership through it: from outside them, plan refuses to add, remove or roll a replica. Plan warns about `0.0.0.0/0`. See docs/guides/network.md.").validator(cidrs()))
@@ -152,18 +152,18 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
-        .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", crate::domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", crate::domain::kubernetes_version::check)))
-        .attribute(Attribute::string("certificate_validity").default(s(crate::domain::certificates::DEFAULT_VALIDITY)).description("How long the certificates a replica is built with live (API server, etcd peer and server, the components' client certificates), as a duration such as `8760h` (one year, as kubeadm) or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. Changing it rolls nothing.").validator(tfplugin_framework::validator::duration_within(crate::domain::certificates::MAX_LIFETIME)))
-        .attribute(Attribute::string("certificate_renew_before").default(s(crate::domain::certificates::DEFAULT_RENEW_BEFORE)).description("How long before its certificates expire a replica is renewed: once a replica's `certificates_expire_at` is this close, plan shows a roll of that replica (new leaf certificates from the same CAs, naming the same IPs; the same etcd member and data), and any roll of it renews them. The default is 30 days. Plan warns of certificates expiring within 30 days even outside this window. Must be shorter than `certificate_validity`.").validator(tfplugin_framework::validator::duration_within(crate::domain::certificates::MAX_LIFETIME)))
-        .attribute(Attribute::string("etcd_version").optional_computed().description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.24, `registry.k8s.io/etcd:3.5.24-0`), or that pinned patch; `\"3.5.1\"`, the 3.5 pin before 3.5.24, stays selectable by its patch. Unset, a new cluster runs the etcd its `kubernetes_version` calls for (`\"3.5\"` for every release the provider runs: kubeadm pins 3.5 up to Kubernetes 1.33 and 3.6, which the provider does not run yet, from 1.34) and an existing one keeps what it runs (a cluster made before this setting runs `\"3.4\"`). Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", crate::domain::etcd_version::check)))
-        .attribute(Attribute::string("service_account").default(s(crate::domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", crate::domain::service_account::check_email)))
-        .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(crate::domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). The default is kube-up's master scopes. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| crate::domain::service_account::scope_url(x).map(|_| ()))))
+        .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", ha_domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", ha_domain::kubernetes_version::check)))
+        .attribute(Attribute::string("certificate_validity").default(s(ha_domain::certificates::DEFAULT_VALIDITY)).description("How long the certificates a replica is built with live (API server, etcd peer and server, the components' client certificates), as a duration such as `8760h` (one year, as kubeadm) or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. Changing it rolls nothing.").validator(tfplugin_framework::validator::duration_within(ha_domain::certificates::MAX_LIFETIME)))
+        .attribute(Attribute::string("certificate_renew_before").default(s(ha_domain::certificates::DEFAULT_RENEW_BEFORE)).description("How long before its certificates expire a replica is renewed: once a replica's `certificates_expire_at` is this close, plan shows a roll of that replica (new leaf certificates from the same CAs, naming the same IPs; the same etcd member and data), and any roll of it renews them. The default is 30 days. Plan warns of certificates expiring within 30 days even outside this window. Must be shorter than `certificate_validity`.").validator(tfplugin_framework::validator::duration_within(ha_domain::certificates::MAX_LIFETIME)))
+        .attribute(Attribute::string("etcd_version").optional_computed().description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.24, `registry.k8s.io/etcd:3.5.24-0`), or that pinned patch; `\"3.5.1\"`, the 3.5 pin before 3.5.24, stays selectable by its patch. Unset, a new cluster runs the etcd its `kubernetes_version` calls for (`\"3.5\"` for every release the provider runs: kubeadm pins 3.5 up to Kubernetes 1.33 and 3.6, which the provider does not run yet, from 1.34) and an existing one keeps what it runs (a cluster made before this setting runs `\"3.4\"`). Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", ha_domain::etcd_version::check)))
+        .attribute(Attribute::string("service_account").default(s(ha_domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", ha_domain::service_account::check_email)))
+        .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(ha_domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). The default is kube-up's master scopes. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| ha_domain::service_account::scope_url(x).map(|_| ()))))
         .block(SingleBlock {
             name: "restore",
             description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after it lost quorum for good; the plan says exactly what it will do, and refuses when etcd still has quorum or can get it back without one. See docs/guides/disaster-recovery.md.".into(),
             attributes: vec![
                 Attribute::number("generation").required().description("Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: the same number never recovers again."),
-                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written after the snapshot is lost.", crate::domain::recovery::SURVIVING_MEMBER, crate::domain::restore::SNAPSHOT)),
+                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written after the snapshot is lost.", ha_domain::recovery::SURVIVING_MEMBER, ha_domain::restore::SNAPSHOT)),
                 Attribute::string("snapshot").optional().description("With `source = \"snapshot\"`: the snapshot to restore, as `gs://<bucket>/<object>`. Defaults to the cluster's newest snapshot in its `backup` bucket (plan names the one it will use). The master VMs' service account needs read access to it."),
             ],
         })
@@ -172,9 +172,9 @@ pub fn schema() -> Schema {
             name: "backup",
             description: "Backups of etcd to Cloud Storage, as kops' etcd-manager takes them. Before every change that touches etcd (a replica joining or leaving, a roll, a version change, a certificate renewal), the provider takes a snapshot from a healthy member (a follower when there is one), checks it (size, its SHA-256 trailer, the bbolt header, a revision that did not go back while it was taken), uploads it as `<prefix>/<cluster>/etcd-<time>-rev<revision>.db` with metadata (cluster, member, revision, etcd version, time, the change), and deletes the cluster's snapshots beyond `keep`. The plan of such a change says a backup will be taken. The provider's credentials need `roles/storage.objectAdmin` on the bucket; `storage_custom_endpoint` in the provider block points elsewhere. See docs/guides/disaster-recovery.md.".into(),
             attributes: vec![
-                Attribute::string("bucket").required().description("The Cloud Storage bucket's name (no `gs://`). The provider does not create it: give it versioning or a retention policy as your backups need.").validator(string_check("A Cloud Storage bucket name.", crate::domain::backup::check_bucket)),
-                Attribute::string("prefix").optional().description("A path in the bucket the cluster's snapshots go under, e.g. `clusters`; they land in `<prefix>/<cluster name>/`. Defaults to the bucket's root.").validator(string_check("A path inside the bucket.", crate::domain::backup::check_prefix)),
-                Attribute::number("keep").optional().description(format!("How many of the cluster's snapshots to keep: after each upload, older ones are deleted (objects that are not the provider's snapshots are never touched). 1 to {}; defaults to {}.", crate::domain::backup::MAX_KEEP, crate::domain::backup::DEFAULT_KEEP)),
+                Attribute::string("bucket").required().description("The Cloud Storage bucket's name (no `gs://`). The provider does not create it: give it versioning or a retention policy as your backups need.").validator(string_check("A Cloud Storage bucket name.", ha_domain::backup::check_bucket)),
+                Attribute::string("prefix").optional().description("A path in the bucket the cluster's snapshots go under, e.g. `clusters`; they land in `<prefix>/<cluster name>/`. Defaults to the bucket's root.").validator(string_check("A path inside the bucket.", ha_domain::backup::check_prefix)),
+                Attribute::number("keep").optional().description(format!("How many of the cluster's snapshots to keep: after each upload, older ones are deleted (objects that are not the provider's snapshots are never touched). 1 to {}; defaults to {}.", ha_domain::backup::MAX_KEEP, ha_domain::backup::DEFAULT_KEEP)),
                 Attribute::bool("stop_on_failure").optional().description("Whether a backup that cannot be taken, checked or uploaded stops the change before anything moves (the default, `true`), naming the bucket and what failed; `false` logs the failure and goes on."),
             ],
         })
@@ -239,9 +239,9 @@ impl ClusterResource {
             other => other.known().cloned().unwrap_or_default(),
         };
         let defaults = self.settings().default_labels;
-        let all = crate::domain::labels::effective(&defaults, &own);
+        let all = ha_domain::labels::effective(&defaults, &own);
         if !defaults.is_empty() {
-            for problem in crate::domain::labels::check_labels(&all) {
+            for problem in ha_domain::labels::check_labels(&all) {
                 diags.attr_error(
                     AttributePath::attr("labels"),
                     format!("{} (with the provider's default_labels)", problem.summary),
@@ -266,14 +266,14 @@ impl ClusterResource {
         p: &ClusterModel,
         diags: &mut Diagnostics,
     ) {
-        use crate::domain::etcd_version::{LEGACY, check_change};
+        use ha_domain::etcd_version::{LEGACY, check_change};
         // A state from before the setting ran etcd 3.4 (`LEGACY`).
         let from = prior.etcd_version.known().map_or(LEGACY, String::as_str);
         let (Some(to), Some(name)) = (p.etcd_version.known(), p.name.known()) else {
             return;
         };
-        if crate::domain::etcd_version::check(to).is_err()
-            || crate::domain::etcd_version::minor(from) == crate::domain::etcd_version::minor(to)
+        if ha_domain::etcd_version::check(to).is_err()
+            || ha_domain::etcd_version::minor(from) == ha_domain::etcd_version::minor(to)
         {
             return;
         }
@@ -282,8 +282,8 @@ impl ClusterResource {
             None => None,
             Some(Err(e)) => Some(Err(e.to_string())),
             Some(Ok(spec)) => Some(
-                match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
-                    Ok(ctx) => crate::ops::etcd_version::read(&ctx)
+                match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
+                    Ok(ctx) => ha_ops::etcd_version::read(&ctx)
                         .await
                         .map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
@@ -327,7 +327,7 @@ fn unset_setting(
 /// (`domain::kubernetes_version::etcd_for`, unknown while the release is) and an image the startup contract runs
 /// on; an existing one keeps its release (1.28.15 before the setting), etcd (3.4) and image.
 fn plan_unset_settings(config: &ClusterModel, prior: Option<&ClusterModel>, p: &mut ClusterModel) {
-    use crate::domain::{etcd_version, image, kubernetes_version};
+    use ha_domain::{etcd_version, image, kubernetes_version};
     if let Some(v) = unset_setting(
         &config.kubernetes_version,
         prior.map(|m| &m.kubernetes_version),
@@ -370,7 +370,7 @@ impl ClusterResource {
         p: &ClusterModel,
         diags: &mut Diagnostics,
     ) {
-        use crate::domain::kubernetes_version::{LEGACY, check_change, parse};
+        use ha_domain::kubernetes_version::{LEGACY, check_change, parse};
         let from = prior
             .kubernetes_version
             .known()
@@ -385,8 +385,8 @@ impl ClusterResource {
         // The masters' own versions, from their VMs; a cluster whose spec is not readable has nothing running to
         // judge beyond what state records.
         let replicas = match prior.spec.known().map(ClusterSpec::to_ops) {
-            Some(Ok(spec)) => match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
-                Ok(ctx) => crate::ops::kubernetes_version::read(&ctx).await,
+            Some(Ok(spec)) => match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
+                Ok(ctx) => ha_ops::kubernetes_version::read(&ctx).await,
                 Err(e) => Err(e),
             },
             _ => Ok(Vec::new()),
@@ -446,10 +446,10 @@ impl ClusterResource {
             return;
         }
         let judged = match prior.spec.known().map(ClusterSpec::to_ops) {
-            Some(Ok(spec)) => match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
+            Some(Ok(spec)) => match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
                 Ok(ctx) => {
                     let until = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-                    crate::ops::recover::plan(&ctx, until).await.map(|(_, r)| r)
+                    ha_ops::recover::plan(&ctx, until).await.map(|(_, r)| r)
                 }
                 Err(e) => Err(e),
             },
@@ -459,19 +459,19 @@ impl ClusterResource {
         };
         match judged {
             Ok(r) => {
-                let (summary, detail) = crate::domain::recovery::describe(&name, &r);
+                let (summary, detail) = ha_domain::recovery::describe(&name, &r);
                 diags.push(Diagnostic::warning(summary, detail).at(at.clone()));
                 // The apply backs up with the new configuration's `backup` block (`ops::recover`).
                 if let Some(policy) = planned.backup_policy()
-                    && crate::domain::recovery::takes_backup(&r)
+                    && ha_domain::recovery::takes_backup(&r)
                 {
-                    let change = crate::domain::recovery::change(&r);
+                    let change = ha_domain::recovery::change(&r);
                     let (summary, detail) =
-                        crate::domain::backup::plan_note(&policy, &name, &change);
+                        ha_domain::backup::plan_note(&policy, &name, &change);
                     diags.push(Diagnostic::warning(summary, detail).at(at));
                 }
             }
-            Err(crate::ops::OpError::Refused(summary, detail)) => {
+            Err(ha_ops::OpError::Refused(summary, detail)) => {
                 diags.push(Diagnostic::error(summary, detail).at(at))
             }
             Err(e) => diags.push(
@@ -492,7 +492,7 @@ impl ClusterResource {
         &self,
         prior: &ClusterModel,
         planned: &ClusterSpec,
-        choice: &crate::domain::restore::SnapshotChoice,
+        choice: &ha_domain::restore::SnapshotChoice,
         diags: &mut Diagnostics,
     ) {
         let at = AttributePath::attr("restore").then_attr("generation");
@@ -513,11 +513,11 @@ impl ClusterResource {
                 if let Some(gb) = planned.boot_disk_size_gb.known() {
                     spec.boot_disk_size_gb = *gb;
                 }
-                match crate::ops::ClusterCtx::new(&self.settings(), spec).await {
+                match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
                     Ok(ctx) => {
                         let until =
                             tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-                        crate::ops::restore::plan(&ctx, choice, until).await
+                        ha_ops::restore::plan(&ctx, choice, until).await
                     }
                     Err(e) => Err(e),
                 }
@@ -526,10 +526,10 @@ impl ClusterResource {
         };
         match judged {
             Ok(snapshot) => {
-                let (summary, detail) = crate::domain::restore::describe(&name, &snapshot);
+                let (summary, detail) = ha_domain::restore::describe(&name, &snapshot);
                 diags.push(Diagnostic::warning(summary, detail).at(at));
             }
-            Err(crate::ops::OpError::Refused(summary, detail)) => {
+            Err(ha_ops::OpError::Refused(summary, detail)) => {
                 diags.push(Diagnostic::error(summary, detail).at(at))
             }
             Err(e) => diags.push(
@@ -626,16 +626,16 @@ impl Resource for ClusterResource {
     fn validate(&self, c: &ClusterModel, diags: &mut Diagnostics) {
         if let Val::Known(b) = &c.backup
             && let Some(keep) = b.keep.known()
-            && !(1..=i64::from(crate::domain::backup::MAX_KEEP)).contains(keep)
+            && !(1..=i64::from(ha_domain::backup::MAX_KEEP)).contains(keep)
         {
             diags.attr_error(
                 AttributePath::attr("backup").then_attr("keep"),
                 format!("backup.keep is {keep}"),
-                format!("Keep between 1 and {} snapshots: the newest is the one a restore needs, and each is as large as etcd's database.", crate::domain::backup::MAX_KEEP),
+                format!("Keep between 1 and {} snapshots: the newest is the one a restore needs, and each is as large as etcd's database.", ha_domain::backup::MAX_KEEP),
             );
         }
         if let Val::Known(r) = &c.restore {
-            use crate::domain::{recovery::SURVIVING_MEMBER, restore::SNAPSHOT};
+            use ha_domain::{recovery::SURVIVING_MEMBER, restore::SNAPSHOT};
             let source = r.source.known().map(String::as_str);
             if let Some(source) = source
                 && source != SURVIVING_MEMBER
@@ -655,7 +655,7 @@ impl Resource for ClusterResource {
                         "restore.snapshot is set for another source",
                         format!("A snapshot is restored only with `source = \"{SNAPSHOT}\"`; remove `snapshot`, or set the source."),
                     );
-                } else if let Err(m) = crate::domain::restore::parse_url(url) {
+                } else if let Err(m) = ha_domain::restore::parse_url(url) {
                     diags.attr_error(at, "restore.snapshot is not a Cloud Storage object", m);
                 }
             } else if source == Some(SNAPSHOT) && c.backup.is_null() {
@@ -682,13 +682,13 @@ impl Resource for ClusterResource {
         ) && let (Ok(v), Ok(r)) = (
             tfplugin_framework::validator::parse_duration_within(
                 v,
-                crate::domain::certificates::MAX_LIFETIME,
+                ha_domain::certificates::MAX_LIFETIME,
             ),
             tfplugin_framework::validator::parse_duration_within(
                 r,
-                crate::domain::certificates::MAX_LIFETIME,
+                ha_domain::certificates::MAX_LIFETIME,
             ),
-        ) && let Err((summary, detail)) = crate::domain::certificates::check_lifetimes(v, r)
+        ) && let Err((summary, detail)) = ha_domain::certificates::check_lifetimes(v, r)
         {
             diags.attr_error(
                 AttributePath::attr("certificate_renew_before"),

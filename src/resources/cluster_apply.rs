@@ -9,14 +9,14 @@ use tfplugin_framework::Val;
 use super::cluster::{ClusterModel, spec_of};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
-use crate::domain::shape::drift_sentences;
-use crate::ops::ClusterCtx;
-use crate::ops::cloud::Cloud;
-use crate::ops::cluster::{self as objects, ClusterNetwork};
-use crate::ops::lock::lock_cluster;
-use crate::ops::refresh::observe_shared;
-use crate::ops::repair::repair_shape;
-use crate::pki::{self, ClusterCas};
+use ha_domain::shape::drift_sentences;
+use ha_ops::ClusterCtx;
+use ha_ops::cloud::Cloud;
+use ha_ops::cluster::{self as objects, ClusterNetwork};
+use ha_ops::lock::lock_cluster;
+use ha_ops::refresh::observe_shared;
+use ha_ops::repair::repair_shape;
+use ha_pki::{self as pki, ClusterCas};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -138,7 +138,7 @@ pub async fn read(
     };
     let c = compute(settings, &project, net.name, diags).await?;
     let until = tokio::time::Instant::now() + Duration::from_secs(60);
-    match crate::ops::cluster::exists(&c, net.region, net.name, until).await {
+    match ha_ops::cluster::exists(&c, net.region, net.name, until).await {
         Ok(true) => {}
         Ok(false) => return None,
         Err(e) => {
@@ -170,7 +170,7 @@ async fn read_last_backup(settings: &Settings, s: &mut ClusterModel, diags: &mut
         s.last_backup = Val::Null;
         return;
     };
-    match crate::ops::backup::latest(settings, &policy, &name).await {
+    match ha_ops::backup::latest(settings, &policy, &name).await {
         Ok(latest) => s.last_backup = latest.map_or(Val::Null, Val::Known),
         Err(e) => diags.warning(
             format!("Could not list the backups of cluster {name}"),
@@ -190,21 +190,21 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
         s.deletion_protection = Val::Known(true);
     }
     if s.etcd_version.is_null() {
-        s.etcd_version = Val::Known(crate::domain::etcd_version::LEGACY.into());
+        s.etcd_version = Val::Known(ha_domain::etcd_version::LEGACY.into());
     }
     if s.data_disk_type.is_null() {
-        s.data_disk_type = Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into());
+        s.data_disk_type = Val::Known(ha_ops::context::DEFAULT_DATA_DISK_TYPE.into());
     }
     if s.certificate_validity.is_null() {
-        s.certificate_validity = Val::Known(crate::domain::certificates::DEFAULT_VALIDITY.into());
+        s.certificate_validity = Val::Known(ha_domain::certificates::DEFAULT_VALIDITY.into());
     }
     if s.certificate_renew_before.is_null() {
         s.certificate_renew_before =
-            Val::Known(crate::domain::certificates::DEFAULT_RENEW_BEFORE.into());
+            Val::Known(ha_domain::certificates::DEFAULT_RENEW_BEFORE.into());
     }
     // Masters made before `kubernetes_version` run 1.28.15.
     if s.kubernetes_version.is_null() {
-        s.kubernetes_version = Val::Known(crate::domain::kubernetes_version::LEGACY.into());
+        s.kubernetes_version = Val::Known(ha_domain::kubernetes_version::LEGACY.into());
     }
     // Before `default_labels` a cluster's objects carried its own labels only.
     if s.effective_labels.is_null() {
@@ -281,7 +281,7 @@ pub async fn update(
     };
     // A recovery first: the shape's repair waits for the API at the static IP, which needs etcd's quorum.
     if super::cluster::recovery_planned(Some(&prior), &p)
-        && let Err(e) = crate::ops::recover::recover(&ctx, until).await
+        && let Err(e) = ha_ops::recover::recover(&ctx, until).await
     {
         lock.release().await;
         failed::<()>(

@@ -13,11 +13,11 @@ use super::cluster::{ClusterModel, spec_of};
 use super::cluster_apply::endpoint;
 use super::replica::ReplicaModel;
 use crate::config::Settings;
-use crate::domain::labels::is_provider_label;
-use crate::domain::{ids, zones};
-use crate::ops::adopt::{adopt_cluster, adopt_replica};
-use crate::ops::cloud::Cloud;
-use crate::ops::shared::zone_of;
+use ha_domain::labels::is_provider_label;
+use ha_domain::{ids, zones};
+use ha_ops::adopt::{adopt_cluster, adopt_replica};
+use ha_ops::cloud::Cloud;
+use ha_ops::shared::zone_of;
 
 const IMPORT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -83,29 +83,29 @@ pub async fn cluster(
         machine_type: s(&a.machine_type),
         // Not on the instance as GCE lists it: assumed the defaults (for the image, what masters ran before the
         // default changed). A different configured image or disk size is a build change: the replicas roll onto it.
-        image: s(crate::domain::image::LEGACY),
+        image: s(ha_domain::image::LEGACY),
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
-        data_disk_type: Val::Known(crate::ops::context::DEFAULT_DATA_DISK_TYPE.into()),
+        data_disk_type: Val::Known(ha_ops::context::DEFAULT_DATA_DISK_TYPE.into()),
         // What the masters' etcd image says; an unpinned minor is assumed the default, whose plan then judges the
         // change from etcd's own versions (a downgrade from a moved cluster version is refused, not rolled).
         etcd_version: s(a
             .etcd_version
             .as_deref()
-            .unwrap_or(crate::domain::etcd_version::LEGACY)),
+            .unwrap_or(ha_domain::etcd_version::LEGACY)),
         // What the masters' kube-apiserver image says, so the first plan rolls nothing; a release the provider does
         // not run reads as 1.28.15, what masters ran before the setting.
-        certificate_validity: s(crate::domain::certificates::DEFAULT_VALIDITY),
-        certificate_renew_before: s(crate::domain::certificates::DEFAULT_RENEW_BEFORE),
+        certificate_validity: s(ha_domain::certificates::DEFAULT_VALIDITY),
+        certificate_renew_before: s(ha_domain::certificates::DEFAULT_RENEW_BEFORE),
         kubernetes_version: s(a
             .kubernetes_version
             .as_deref()
-            .unwrap_or(crate::domain::kubernetes_version::LEGACY)),
+            .unwrap_or(ha_domain::kubernetes_version::LEGACY)),
         // Assumed the defaults, like the image: GCE shows `default` resolved to the account's email, which would
         // read as a change of account.
-        service_account: s(crate::domain::service_account::DEFAULT_EMAIL),
+        service_account: s(ha_domain::service_account::DEFAULT_EMAIL),
         service_account_scopes: Val::Known(
-            crate::domain::service_account::DEFAULT_SCOPES
+            ha_domain::service_account::DEFAULT_SCOPES
                 .map(String::from)
                 .to_vec(),
         ),
@@ -272,23 +272,19 @@ pub async fn list_replicas(
     let Some(c) = compute(settings, &project, diags).await else {
         return Vec::new();
     };
-    let vms = match crate::ops::adopt::find_replicas(
-        &c,
-        &region,
-        &cluster,
-        Instant::now() + IMPORT_TIMEOUT,
-    )
-    .await
-    {
-        Ok(vms) => vms,
-        Err(e) => {
-            diags.error(
-                format!("Could not list the replicas of cluster {cluster}"),
-                e.to_string(),
-            );
-            return Vec::new();
-        }
-    };
+    let vms =
+        match ha_ops::adopt::find_replicas(&c, &region, &cluster, Instant::now() + IMPORT_TIMEOUT)
+            .await
+        {
+            Ok(vms) => vms,
+            Err(e) => {
+                diags.error(
+                    format!("Could not list the replicas of cluster {cluster}"),
+                    e.to_string(),
+                );
+                return Vec::new();
+            }
+        };
     vms.iter()
         .map(|vm| {
             let zone = zone_of(vm);

@@ -40,7 +40,7 @@ pub fn labels_validator() -> tfplugin_framework::validator::MapValidator {
     tfplugin_framework::validator::map_check(
         "GCE label keys and values; no key of the provider's own.",
         |labels| {
-            crate::domain::labels::check_labels(labels)
+            ha_domain::labels::check_labels(labels)
                 .into_iter()
                 .map(|p| (p.key, p.summary, p.detail))
                 .collect()

@@ -1,7 +1,7 @@
 //! `ha_master_replica`: one master VM in one zone, running an etcd member, an API server on its local etcd and the
-//! leader-elected controllers. This file is schema and glue: placement rules live in `crate::domain::zones`.
+//! leader-elected controllers. This file is schema and glue: placement rules live in `ha_domain::zones`.
 
-use crate::domain::replica_drift::{MemberSeen, Repair, ReplicaSeen, VmSeen, replica_repairs};
+use ha_domain::replica_drift::{MemberSeen, Repair, ReplicaSeen, VmSeen, replica_repairs};
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
@@ -14,8 +14,8 @@ use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_
 
 use super::Timeouts;
 use super::spec::ClusterSpec;
-use crate::domain::roll::{Build, network_move};
-use crate::domain::{ids, names, zones};
+use ha_domain::roll::{Build, network_move};
+use ha_domain::{ids, names, zones};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ReplicaModel {
@@ -188,10 +188,10 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
         // A restore is for a cluster with nothing left: a VM or data disk that survives keeps its data instead.
         let disk_kept = prior.status.known().is_some_and(|s| s == VM_DELETED);
         if disk_kept {
-            let (summary, detail) = crate::domain::restore::disk_survives(&name);
+            let (summary, detail) = ha_domain::restore::disk_survives(&name);
             diags.push(Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")));
         } else if gone {
-            let (summary, detail) = crate::domain::restore::replica_note(&name);
+            let (summary, detail) = ha_domain::restore::replica_note(&name);
             diags.warning(summary, detail);
         }
         // A replica whose VM still exists makes the cluster's plan refuse the restore.
@@ -274,10 +274,7 @@ fn expiry_unix(m: &ReplicaModel) -> Option<i64> {
         &m.etcd_server_certificate,
     ]
     .iter()
-    .map(|c| {
-        c.known()
-            .and_then(|pem| crate::pki::not_after_unix(pem).ok())
-    })
+    .map(|c| c.known().and_then(|pem| ha_pki::not_after_unix(pem).ok()))
     .collect::<Option<Vec<i64>>>()?
     .into_iter()
     .min()
@@ -311,7 +308,7 @@ fn plan_certificates(
     now: i64,
     diags: &mut Diagnostics,
 ) -> bool {
-    use crate::domain::certificates::{DEFAULT_RENEW_BEFORE, Outlook, expiry_warning, outlook};
+    use ha_domain::certificates::{DEFAULT_RENEW_BEFORE, Outlook, expiry_warning, outlook};
     let (Some(expires), Some(cluster)) = (expiry_unix(prior), p.cluster.known()) else {
         return false;
     };
@@ -321,7 +318,7 @@ fn plan_certificates(
         .map_or(DEFAULT_RENEW_BEFORE, String::as_str);
     let Ok(renew_before) = tfplugin_framework::validator::parse_duration_within(
         renew_before,
-        crate::domain::certificates::MAX_LIFETIME,
+        ha_domain::certificates::MAX_LIFETIME,
     ) else {
         return false;
     };

@@ -2,7 +2,7 @@
 //! parallel (siblings in one apply, or replicas of other states applied by other processes) change membership one
 //! at a time.
 
-use crate::domain::replica_drift::{MemberSeen, VmSeen, vanished_vm};
+use ha_domain::replica_drift::{MemberSeen, VmSeen, vanished_vm};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -16,21 +16,21 @@ use super::cancel::{report_interrupted, unless_stopped};
 use super::replica::{ReplicaModel, VM_DELETED, cluster_recovers};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
-use crate::domain::ids;
-use crate::domain::metadata::metadata_drift;
-use crate::domain::roll::{BUILD_LABEL, Build, DATA_DISK_SIZE};
-use crate::domain::topology::shape_warnings;
-use crate::ops::build::build_of;
-use crate::ops::join::{JoinRequest, Joined, join};
-use crate::ops::leave::leave;
-use crate::ops::lock::{ClusterLock, lock_cluster};
-use crate::ops::observe::observe;
-use crate::ops::refresh::observe_shared;
-use crate::ops::repair::{restart_replica, restore_metadata};
-use crate::ops::roll::{RollRequest, roll_in_turn};
-use crate::ops::shared::zone_of;
-use crate::ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
-use crate::ops::{ClusterCtx, OpError};
+use ha_domain::ids;
+use ha_domain::metadata::metadata_drift;
+use ha_domain::roll::{BUILD_LABEL, Build, DATA_DISK_SIZE};
+use ha_domain::topology::shape_warnings;
+use ha_ops::build::build_of;
+use ha_ops::join::{JoinRequest, Joined, join};
+use ha_ops::leave::leave;
+use ha_ops::lock::{ClusterLock, lock_cluster};
+use ha_ops::observe::observe;
+use ha_ops::refresh::observe_shared;
+use ha_ops::repair::{restart_replica, restore_metadata};
+use ha_ops::roll::{RollRequest, roll_in_turn};
+use ha_ops::shared::zone_of;
+use ha_ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
+use ha_ops::{ClusterCtx, OpError};
 
 const CREATE_TIMEOUT: Duration = Duration::from_secs(1200);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(1200);
@@ -121,7 +121,7 @@ fn fill(
             .map(|id| format!("{id:x}"))
             .unwrap_or_default(),
     );
-    let cert = |f: fn(&Joined) -> &crate::pki::CertKey| j.map(|j| f(j).clone()).unwrap_or_default();
+    let cert = |f: fn(&Joined) -> &ha_pki::CertKey| j.map(|j| f(j).clone()).unwrap_or_default();
     let api = cert(|j| &j.certs.api_server);
     let peer = cert(|j| &j.certs.etcd_peer);
     let server = cert(|j| &j.certs.etcd_server);
@@ -157,7 +157,7 @@ pub async fn create(
 async fn join_as_new_member(
     ctx: &ClusterCtx,
     stop: &CancellationToken,
-    restore: Option<crate::domain::restore::SnapshotChoice>,
+    restore: Option<ha_domain::restore::SnapshotChoice>,
     p: ReplicaModel,
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
@@ -279,7 +279,7 @@ pub async fn read(
     let vm = match listed {
         Some(i) => Some(i),
         // The cluster finds its VMs by label; one whose labels were edited by hand is still this replica.
-        None => match crate::ops::observe::replica_vm(&ctx, &zone, &name, until).await {
+        None => match ha_ops::observe::replica_vm(&ctx, &zone, &name, until).await {
             Ok(i) => i,
             Err(e) => {
                 diags.error(format!("Could not read replica {name}"), e.to_string());
@@ -299,7 +299,7 @@ pub async fn read(
             MemberSeen::Listed
         };
         let data_disk = matches!(
-            crate::ops::observe::data_disk_exists(&ctx, &zone, &name, until).await,
+            ha_ops::observe::data_disk_exists(&ctx, &zone, &name, until).await,
             Ok(true)
         );
         if vanished_vm(data_disk, member) == VmSeen::GoneWithDataDisk {
@@ -340,7 +340,7 @@ pub async fn read(
     // shows no change for it and a larger `data_disk_size_gb` later is seen (and grows the disk).
     if let Val::Known(shown) = &mut s.master_settings
         && !shown.contains_key(DATA_DISK_SIZE)
-        && let Ok(Some(size)) = crate::ops::observe::data_disk_size(&ctx, &zone, &name, until).await
+        && let Ok(Some(size)) = ha_ops::observe::data_disk_size(&ctx, &zone, &name, until).await
     {
         shown.insert(DATA_DISK_SIZE.into(), size.to_string());
     }
@@ -442,7 +442,7 @@ pub async fn update(
         }
     };
     let own = p.labels.known().cloned().unwrap_or_default();
-    let vm = match crate::ops::repair::restore_labels(&ctx, &zone, &name, &own, until).await {
+    let vm = match ha_ops::repair::restore_labels(&ctx, &zone, &name, &own, until).await {
         Ok(vm) => vm,
         Err(e) => {
             diags.error(

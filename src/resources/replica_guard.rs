@@ -7,10 +7,10 @@ use tfplugin::diag::Diagnostics;
 
 use super::replica::ReplicaModel;
 use crate::config::Settings;
-use crate::domain::guard::{Verdict, check_join, check_leave};
-use crate::domain::roll::{Build, plan_preflight, roll_warning};
-use crate::ops::refresh::observe_shared;
-use crate::ops::{ClusterCtx, OpError};
+use ha_domain::guard::{Verdict, check_join, check_leave};
+use ha_domain::roll::{Build, plan_preflight, roll_warning};
+use ha_ops::refresh::observe_shared;
+use ha_ops::{ClusterCtx, OpError};
 
 /// The cluster's context when everything about it is known (it exists); `None` while it is still planned.
 async fn context(settings: &Settings, r: &ReplicaModel) -> Option<Result<ClusterCtx, OpError>> {
@@ -30,13 +30,13 @@ async fn observe_and_judge(
     settings: &Settings,
     r: &ReplicaModel,
     diags: &mut Diagnostics,
-    judge: impl FnOnce(&crate::domain::topology::Observed) -> Verdict,
+    judge: impl FnOnce(&ha_domain::topology::Observed) -> Verdict,
 ) {
     let Some(ctx) = context(settings, r).await else {
         return;
     };
     if let Ok(ctx) = &ctx
-        && (crate::ops::lock::busy(&ctx.spec.id) || crate::ops::lock::held_anywhere(ctx).await)
+        && (ha_ops::lock::busy(&ctx.spec.id) || ha_ops::lock::held_anywhere(ctx).await)
     {
         // Terraform plans again during apply; a sibling's change (or another state's apply, split states) is under
         // way and apply judges for itself under the lock.
@@ -62,12 +62,12 @@ fn backup_note(r: &ReplicaModel, change: &str, diags: &mut Diagnostics) {
         return;
     };
     if let (Some(policy), Some(name)) = (cluster.backup_policy(), cluster.name.known()) {
-        let (summary, detail) = crate::domain::backup::plan_note(&policy, name, change);
+        let (summary, detail) = ha_domain::backup::plan_note(&policy, name, change);
         diags.warning(summary, detail);
     }
 }
 
-fn has_voter(w: &crate::domain::topology::Observed) -> bool {
+fn has_voter(w: &ha_domain::topology::Observed) -> bool {
     w.members
         .as_ref()
         .is_some_and(|m| m.iter().any(|m| !m.is_learner))
@@ -96,7 +96,7 @@ pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &m
 /// half, so the one a join gives when it would found an empty etcd is asked for here.
 pub async fn check_replace(settings: &Settings, prior: &ReplicaModel, diags: &mut Diagnostics) {
     observe_and_judge(settings, prior, diags, |w| {
-        crate::domain::guard::founds_empty(w).map_or(Verdict::Fine, Verdict::Warn)
+        ha_domain::guard::founds_empty(w).map_or(Verdict::Fine, Verdict::Warn)
     })
     .await;
 }
@@ -118,7 +118,7 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
                 .as_ref()
                 .is_some_and(|m| m.iter().any(|m| m.name == name));
         match check_leave(w, &name) {
-            Verdict::Fine => match crate::domain::protection::check_leave(w, &name, protected) {
+            Verdict::Fine => match ha_domain::protection::check_leave(w, &name, protected) {
                 Ok(()) => Verdict::Fine,
                 Err(refusal) => Verdict::Refuse(refusal),
             },
@@ -155,7 +155,7 @@ pub async fn check_roll(
     };
     let mut changes = Build::from_shown(new).changes_from(&Build::from_shown(old));
     if moving {
-        changes.push(crate::domain::roll::SUBNETWORK.into());
+        changes.push(ha_domain::roll::SUBNETWORK.into());
         changes.sort();
     }
     if renewing_certificates {
@@ -169,7 +169,7 @@ pub async fn check_roll(
                 .len()
                 .max(w.members.as_ref().map_or(0, Vec::len)),
         );
-        if moving && let Some(refusal) = crate::domain::roll::move_refusal(w, &name) {
+        if moving && let Some(refusal) = ha_domain::roll::move_refusal(w, &name) {
             return Verdict::Refuse(refusal);
         }
         match plan_preflight(w, &name) {

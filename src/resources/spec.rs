@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use tfplugin::value::Type;
 use tfplugin_framework::Val;
 
-use crate::ops::context::{DEFAULT_DATA_DISK_TYPE, OpError, Spec};
-use crate::pki::{CertKey, ClusterCas};
+use ha_ops::context::{DEFAULT_DATA_DISK_TYPE, OpError, Spec};
+use ha_pki::{CertKey, ClusterCas};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClusterSpec {
@@ -129,28 +129,28 @@ impl ClusterSpec {
             self.data_disk_type = Val::Known(DEFAULT_DATA_DISK_TYPE.into());
         }
         if self.etcd_version.is_null() {
-            self.etcd_version = Val::Known(crate::domain::etcd_version::LEGACY.into());
+            self.etcd_version = Val::Known(ha_domain::etcd_version::LEGACY.into());
         }
         if self.certificate_validity.is_null() {
             self.certificate_validity =
-                Val::Known(crate::domain::certificates::DEFAULT_VALIDITY.into());
+                Val::Known(ha_domain::certificates::DEFAULT_VALIDITY.into());
         }
         if self.certificate_renew_before.is_null() {
             self.certificate_renew_before =
-                Val::Known(crate::domain::certificates::DEFAULT_RENEW_BEFORE.into());
+                Val::Known(ha_domain::certificates::DEFAULT_RENEW_BEFORE.into());
         }
         // Masters made before the setting run 1.28.15.
         if self.kubernetes_version.is_null() {
-            self.kubernetes_version = Val::Known(crate::domain::kubernetes_version::LEGACY.into());
+            self.kubernetes_version = Val::Known(ha_domain::kubernetes_version::LEGACY.into());
         }
         // Masters made before the setting run without a service account; the default gives them one, which
         // shows in the replicas' plan as a roll (`service_account` in `master_settings`).
         if self.service_account.is_null() {
-            self.service_account = Val::Known(crate::domain::service_account::DEFAULT_EMAIL.into());
+            self.service_account = Val::Known(ha_domain::service_account::DEFAULT_EMAIL.into());
         }
         if self.service_account_scopes.is_null() {
             self.service_account_scopes = Val::Known(
-                crate::domain::service_account::DEFAULT_SCOPES
+                ha_domain::service_account::DEFAULT_SCOPES
                     .map(String::from)
                     .to_vec(),
             );
@@ -159,13 +159,12 @@ impl ClusterSpec {
 
     /// What these settings make of a master, when every one of them is known (they come from configuration, so
     /// they are at plan, even while the cluster's IP and CAs are not).
-    pub fn build(&self) -> Option<crate::domain::roll::Build> {
+    pub fn build(&self) -> Option<ha_domain::roll::Build> {
         let tags = self.tags.known().cloned().unwrap_or_default();
         let scopes =
-            crate::domain::service_account::scope_urls(self.service_account_scopes.known()?)
-                .ok()?;
-        Some(crate::domain::roll::Build::from_settings(
-            &crate::domain::roll::BuildSettings {
+            ha_domain::service_account::scope_urls(self.service_account_scopes.known()?).ok()?;
+        Some(ha_domain::roll::Build::from_settings(
+            &ha_domain::roll::BuildSettings {
                 machine_type: self.machine_type.known()?,
                 data_disk_size_gb: *self.data_disk_size_gb.known()?,
                 image: self.image.known()?,
@@ -181,13 +180,13 @@ impl ClusterSpec {
                     Val::Unknown => return None,
                     v => v
                         .known()
-                        .map_or(crate::domain::etcd_version::LEGACY, String::as_str),
+                        .map_or(ha_domain::etcd_version::LEGACY, String::as_str),
                 },
                 kubernetes_version: match &self.kubernetes_version {
                     Val::Unknown => return None,
                     v => v
                         .known()
-                        .map_or(crate::domain::kubernetes_version::LEGACY, String::as_str),
+                        .map_or(ha_domain::kubernetes_version::LEGACY, String::as_str),
                 },
                 service_account: self.service_account.known()?,
                 service_account_scopes: &scopes,
@@ -213,7 +212,7 @@ impl ClusterSpec {
                 Val::Unknown => return None,
                 v => v.known().map(String::as_str),
             };
-            Some(crate::domain::roll::subnetwork_name(sub, network))
+            Some(ha_domain::roll::subnetwork_name(sub, network))
         };
         self.network == old.network
             && matches!((name(self), name(old)), (Some(a), Some(b)) if a != b)
@@ -282,24 +281,24 @@ impl ClusterSpec {
                 .etcd_version
                 .known()
                 .cloned()
-                .unwrap_or_else(|| crate::domain::etcd_version::LEGACY.into()),
+                .unwrap_or_else(|| ha_domain::etcd_version::LEGACY.into()),
             certificate_validity: duration_or(
                 &s.certificate_validity,
-                crate::domain::certificates::DEFAULT_VALIDITY,
+                ha_domain::certificates::DEFAULT_VALIDITY,
                 "certificate_validity",
             )?,
             certificate_renew_before: duration_or(
                 &s.certificate_renew_before,
-                crate::domain::certificates::DEFAULT_RENEW_BEFORE,
+                ha_domain::certificates::DEFAULT_RENEW_BEFORE,
                 "certificate_renew_before",
             )?,
             kubernetes_version: s
                 .kubernetes_version
                 .known()
                 .cloned()
-                .unwrap_or_else(|| crate::domain::kubernetes_version::LEGACY.into()),
+                .unwrap_or_else(|| ha_domain::kubernetes_version::LEGACY.into()),
             service_account: need(&s.service_account, "service_account")?,
-            service_account_scopes: crate::domain::service_account::scope_urls(&need(
+            service_account_scopes: ha_domain::service_account::scope_urls(&need(
                 &s.service_account_scopes,
                 "service_account_scopes",
             )?)
@@ -310,8 +309,8 @@ impl ClusterSpec {
     }
 
     /// The snapshot a `restore { source = "snapshot" }` asks for; none for any other source.
-    pub fn snapshot_choice(&self) -> Option<crate::domain::restore::SnapshotChoice> {
-        use crate::domain::restore::{SNAPSHOT, SnapshotChoice};
+    pub fn snapshot_choice(&self) -> Option<ha_domain::restore::SnapshotChoice> {
+        use ha_domain::restore::{SNAPSHOT, SnapshotChoice};
         if self.restore_source.known().map(String::as_str) != Some(SNAPSHOT) {
             return None;
         }
@@ -322,8 +321,8 @@ impl ClusterSpec {
     }
 
     /// The `backup` block as `domain::backup` takes it, with its defaults; none without a bucket.
-    pub fn backup_policy(&self) -> Option<crate::domain::backup::Policy> {
-        use crate::domain::backup::{DEFAULT_KEEP, Policy};
+    pub fn backup_policy(&self) -> Option<ha_domain::backup::Policy> {
+        use ha_domain::backup::{DEFAULT_KEEP, Policy};
         Some(Policy {
             bucket: self.backup_bucket.known()?.clone(),
             prefix: self.backup_prefix.known().cloned().unwrap_or_default(),
@@ -340,11 +339,8 @@ impl ClusterSpec {
 /// A duration attribute of the spec; a state from before the setting has the default.
 fn duration_or(v: &Val<String>, default: &str, what: &str) -> Result<std::time::Duration, OpError> {
     let s = v.known().map_or(default, String::as_str);
-    tfplugin_framework::validator::parse_duration_within(
-        s,
-        crate::domain::certificates::MAX_LIFETIME,
-    )
-    .map_err(|e| OpError::Other(format!("{what} {s:?}: {e}")))
+    tfplugin_framework::validator::parse_duration_within(s, ha_domain::certificates::MAX_LIFETIME)
+        .map_err(|e| OpError::Other(format!("{what} {s:?}: {e}")))
 }
 
 #[cfg(test)]
@@ -355,16 +351,11 @@ mod tests {
     #[test]
     fn certificate_lifetimes_default_to_a_year_and_a_month_and_parse() {
         let day = 24 * 3600;
-        let v = duration_or(
-            &Val::Null,
-            crate::domain::certificates::DEFAULT_VALIDITY,
-            "v",
-        )
-        .unwrap();
+        let v = duration_or(&Val::Null, ha_domain::certificates::DEFAULT_VALIDITY, "v").unwrap();
         assert_eq!(v.as_secs(), 365 * day);
         let r = duration_or(
             &Val::Null,
-            crate::domain::certificates::DEFAULT_RENEW_BEFORE,
+            ha_domain::certificates::DEFAULT_RENEW_BEFORE,
             "r",
         )
         .unwrap();

@@ -122,11 +122,11 @@ async fn cluster_create_plan_knows_settings_and_not_generated_material() {
     // Unset versions: the provider's release for new clusters, and the etcd that release calls for.
     assert_eq!(
         get("kubernetes_version"),
-        s(crate::domain::kubernetes_version::DEFAULT_FOR_NEW)
+        s(ha_domain::kubernetes_version::DEFAULT_FOR_NEW)
     );
     assert_eq!(get("etcd_version"), s("3.5"));
     // An image the startup contract runs on (cloud-init and apt; the masters install the rest).
-    assert_eq!(get("image"), s(crate::domain::image::DEFAULT_FOR_NEW));
+    assert_eq!(get("image"), s(ha_domain::image::DEFAULT_FOR_NEW));
     assert!(get("external_ip").is_unknown());
     let spec = get("spec");
     assert_eq!(

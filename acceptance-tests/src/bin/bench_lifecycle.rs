@@ -176,7 +176,7 @@ fn outage_during(ca: &str, ip: IpAddr, work: impl FnOnce()) -> Duration {
                 .unwrap();
             while !stop.load(Ordering::Relaxed) {
                 let ok = rt
-                    .block_on(terraform_provider_ha::ops::endpoint::probe(
+                    .block_on(ha_ops::endpoint::probe(
                         &ca,
                         ip,
                         ip,

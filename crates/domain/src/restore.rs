@@ -1,0 +1,480 @@
+//! Restoring etcd from a Cloud Storage snapshot, when no member survives to recover from (`domain::recovery` is
+//! the path when one does). etcd's rules, encoded once:
+//! - a restore always makes a new logical cluster: the snapshot is restored as a one-member cluster of one
+//!   replica, and the others join it as new members (learners first), as for any join;
+//! - it is only for a cluster with nothing left running: a restore next to a live member would fork the data;
+//! - a snapshot of a newer etcd minor cannot be read by an older one.
+//!
+//! The user opts in with the cluster's `restore { source = "snapshot", generation = N }` (and `snapshot` to pick
+//! one; the newest of the cluster's backups otherwise). The first replica whose join finds no member restores:
+//! its VM is created on a new data disk with the restore in its etcd pod's init containers, labelled
+//! [`RESTORING_BUILD`], its member awaited, then its VM created again on that disk with its normal build, so no
+//! later boot restores again. The API servers cannot serve before: they read only their own etcd, which starts
+//! once the restore is done.
+
+use std::collections::BTreeMap;
+
+use super::etcd_version;
+use super::step::Step;
+use super::topology::{Observed, Refusal, unknown_membership};
+
+/// The `restore.source` that restores from a Cloud Storage snapshot.
+pub const SNAPSHOT: &str = "snapshot";
+
+/// The build label of a VM that restores a snapshot at its boot: no build's digest, so a roll rebuilds it.
+pub const RESTORING_BUILD: &str = "restore-snapshot";
+
+/// Which snapshot the `restore` block asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotChoice {
+    /// The newest snapshot of the cluster in its `backup` bucket.
+    Newest,
+    /// `gs://bucket/object`.
+    Url(String),
+}
+
+/// A snapshot as Cloud Storage describes it (`ops::backup` wrote the metadata; a snapshot taken by hand has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// `gs://bucket/object`.
+    pub url: String,
+    pub size: u64,
+    pub revision: Option<i64>,
+    pub etcd_version: Option<String>,
+    /// Unix seconds.
+    pub taken_at: Option<i64>,
+    pub sha256: Option<String>,
+}
+
+impl SnapshotInfo {
+    /// From an object's size and custom metadata.
+    pub fn from_metadata(url: String, size: u64, metadata: &BTreeMap<String, String>) -> Self {
+        let get = |k: &str| metadata.get(k).cloned();
+        SnapshotInfo {
+            url,
+            size,
+            revision: get("ha-revision").and_then(|r| r.parse().ok()),
+            etcd_version: get("ha-etcd-version"),
+            taken_at: get("ha-taken-at").and_then(|t| t.parse().ok()),
+            sha256: get("ha-sha256"),
+        }
+    }
+}
+
+/// Splits `gs://bucket/object`, or says what is wrong with it.
+pub fn parse_url(url: &str) -> Result<(&str, &str), String> {
+    let rest = url
+        .strip_prefix("gs://")
+        .ok_or_else(|| format!("{url:?} does not start with gs://"))?;
+    match rest.split_once('/') {
+        Some((bucket, object)) if !bucket.is_empty() && !object.is_empty() => Ok((bucket, object)),
+        _ => Err(format!(
+            "{url:?} names no object: write it as gs://<bucket>/<object>"
+        )),
+    }
+}
+
+fn names<'a>(it: impl IntoIterator<Item = &'a String>) -> String {
+    it.into_iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether a restore from `snapshot` may run on `world`: only when no replica VM of the cluster is left, and
+/// the snapshot is one the cluster's etcd can read. `looked_in` says where the newest was looked for.
+pub fn decide(
+    world: &Observed,
+    cluster_etcd_version: &str,
+    snapshot: Option<&SnapshotInfo>,
+    looked_in: &str,
+) -> Result<(), Refusal> {
+    if !world.instances.is_empty() {
+        if let Some(refusal) = unknown_membership(world, "restore etcd from a snapshot") {
+            return Err(refusal);
+        }
+        let answering: Vec<&String> = world
+            .members
+            .iter()
+            .flatten()
+            .filter(|m| m.answered && world.instances.contains(&m.name))
+            .map(|m| &m.name)
+            .collect();
+        if !answering.is_empty() {
+            return Err((
+                "etcd members still run: restore from a snapshot refused".into(),
+                format!(
+                    "The members of {} answer with their data. A restore makes a new cluster from an older snapshot and would lose what they hold since. If etcd has lost quorum, recover from a surviving member instead, with no data lost: set `restore.source = \"{}\"`. Otherwise set `restore.generation` back to what it was.",
+                    names(answering),
+                    super::recovery::SURVIVING_MEMBER
+                ),
+            ));
+        }
+        return Err((
+            "Replica VMs of the cluster still exist: restore from a snapshot refused".into(),
+            format!(
+                "The VMs of {} exist, so their etcd members may come back with their data: a plain `terraform apply` restarts a TERMINATED VM, and plan shows what else is wrong with them. A restore is for a cluster with no replica VM left. If their data is lost for good, delete those VMs and their data disks (`gcloud compute instances delete`), then plan again; otherwise set `restore.generation` back to what it was.",
+                names(&world.instances)
+            ),
+        ));
+    }
+    let Some(snapshot) = snapshot else {
+        return Err((
+            "No snapshot to restore from".into(),
+            format!(
+                "No snapshot of this cluster is in {looked_in}. Point `restore.snapshot` at one (`gs://<bucket>/<object>`), or set `restore.generation` back to what it was."
+            ),
+        ));
+    };
+    if let (Some(taken), Some(ours)) = (
+        snapshot
+            .etcd_version
+            .as_deref()
+            .and_then(etcd_version::minor),
+        etcd_version::minor(cluster_etcd_version),
+    ) && minor_key(&taken) > minor_key(&ours)
+    {
+        return Err((
+            format!("The snapshot is of etcd {taken}, newer than the cluster's {ours}"),
+            format!(
+                "{} was taken from etcd {taken}; etcd {ours} cannot read its data. Set the cluster's `etcd_version = \"{taken}\"` in the same change, so the restored cluster runs the etcd that wrote it.",
+                snapshot.url
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a restored data dir holds beyond the database: etcd preallocates 64 MiB WAL segments, and the restore
+/// writes one before etcd starts, which writes the next.
+const WAL_ROOM: u64 = 128 << 20;
+
+/// Whether the snapshot fits where the restoring VM puts it: fetched onto its boot disk, then restored onto its
+/// new data disk, where the database is as large as the snapshot, plus the WAL. Refuses only what cannot fit, at
+/// plan, rather than an init container failing on a full disk until the apply times out.
+pub fn room(snapshot: &SnapshotInfo, data_disk_gb: i64, boot_disk_gb: i64) -> Result<(), Refusal> {
+    let gib = |gb: i64| u64::try_from(gb).unwrap_or(0) << 30;
+    let need_gb = |bytes: u64| bytes.div_ceil(1 << 30);
+    if snapshot.size + WAL_ROOM > gib(data_disk_gb) {
+        let need = need_gb(snapshot.size + WAL_ROOM);
+        return Err((
+            format!("The snapshot does not fit a {data_disk_gb} GB data disk"),
+            format!(
+                "{} holds {} bytes: restored, etcd's database is as large, plus its write-ahead log, on the new data disk of `data_disk_size_gb` = {data_disk_gb}. Set the cluster's `data_disk_size_gb` to at least {need} in the same change.",
+                snapshot.url, snapshot.size
+            ),
+        ));
+    }
+    if snapshot.size >= gib(boot_disk_gb) {
+        let need = need_gb(snapshot.size) + 10;
+        return Err((
+            format!("The snapshot does not fit a {boot_disk_gb} GB boot disk"),
+            format!(
+                "{} holds {} bytes, and the restoring VM fetches it onto its boot disk (`boot_disk_size_gb` = {boot_disk_gb}) before restoring it. Set the cluster's `boot_disk_size_gb` to at least {need} (the snapshot and the image) in the same change.",
+                snapshot.url, snapshot.size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn minor_key(minor: &str) -> (u32, u32) {
+    let mut it = minor.split('.').map(|p| p.parse().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0))
+}
+
+/// The steps of the replica that restores: its VM with the restore on a new data disk, its member awaited as
+/// the only one, then its VM again on that disk with its normal build, its member and API awaited.
+pub fn founding_steps(with_static_ip: bool) -> Vec<Step> {
+    vec![
+        Step::RestoreFromSnapshot { with_static_ip },
+        Step::AwaitMember,
+        Step::DeleteInstance,
+        Step::RebuildInstance,
+        Step::AwaitMember,
+        Step::AwaitApi,
+    ]
+}
+
+/// A join's steps when the cluster restores from a snapshot: a founding join (no member left) restores instead
+/// of founding an empty etcd; any other join is unchanged (it joins the restored cluster).
+pub fn join_steps(steps: Vec<Step>) -> (Vec<Step>, bool) {
+    let founding = steps.iter().find_map(|s| match s {
+        Step::CreateFoundingInstance { with_static_ip } => Some(*with_static_ip),
+        _ => None,
+    });
+    match founding {
+        Some(with_static_ip) => (founding_steps(with_static_ip), true),
+        None => (steps, false),
+    }
+}
+
+/// What the restore does not do, which Kubernetes' watchers would want: etcd 3.4.13 and 3.5.1 cannot, and the
+/// provider restores every pin the same way (3.5.24 could; using it waits for a 3.5.10+ etcd in the test suite).
+pub const NO_REVISION_BUMP: &str = "The restore does not bump etcd's revision (`--bump-revision` and `--mark-compacted` came with etcd 3.5.10 and 3.4.27, so the 3.4 pin cannot, and the provider restores every etcd version the same way), so a watcher that saw revisions after the snapshot may miss changes until it lists again: every API server restarts with the restore, and controllers and kubelets relist when their watches break.";
+
+fn when(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| unix.to_string())
+}
+
+/// What the plan says of a restore: a warning, since it is destructive by design.
+pub fn describe(cluster: &str, s: &SnapshotInfo) -> (String, String) {
+    let mut what = vec![format!("{} bytes", s.size)];
+    if let Some(r) = s.revision {
+        what.push(format!("revision {r}"));
+    }
+    if let Some(v) = &s.etcd_version {
+        what.push(format!("etcd {v}"));
+    }
+    if let Some(t) = s.taken_at {
+        what.push(format!("taken {}", when(t)));
+    }
+    (
+        format!(
+            "Cluster {cluster}: etcd will be restored from the snapshot {}",
+            s.url
+        ),
+        format!(
+            "No replica of the cluster has a VM, so no etcd member survives. The apply restores the snapshot ({}) as a new etcd cluster: the first replica to apply creates its VM on a new data disk, fetches the snapshot with the VM's service account (it needs read access to the object) and restores it before etcd starts; its API server serves only once the restore is done. Its VM is then created again on that disk with its normal configuration. The other replicas join as new members, learners first. Everything written after the snapshot was taken is lost. {NO_REVISION_BUMP}",
+            what.join(", ")
+        ),
+    )
+}
+
+/// What a replica's plan says when its cluster restores from a snapshot and its VM is gone.
+pub fn replica_note(name: &str) -> (String, String) {
+    (
+        format!("Replica {name} comes back from the cluster's snapshot"),
+        format!(
+            "The VM and data disk of {name} are gone, and the cluster restores etcd from a snapshot. {name} is created again in its zone on a new data disk: if it is the first replica to apply, it restores the snapshot as a new one-member cluster; otherwise it joins that cluster as a new member (a learner first, promoted once caught up)."
+        ),
+    )
+}
+
+/// A replica whose data disk survives is not restored over: a plain apply rebuilds it on its data.
+pub fn disk_survives(name: &str) -> Refusal {
+    (
+        format!("The etcd data disk of replica {name} survives: restore from a snapshot refused"),
+        format!(
+            "{name}'s VM is gone but its data disk is not, so its member can come back with its data: set `restore.generation` back to what it was and apply, which creates the VM again on its disk (and, with other members lost for good, then recover from it with `restore.source = \"{}\"`). If that disk's data is bad, delete it (`gcloud compute disks delete`) and plan again.",
+            super::recovery::SURVIVING_MEMBER
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::MemberView;
+
+    fn snapshot(version: Option<&str>) -> SnapshotInfo {
+        SnapshotInfo {
+            url: "gs://b/c/etcd-20261125T101500Z-rev42.db".into(),
+            size: 4096,
+            revision: Some(42),
+            etcd_version: version.map(str::to_string),
+            taken_at: Some(1_795_000_000),
+            sha256: None,
+        }
+    }
+
+    fn world(vms: &[&str], answering: &[&str], unreachable: bool) -> Observed {
+        Observed {
+            instances: vms.iter().map(|s| s.to_string()).collect(),
+            members: (!answering.is_empty()).then(|| {
+                answering
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| MemberView {
+                        name: n.to_string(),
+                        id: i as u64 + 1,
+                        is_learner: false,
+                        healthy: false,
+                        answered: true,
+                    })
+                    .collect()
+            }),
+            etcd_unreachable: unreachable.then(|| "connection refused".into()),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn a_restore_runs_only_on_a_cluster_with_no_vm_left_and_a_snapshot_it_can_read() {
+        let s34 = snapshot(Some("3.4.13"));
+        let s35 = snapshot(Some("3.5.1"));
+        let by_hand = snapshot(None);
+        /// (case, world, the cluster's etcd version, the snapshot, the refusal's summary if refused)
+        type Case<'a> = (
+            &'a str,
+            Observed,
+            &'a str,
+            Option<&'a SnapshotInfo>,
+            Option<&'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "nothing left",
+                world(&[], &[], false),
+                "3.4",
+                Some(&s34),
+                None,
+            ),
+            (
+                "a hand-made snapshot",
+                world(&[], &[], false),
+                "3.5",
+                Some(&by_hand),
+                None,
+            ),
+            (
+                "an older minor",
+                world(&[], &[], false),
+                "3.5",
+                Some(&s34),
+                None,
+            ),
+            (
+                "no snapshot",
+                world(&[], &[], false),
+                "3.4",
+                None,
+                Some("No snapshot to restore from"),
+            ),
+            (
+                "a newer minor",
+                world(&[], &[], false),
+                "3.4",
+                Some(&s35),
+                Some("newer than the cluster's 3.4"),
+            ),
+            (
+                "a member answers",
+                world(&["a"], &["a"], false),
+                "3.4",
+                Some(&s34),
+                Some("etcd members still run"),
+            ),
+            (
+                "a VM is left",
+                world(&["a"], &[], false),
+                "3.4",
+                Some(&s34),
+                Some("Replica VMs of the cluster still exist"),
+            ),
+            (
+                "membership unknown",
+                world(&["a"], &[], true),
+                "3.4",
+                Some(&s34),
+                Some("could not be read"),
+            ),
+        ];
+        for (name, w, version, s, refused) in cases {
+            let got = decide(&w, version, s, "gs://b/c/");
+            match refused {
+                None => assert_eq!(got, Ok(()), "{name}"),
+                Some(summary) => {
+                    let (s, _) = got.expect_err(name);
+                    assert!(s.contains(summary), "{name}: {s}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_snapshot_must_fit_the_data_disk_with_its_wal_and_the_boot_disk() {
+        let snap = |size: u64| SnapshotInfo {
+            url: "gs://b/s.db".into(),
+            size,
+            revision: None,
+            etcd_version: None,
+            taken_at: None,
+            sha256: None,
+        };
+        const GIB: u64 = 1 << 30;
+        // (snapshot, data GB, boot GB, refused with)
+        let cases: Vec<(u64, i64, i64, Option<&str>)> = vec![
+            (GIB, 20, 20, None),
+            (GIB - WAL_ROOM, 1, 20, None),
+            (
+                GIB - WAL_ROOM + 1,
+                1,
+                20,
+                Some("at least 2 in the same change"),
+            ),
+            (8 * GIB, 8, 20, Some("`data_disk_size_gb` to at least 9")),
+            (8 * GIB, 20, 8, Some("`boot_disk_size_gb` to at least 18")),
+            (0, 0, 20, Some("a 0 GB data disk")),
+        ];
+        for (size, data, boot, refused) in cases {
+            let got = room(&snap(size), data, boot);
+            match refused {
+                None => assert_eq!(got, Ok(()), "{size} {data} {boot}"),
+                Some(part) => {
+                    let (summary, detail) = got.expect_err("refused");
+                    assert!(
+                        summary.contains(part) || detail.contains(part),
+                        "{size} {data} {boot}: {summary}: {detail}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_restoring_replica_is_built_twice_and_awaited_both_times() {
+        assert_eq!(
+            founding_steps(false),
+            vec![
+                Step::RestoreFromSnapshot {
+                    with_static_ip: false
+                },
+                Step::AwaitMember,
+                Step::DeleteInstance,
+                Step::RebuildInstance,
+                Step::AwaitMember,
+                Step::AwaitApi,
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_founding_join_restores() {
+        let founding = vec![Step::CreateFoundingInstance {
+            with_static_ip: true,
+        }];
+        assert_eq!(join_steps(founding), (founding_steps(true), true));
+        let joining = vec![Step::AddLearner, Step::CreateJoiningInstance];
+        assert_eq!(join_steps(joining.clone()), (joining, false));
+    }
+
+    #[test]
+    fn urls_name_a_bucket_and_an_object() {
+        assert_eq!(parse_url("gs://b/p/o.db"), Ok(("b", "p/o.db")));
+        assert!(parse_url("b/o").is_err());
+        assert!(parse_url("gs://b").is_err());
+        assert!(parse_url("gs://b/").is_err());
+    }
+
+    #[test]
+    fn the_plan_names_the_snapshot_what_it_holds_and_what_is_lost() {
+        let (summary, detail) = describe("prod", &snapshot(Some("3.4.13")));
+        assert!(summary.contains("gs://b/c/etcd-20261125T101500Z-rev42.db"));
+        for part in [
+            "4096 bytes",
+            "revision 42",
+            "etcd 3.4.13",
+            "is lost",
+            "--bump-revision",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The service account a master VM runs as, and its OAuth scopes. The kubelet, the controller-manager and the
+//! cluster autoscaler on a master run with `--cloud-provider=gce` and call Google's APIs with the VM's
+//! credentials, so a master needs one; kube-up gives masters the project's default Compute Engine service account
+//! with the scopes `storage-ro,compute-rw,monitoring,logging-write`, and so does this provider by default.
+//!
+//! The Compute API takes scopes as URLs; users write gcloud's aliases or URLs, and the provider sends URLs.
+
+/// The project's default Compute Engine service account, as the API names it in `instances.insert`.
+pub const DEFAULT_EMAIL: &str = "default";
+
+/// kube-up's master scopes (cluster/gce/config-default.sh), as gcloud's aliases.
+pub const DEFAULT_SCOPES: [&str; 4] = ["storage-ro", "compute-rw", "monitoring", "logging-write"];
+
+const SCOPE_URL: &str = "https://www.googleapis.com/auth/";
+
+/// gcloud's scope aliases (`gcloud compute instances create --help`), the ones a master could need.
+const ALIASES: [(&str, &str); 14] = [
+    ("bigquery", "bigquery"),
+    ("cloud-platform", "cloud-platform"),
+    ("cloud-source-repos-ro", "source.read_only"),
+    ("compute-ro", "compute.readonly"),
+    ("compute-rw", "compute"),
+    ("datastore", "datastore"),
+    ("default", "cloud-platform"),
+    ("logging-write", "logging.write"),
+    ("monitoring", "monitoring"),
+    ("monitoring-write", "monitoring.write"),
+    ("pubsub", "pubsub"),
+    ("service-management", "servicecontrol"),
+    ("storage-ro", "devstorage.read_only"),
+    ("storage-rw", "devstorage.read_write"),
+];
+
+/// A scope as the API takes it: an alias becomes its URL; a URL stays as written.
+pub fn scope_url(scope: &str) -> Result<String, crate::Problem> {
+    let scope = scope.trim();
+    if scope.starts_with("https://") {
+        return Ok(scope.to_string());
+    }
+    match ALIASES.iter().find(|(alias, _)| *alias == scope) {
+        Some((_, path)) => Ok(format!("{SCOPE_URL}{path}")),
+        None => Err((
+            format!("Unknown scope {scope:?}"),
+            format!(
+                "Write a scope as a URL (like `{SCOPE_URL}cloud-platform`) or one of gcloud's aliases: {}.",
+                ALIASES
+                    .iter()
+                    .map(|(a, _)| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// The scopes as the API takes them, sorted and without repeats, so two spellings of one set are one build.
+pub fn scope_urls(scopes: &[String]) -> Result<Vec<String>, crate::Problem> {
+    let mut urls = scopes
+        .iter()
+        .map(|s| scope_url(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    urls.sort();
+    urls.dedup();
+    Ok(urls)
+}
+
+/// `default`, or a service account's email (`name@project.iam.gserviceaccount.com`, or the default account's
+/// `number-compute@developer.gserviceaccount.com`).
+pub fn check_email(email: &str) -> Result<(), crate::Problem> {
+    if email == DEFAULT_EMAIL {
+        return Ok(());
+    }
+    let ok = email.split_once('@').is_some_and(|(user, domain)| {
+        !user.is_empty()
+            && user
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && domain.ends_with(".gserviceaccount.com")
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err((
+            format!("Invalid service account {email:?}"),
+            "Write `default` for the project's default Compute Engine service account, or a service account's email, like `masters@my-project.iam.gserviceaccount.com`.".into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_become_urls_and_urls_stay() {
+        for (given, want) in [
+            (
+                "storage-ro",
+                "https://www.googleapis.com/auth/devstorage.read_only",
+            ),
+            ("compute-rw", "https://www.googleapis.com/auth/compute"),
+            (
+                "logging-write",
+                "https://www.googleapis.com/auth/logging.write",
+            ),
+            ("monitoring", "https://www.googleapis.com/auth/monitoring"),
+            (
+                "cloud-platform",
+                "https://www.googleapis.com/auth/cloud-platform",
+            ),
+            (
+                "https://www.googleapis.com/auth/userinfo.email",
+                "https://www.googleapis.com/auth/userinfo.email",
+            ),
+        ] {
+            assert_eq!(scope_url(given).unwrap(), want, "{given}");
+        }
+        let (summary, detail) = scope_url("compute-write").unwrap_err();
+        assert!(summary.contains("compute-write"), "{summary}");
+        assert!(detail.contains("`compute-rw`"), "{detail}");
+    }
+
+    #[test]
+    fn two_spellings_of_one_set_are_the_same_scopes() {
+        let a = scope_urls(&["compute-rw".into(), "storage-ro".into()]).unwrap();
+        let b = scope_urls(&[
+            "https://www.googleapis.com/auth/devstorage.read_only".into(),
+            "compute-rw".into(),
+            "compute-rw".into(),
+        ])
+        .unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn emails_are_default_or_a_service_account() {
+        for ok in [
+            "default",
+            "masters@my-project.iam.gserviceaccount.com",
+            "123456789-compute@developer.gserviceaccount.com",
+        ] {
+            assert!(check_email(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "masters",
+            "me@example.com",
+            "Masters@p.iam.gserviceaccount.com",
+            "@p.iam.gserviceaccount.com",
+        ] {
+            assert!(check_email(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! What a replica VM is made of, shared by a join (a new replica) and a roll (the same replica rebuilt): its
+//! startup configuration, its etcd data disk, its labels (the cluster's, its own, and the build it was made
+//! from) and the instance itself.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use tokio::time::Instant;
+
+use super::context::{ClusterCtx, Result, Spec};
+use super::shared::{JOINING_LABEL, replica_labels};
+use ha_domain::roll::{BUILD_LABEL, Build, BuildSettings};
+use ha_gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
+use ha_master::{self as master, CaCerts, DATA_DEVICE, InitialState, MasterConfig};
+use ha_pki::ReplicaCerts;
+
+/// A replica's etcd data disk: it outlives the VM, so the VM can be rebuilt on the same data.
+pub fn data_disk_name(replica: &str) -> String {
+    format!("{replica}{}", ha_domain::names::DATA_DISK_SUFFIX)
+}
+
+/// What the cluster's settings make of a master (everything a roll compares), as plain strings.
+pub fn build_of(spec: &Spec) -> Build {
+    Build::from_settings(&BuildSettings {
+        machine_type: &spec.machine_type,
+        data_disk_size_gb: spec.data_disk_size_gb,
+        image: &spec.image,
+        boot_disk_size_gb: spec.boot_disk_size_gb,
+        tags: &spec.tags,
+        multizone: spec.multizone,
+        etcd_quorum_read: spec.etcd_quorum_read,
+        api_port: spec.api_port,
+        service_range: spec.service_range,
+        dns_domain: &spec.dns_domain,
+        etcd_version: &spec.etcd_version,
+        kubernetes_version: &spec.kubernetes_version,
+        service_account: &spec.service_account,
+        service_account_scopes: &spec.service_account_scopes,
+    })
+}
+
+/// The labels a replica VM carries once it is done: the cluster's, the replica's own, the cluster label, and the
+/// build it was made from.
+pub fn vm_labels(ctx: &ClusterCtx, own: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut labels = ctx.spec.labels.clone();
+    labels.extend(own.clone());
+    labels.insert(BUILD_LABEL.into(), build_of(&ctx.spec).digest());
+    replica_labels(&ctx.spec.name, &labels)
+}
+
+/// Who the replica is, for its startup configuration.
+pub struct Identity<'a> {
+    pub name: &'a str,
+    pub zone: &'a str,
+    pub internal_ip: Ipv4Addr,
+    pub certs: &'a ReplicaCerts,
+}
+
+pub fn master_config(
+    ctx: &ClusterCtx,
+    who: &Identity<'_>,
+    initial_cluster: Vec<(String, Ipv4Addr)>,
+    initial_state: InitialState,
+) -> MasterConfig {
+    let spec = &ctx.spec;
+    MasterConfig {
+        cluster_name: spec.name.clone(),
+        replica_name: who.name.to_string(),
+        internal_ip: who.internal_ip,
+        static_ip: spec.external_ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
+        api_port: spec.api_port,
+        service_cluster_ip_range: spec.service_range,
+        dns_domain: spec.dns_domain.clone(),
+        etcd_quorum_read: spec.etcd_quorum_read,
+        multizone: spec.multizone,
+        project: spec.project.clone(),
+        zone: who.zone.to_string(),
+        initial_cluster,
+        initial_state,
+        cas: CaCerts::from(&spec.cas),
+        certs: who.certs.clone(),
+        service_account_key_pem: spec.service_account_key.clone(),
+        data_disk: true,
+        etcd_image: ha_domain::etcd_version::image(&spec.etcd_version),
+        kubernetes: kubernetes_release(&spec.kubernetes_version),
+        restore: None,
+    }
+}
+
+/// The release the domain picks for `version`, as the master renders it.
+pub fn kubernetes_release(version: &str) -> master::KubernetesRelease {
+    use ha_domain::kubernetes_version::{CloudIntegration, master_release};
+    let r = master_release(version);
+    master::KubernetesRelease {
+        image_tag: r.image_tag,
+        cloud: match r.cloud {
+            CloudIntegration::InTree => master::CloudProvider::InTree,
+            CloudIntegration::InTreeByGate => master::CloudProvider::InTreeByGate,
+            CloudIntegration::External {
+                ccm_image,
+                ccm_program,
+            } => master::CloudProvider::External {
+                ccm_image: ccm_image.into(),
+                ccm_program: ccm_program.into(),
+            },
+        },
+        leader_migration: r.leader_migration,
+        autoscaler_image: r.autoscaler_image,
+    }
+}
+
+/// Creates the VM with its data disk: a new one for a join (made by the same insert, so no disk exists without
+/// its VM), the existing one for a rebuild. A joining VM is marked as such until the join clears the mark (`ops::orphans` removes a marked VM that a
+/// dead join left); a rebuilt one is not, since it belongs to a replica that state holds. `own_labels` are the
+/// replica's own labels.
+pub async fn create_instance(
+    ctx: &ClusterCtx,
+    who: &Identity<'_>,
+    own_labels: &BTreeMap<String, String>,
+    external_ip: ExternalIp,
+    cfg: &MasterConfig,
+    joining: bool,
+    deadline: Instant,
+) -> Result<InstanceInfo> {
+    master::check(cfg)?;
+    let spec = &ctx.spec;
+    let name = data_disk_name(who.name);
+    let device_name = DATA_DEVICE.to_string();
+    let data_disk = if joining {
+        // A disk of this name without its VM is a leftover (a leave killed between deleting the VM and the
+        // disk): a new member must not start on another member's data.
+        if ctx
+            .compute
+            .get_disk(who.zone, &name, deadline)
+            .await?
+            .is_some()
+        {
+            ctx.compute.delete_disk(who.zone, &name, deadline).await?;
+        }
+        DataDisk::Create {
+            name,
+            size_gb: spec.data_disk_size_gb,
+            disk_type: spec.data_disk_type.clone(),
+            device_name,
+        }
+    } else {
+        DataDisk::Attach { name, device_name }
+    };
+    let mut labels = vm_labels(ctx, own_labels);
+    // A VM forced to be a one-member cluster is no build: a resumed recovery (and any roll) rebuilds it.
+    // A VM that restores a snapshot at boot is no build either: the restore rebuilds it once its member runs.
+    match cfg.initial_state {
+        master::InitialState::ForceNewCluster => {
+            labels.insert(
+                BUILD_LABEL.into(),
+                ha_domain::recovery::RECOVERING_BUILD.into(),
+            );
+        }
+        master::InitialState::RestoreFromSnapshot => {
+            labels.insert(
+                BUILD_LABEL.into(),
+                ha_domain::restore::RESTORING_BUILD.into(),
+            );
+        }
+        master::InitialState::New | master::InitialState::Existing => {}
+    }
+    if joining {
+        labels.insert(JOINING_LABEL.into(), "true".into());
+    }
+    let mut tags = spec.tags.clone();
+    tags.push(ctx.names.master_tag.clone());
+    let instance = InstanceSpec {
+        name: who.name.to_string(),
+        zone: who.zone.to_string(),
+        machine_type: spec.machine_type.clone(),
+        image: spec.image.clone(),
+        disk_size_gb: spec.boot_disk_size_gb,
+        disk_type: None,
+        network: spec.network.clone(),
+        subnetwork: spec.subnetwork.clone(),
+        network_ip: Some(who.internal_ip.to_string()),
+        external_ip,
+        tags,
+        labels,
+        metadata: master::metadata_items(cfg),
+        service_account: Some(ha_gce::ServiceAccount {
+            email: spec.service_account.clone(),
+            scopes: spec.service_account_scopes.clone(),
+        }),
+        data_disk: Some(data_disk),
+    };
+    Ok(ctx.compute.insert_instance(&instance, deadline).await?)
+}

@@ -1,0 +1,160 @@
+//! Everything an operation on one cluster needs: its settings as plain values, its CAs, and clients for the
+//! Compute API and for etcd (with the provider's own etcd client certificate, minted from the cluster's CA).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ipnet::Ipv4Net;
+
+use ha_domain::names::DerivedNames;
+use ha_etcd::{Etcd, EtcdTls};
+use ha_gce::Compute;
+use ha_pki::{self as pki, ClusterCas};
+use ha_settings::Settings;
+
+/// Why an operation failed. Display is the sentence the user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("{0}")]
+    Gce(#[from] ha_gce::Error),
+    #[error("{0}")]
+    Etcd(#[from] ha_etcd::EtcdError),
+    #[error("{0}")]
+    Preflight(#[from] ha_etcd::PreflightError),
+    #[error("{0}")]
+    Pki(#[from] ha_pki::PkiError),
+    #[error("{0}")]
+    Storage(#[from] ha_storage::Error),
+    #[error("the master configuration is invalid: {0}")]
+    Master(#[from] ha_master::MasterError),
+    /// A change the domain refuses (quorum): summary and what to do.
+    #[error("{0}. {1}")]
+    Refused(String, String),
+    /// A change that cannot start yet, for a reason another change under way may lift (a sibling replica still
+    /// rolling): summary and what to do. The caller may wait and ask again.
+    #[error("{0}. {1}")]
+    NotYet(String, String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl OpError {
+    /// Whether running the same change again may finish it with nothing changed by the user (a passing failure
+    /// of the Compute API; see `gce::Error::is_transient`).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, OpError::Gce(e) if e.is_transient())
+    }
+
+    /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"
+    /// alone does not say why, its source does.
+    pub fn explain(&self) -> String {
+        ha_settings::error_chain::explain(self)
+    }
+}
+
+pub type Result<T, E = OpError> = std::result::Result<T, E>;
+
+/// The cluster's settings with every value known, as at apply time: plain values, so `ops` knows nothing of
+/// Terraform (`resources::spec::ClusterSpec::to_ops` makes one from the Terraform attribute).
+#[derive(Clone)]
+pub struct Spec {
+    pub id: String,
+    pub name: String,
+    pub project: String,
+    pub region: String,
+    pub zone: String,
+    pub multizone: bool,
+    pub etcd_quorum_read: bool,
+    pub machine_type: String,
+    pub image: String,
+    pub boot_disk_size_gb: i64,
+    pub data_disk_size_gb: i64,
+    /// `pd-ssd` unless the cluster says otherwise.
+    pub data_disk_type: String,
+    pub network: String,
+    pub subnetwork: Option<String>,
+    pub tags: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+    pub api_port: u16,
+    pub service_range: Ipv4Net,
+    pub dns_domain: String,
+    pub external_ip: String,
+    pub cas: ClusterCas,
+    pub service_account_key: String,
+    /// While true, no leave removes the cluster's last voting member (`domain::protection`).
+    pub deletion_protection: bool,
+    /// The etcd version masters run (`3.4`, `3.5` or a pinned patch): `domain::etcd_version` maps it to an image.
+    pub etcd_version: String,
+    /// The Kubernetes release masters run (`1.35.0`, or `1.35` for the pinned patch): `domain::kubernetes_version`.
+    pub kubernetes_version: String,
+    /// How long a replica's certificates live, and how long before expiry a roll renews them
+    /// (`domain::certificates`).
+    pub certificate_validity: std::time::Duration,
+    pub certificate_renew_before: std::time::Duration,
+    /// Who the master VMs run as, and the OAuth scopes as URLs (`domain::service_account`).
+    pub service_account: String,
+    pub service_account_scopes: Vec<String>,
+    /// Where snapshots go before a change that touches etcd (`domain::backup`); none without a `backup` block.
+    pub backup: Option<ha_domain::backup::Policy>,
+    /// The snapshot a replica that finds no etcd member restores (`domain::restore`), when the cluster's
+    /// `restore` block asks for one.
+    pub restore_snapshot: Option<ha_domain::restore::SnapshotChoice>,
+}
+
+/// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
+pub const DEFAULT_DATA_DISK_TYPE: &str = "pd-ssd";
+
+impl Spec {
+    pub fn names(&self) -> DerivedNames {
+        DerivedNames::for_cluster(&self.name)
+    }
+}
+
+/// Clients and settings for one cluster.
+pub struct ClusterCtx {
+    pub spec: Spec,
+    pub(crate) compute: Compute,
+    pub(crate) etcd: Etcd,
+    pub etcd_via_internal_ip: bool,
+    /// How long a replica out of the pool keeps serving before it stops.
+    pub drain_delay: Duration,
+    /// How long a rolled replica must stay healthy before the next one rolls (the provider's `roll_soak`).
+    pub roll_soak: Duration,
+    /// The provider's `lock_ttl` (`ops::lock::Timing::with_ttl`).
+    pub lock_ttl: Duration,
+    pub names: DerivedNames,
+    /// The provider's settings, for the backends a change reaches only sometimes (Cloud Storage, for a backup).
+    pub(crate) settings: Settings,
+}
+
+impl ClusterCtx {
+    pub async fn new(settings: &Settings, spec: Spec) -> Result<ClusterCtx> {
+        let compute = Compute::new(settings)
+            .await?
+            .for_project(spec.project.clone());
+        // An imported cluster has no CA keys in state (they are never on a master): its etcd client certificate
+        // comes from a replica's configuration instead of being minted.
+        let client = if spec.cas.etcd_client_ca.key_pem.is_empty() {
+            super::adopt::etcd_client_from_replicas(&compute, &spec.region, &spec.name).await?
+        } else {
+            pki::provider_etcd_client(&spec.cas)?
+        };
+        let tls = EtcdTls {
+            ca_pem: spec.cas.etcd_client_ca.cert_pem.clone(),
+            client_cert_pem: client.cert_pem,
+            client_key_pem: client.key_pem,
+        };
+        let etcd = Etcd::new(tls, settings.etcd_dial_timeout.max(Duration::from_secs(1)));
+        Ok(ClusterCtx {
+            names: spec.names(),
+            spec,
+            compute,
+            etcd,
+            etcd_via_internal_ip: settings.etcd_via_internal_ip,
+            drain_delay: settings.drain_delay,
+            roll_soak: settings.roll_soak,
+            lock_ttl: settings.lock_ttl,
+            settings: settings.clone(),
+        })
+    }
+}

@@ -1,0 +1,28 @@
+//! The imperative shell: observe a cluster once through the backends, ask `ha_domain` what to do, and carry
+//! the steps out through gce, etcd and pki. Resources call this layer; it knows nothing of Terraform.
+
+pub mod adopt;
+pub mod backup;
+pub mod build;
+pub mod cloud;
+pub mod cluster;
+pub mod context;
+pub mod endpoint;
+pub mod etcd_version;
+pub mod execute;
+pub mod join;
+pub mod kubernetes_version;
+pub mod leave;
+pub mod lock;
+#[cfg(test)]
+mod master_contract_tests;
+pub mod observe;
+pub mod orphans;
+pub mod recover;
+pub mod refresh;
+pub mod repair;
+pub mod restore;
+pub mod roll;
+pub mod shared;
+
+pub use context::{ClusterCtx, OpError};

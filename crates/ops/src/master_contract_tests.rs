@@ -1,0 +1,342 @@
+//! Every supported release's master judged by the rules of the real programs (here, in `ops`, because the
+//! releases are `domain`'s and what a release makes of a master is `ops::build`'s): ha-sim's Kubernetes contract
+//! checker (`sim/src/contract`, the check a sim VM's boot runs) and the release's OpenAPI schemas
+//! (`scripts/check-k8s-schemas`, PyPI kubernetes-validate). Then each defect that once stopped a real master is put
+//! back, and the checker must refuse it with a sentence naming the component and the cause.
+
+use ha_domain::{etcd_version, kubernetes_version};
+use ha_master::tests::{base, files};
+use ha_master::{MasterConfig, check, metadata_items, paths};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// `base()` at Kubernetes `version` and etcd `etcd`.
+fn master(version: &str, etcd: &str) -> MasterConfig {
+    MasterConfig {
+        kubernetes: super::build::kubernetes_release(version),
+        etcd_image: etcd_version::image(etcd),
+        ..base().clone()
+    }
+}
+
+fn metadata(cfg: &MasterConfig) -> BTreeMap<String, String> {
+    metadata_items(cfg).into_iter().collect()
+}
+
+fn judge(metadata: &BTreeMap<String, String>) -> Result<(), ha_sim::contract::Refusal> {
+    let scratch = tempfile::tempdir().unwrap();
+    ha_sim::contract::check_metadata(metadata, scratch.path())
+}
+
+#[test]
+fn every_supported_release_and_etcd_pin_passes_the_contract() {
+    assert!(
+        ha_sim::contract::filecheck_program().is_some(),
+        "k8s-filecheck is missing: run `bash scripts/setup`"
+    );
+    for version in kubernetes_version::pinned_versions() {
+        for etcd in etcd_version::pinned_patches() {
+            let cfg = master(&version, etcd);
+            check(&cfg).unwrap();
+            if let Err(refusal) = judge(&metadata(&cfg)) {
+                panic!("Kubernetes {version}, etcd {etcd}: {refusal}");
+            }
+        }
+    }
+}
+
+/// Edits one rendered manifest (or addon) of the user-data, as a defect in the renderer would have written it.
+fn edit(
+    cfg: &MasterConfig,
+    path: &str,
+    change: impl FnOnce(&mut serde_norway::Value),
+) -> BTreeMap<String, String> {
+    let mut md = metadata(cfg);
+    let ud = md["user-data"].clone();
+    let mut cloud: serde_norway::Value =
+        serde_norway::from_str(ud.strip_prefix("#cloud-config\n").unwrap()).unwrap();
+    let write_files = cloud["write_files"].as_sequence_mut().unwrap();
+    let entry = write_files
+        .iter_mut()
+        .find(|f| f["path"].as_str() == Some(path))
+        .unwrap_or_else(|| panic!("no {path}"));
+    let mut doc: serde_norway::Value =
+        serde_norway::from_str(entry["content"].as_str().unwrap()).unwrap();
+    change(&mut doc);
+    entry["content"] = serde_norway::Value::String(serde_norway::to_string(&doc).unwrap());
+    md.insert(
+        "user-data".into(),
+        format!(
+            "#cloud-config\n{}",
+            serde_norway::to_string(&cloud).unwrap()
+        ),
+    );
+    md
+}
+
+/// The user-data without one of its files.
+fn without(cfg: &MasterConfig, path: &str) -> BTreeMap<String, String> {
+    let mut md = metadata(cfg);
+    let mut cloud: serde_norway::Value =
+        serde_norway::from_str(md["user-data"].strip_prefix("#cloud-config\n").unwrap()).unwrap();
+    let write_files = cloud["write_files"].as_sequence_mut().unwrap();
+    let before = write_files.len();
+    write_files.retain(|f| f["path"].as_str() != Some(path));
+    assert_eq!(write_files.len() + 1, before, "{path} was rendered once");
+    md.insert(
+        "user-data".into(),
+        format!(
+            "#cloud-config\n{}",
+            serde_norway::to_string(&cloud).unwrap()
+        ),
+    );
+    md
+}
+
+fn manifest(name: &str) -> String {
+    format!("{}/{name}.yaml", paths::MANIFESTS)
+}
+
+/// The `command` of container `name` in a pod document.
+fn command_of<'a>(
+    pod: &'a mut serde_norway::Value,
+    name: &str,
+) -> &'a mut Vec<serde_norway::Value> {
+    pod["spec"]["containers"]
+        .as_sequence_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["name"].as_str() == Some(name))
+        .unwrap()["command"]
+        .as_sequence_mut()
+        .unwrap()
+}
+
+fn refused(md: &BTreeMap<String, String>, component: &str, cause: &[&str]) {
+    let refusal = judge(md).expect_err("the defect must be refused");
+    let sentence = refusal.to_string();
+    assert_eq!(refusal.component, component, "{sentence}");
+    for c in cause {
+        assert!(sentence.contains(c), "want {c:?} in: {sentence}");
+    }
+}
+
+#[test]
+fn a_pkcs8_key_for_the_service_account_key_file_is_refused() {
+    let cfg = master("1.35.0", "3.5.24");
+    let md = edit(&cfg, &manifest("kube-apiserver"), |pod| {
+        for arg in command_of(pod, "kube-apiserver") {
+            if arg
+                .as_str()
+                .is_some_and(|a| a.starts_with("--service-account-key-file="))
+            {
+                *arg = format!("--service-account-key-file={}", paths::SERVICE_ACCOUNT_KEY).into();
+            }
+        }
+    });
+    refused(
+        &md,
+        "kube-apiserver",
+        &[
+            "--service-account-key-file",
+            "data does not contain any valid RSA or ECDSA public keys",
+        ],
+    );
+}
+
+#[test]
+fn an_autoscaler_without_run_as_user_cannot_read_its_kubeconfig() {
+    let cfg = master("1.35.0", "3.5.24");
+    let md = edit(&cfg, &manifest("cluster-autoscaler"), |pod| {
+        pod["spec"]["containers"][0]
+            .as_mapping_mut()
+            .unwrap()
+            .remove("securityContext");
+    });
+    refused(
+        &md,
+        "cluster-autoscaler",
+        &["permission denied", "uid 65532", "0600"],
+    );
+}
+
+#[test]
+fn the_v30_cloud_controller_manager_runs_the_program_where_ko_put_it() {
+    for version in ["1.30.14", "1.31.13"] {
+        let cfg = master(version, "3.5.24");
+        let md = edit(&cfg, &manifest("cloud-controller-manager"), |pod| {
+            command_of(pod, "cloud-controller-manager")[0] = "/cloud-controller-manager".into();
+        });
+        refused(
+            &md,
+            "cloud-controller-manager",
+            &[
+                "no such file or directory",
+                "/ko-app/cloud-controller-manager",
+            ],
+        );
+    }
+}
+
+#[test]
+fn the_cloud_controller_manager_on_the_controller_managers_identity_never_leads() {
+    // 1.30: the controller manager's bootstrap roles name only its own lease. (From 1.31 upstream's
+    // system::leader-locking-kube-controller-manager Role grants every lease in kube-system, for coordinated
+    // leader election: sim/src/contract/rbac/bootstrap.yaml.)
+    let cfg = master("1.30.14", "3.5.24");
+    let kcm = format!("{}/kube-controller-manager/kubeconfig", paths::SRV);
+    let md = edit(&cfg, &manifest("cloud-controller-manager"), |pod| {
+        for arg in command_of(pod, "cloud-controller-manager") {
+            if let Some(a) = arg.as_str()
+                && a.contains("kubeconfig=")
+            {
+                let (flag, _) = a.split_once('=').unwrap();
+                *arg = format!("{flag}={kcm}").into();
+            }
+        }
+    });
+    refused(
+        &md,
+        "cloud-controller-manager",
+        &[
+            "never becomes leader",
+            "system:kube-controller-manager",
+            "leases",
+            "cloud-controller-manager",
+        ],
+    );
+}
+
+#[test]
+fn the_in_tree_cloud_provider_is_refused_where_it_was_removed() {
+    let cfg = master("1.31.13", "3.5.24");
+    let md = edit(&cfg, &manifest("kube-controller-manager"), |pod| {
+        for arg in command_of(pod, "kube-controller-manager") {
+            if arg.as_str() == Some("--cloud-provider=external") {
+                *arg = "--cloud-provider=gce".into();
+            }
+        }
+    });
+    refused(
+        &md,
+        "kube-controller-manager",
+        &["--cloud-provider=gce", "1.31"],
+    );
+}
+
+#[test]
+fn leader_migration_needs_its_lease_and_only_the_in_tree_side_of_1_30_takes_part() {
+    // 1.29's controller manager migrates; without the master's grant it cannot take the migration lease.
+    let cfg = master("1.29.15", "3.5.24");
+    let f = files(&cfg);
+    let kcm = &f[&manifest("kube-controller-manager")].content;
+    assert!(kcm.contains("--enable-leader-migration=true"), "{kcm}");
+    let md = without(
+        &cfg,
+        &format!("{}/leader-migration-rbac.yaml", paths::ADDONS),
+    );
+    refused(
+        &md,
+        "kube-controller-manager",
+        &["leader migration", "cloud-provider-extraction-migration"],
+    );
+
+    // On 1.30 the cloud-controller-manager migrates and the controller manager, now without cloud controllers,
+    // must not compete for the lease.
+    let f = files(&master("1.30.14", "3.5.24"));
+    assert!(
+        !f[&manifest("kube-controller-manager")]
+            .content
+            .contains("leader-migration")
+    );
+    assert!(
+        f[&manifest("cloud-controller-manager")]
+            .content
+            .contains("--enable-leader-migration=true")
+    );
+}
+
+#[test]
+fn manifests_and_addons_validate_against_each_releases_openapi_schema() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let checker = root.join("scripts/check-k8s-schemas");
+    for version in kubernetes_version::pinned_versions() {
+        let cfg = master(&version, "3.5.24");
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths_out = Vec::new();
+        for (path, f) in files(&cfg) {
+            let yaml = path.starts_with(paths::MANIFESTS) || path.starts_with(paths::ADDONS);
+            if yaml && path.ends_with(".yaml") {
+                let out = dir
+                    .path()
+                    .join(path.trim_start_matches('/').replace('/', "_"));
+                std::fs::write(&out, &f.content).unwrap();
+                paths_out.push(out);
+            }
+        }
+        let (minor, _) = version.rsplit_once('.').unwrap();
+        let out = Command::new("python3")
+            .arg(&checker)
+            .args(["--kubernetes-version", minor])
+            .args(&paths_out)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "Kubernetes {version}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_schema_violation_is_reported() {
+    // The checker itself can fail: a misspelt field in a pod is refused (a kubelet would drop it silently).
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("pod.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: i\n    volumeMount: []\n",
+    )
+    .unwrap();
+    let out = Command::new("python3")
+        .arg(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+                .join("scripts/check-k8s-schemas"),
+        )
+        .args(["--kubernetes-version", "1.35"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("volumeMount"),
+        "{out:?}"
+    );
+}
+
+/// Prints what the checker says of each defect put back (`cargo test print_refusals -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn print_refusals() {
+    let cfg = master("1.30.14", "3.5.24");
+    for md in [
+        edit(&cfg, &manifest("cloud-controller-manager"), |pod| {
+            command_of(pod, "cloud-controller-manager")[0] = "/cloud-controller-manager".into();
+        }),
+        edit(&cfg, &manifest("cluster-autoscaler"), |pod| {
+            pod["spec"]["containers"][0]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("securityContext");
+        }),
+        without(
+            &cfg,
+            &format!("{}/cloud-controller-manager-rbac.yaml", paths::ADDONS),
+        ),
+    ] {
+        println!("{}\n", judge(&md).unwrap_err());
+    }
+}

@@ -1,0 +1,84 @@
+//! Before a join, under the cluster's lock: remove what joins that died left under names no state holds
+//! (`domain::orphans` decides; this reads the world and carries it out). VMs an interrupted IP move left without
+//! an external IP get one first (`repair::restore_reachability`), so every etcd member can be asked. A VM a dead join made leaves the cluster
+//! exactly as a deleted replica does (`ops::leave`: pool, member, VM, address, and the load balancer's shape);
+//! an address with no VM is released.
+
+use tokio::time::Instant;
+
+use super::context::{ClusterCtx, Result};
+use super::leave::leave;
+use super::observe::observe;
+use super::repair::restore_reachability;
+use super::shared::{JOINING_LABEL, internal_address_description, internal_address_name, zone_of};
+use ha_domain::orphans::{AddressSeen, MemberSeen, VmSeen, orphans};
+
+pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Result<()> {
+    let spec = &ctx.spec;
+    let addresses = ctx
+        .compute
+        .list_addresses_described(
+            &spec.region,
+            &internal_address_description(&spec.name),
+            deadline,
+        )
+        .await?;
+    let mut snap = observe(ctx, &[], deadline).await?;
+    if restore_reachability(ctx, &snap, deadline).await? {
+        snap = observe(ctx, &[], deadline).await?;
+    }
+    let vms: Vec<VmSeen> = snap
+        .instances
+        .values()
+        .map(|i| VmSeen {
+            name: i.name.clone(),
+            joining: i.labels.contains_key(JOINING_LABEL),
+        })
+        .collect();
+    let addresses: Vec<AddressSeen> = addresses
+        .iter()
+        .filter_map(|a| {
+            Some(AddressSeen {
+                replica: a.name.strip_suffix("-int")?.to_string(),
+                ip: a.ip.clone(),
+            })
+        })
+        .collect();
+    let members: Vec<MemberSeen> = snap
+        .members
+        .iter()
+        .filter_map(|m| {
+            let ip = m
+                .peer_urls
+                .first()?
+                .trim_start_matches("https://")
+                .split(':')
+                .next()?;
+            Some(MemberSeen {
+                peer_ip: ip.to_string(),
+                is_learner: m.is_learner,
+            })
+        })
+        .collect();
+    let found = orphans(me, &vms, &addresses, &members);
+    for name in &found.replicas {
+        tracing::info!(
+            "{me}: removing {name}, a replica whose create was killed before Terraform saved it"
+        );
+        let zone = snap
+            .instances
+            .get(name)
+            .map(zone_of)
+            .unwrap_or_else(|| spec.zone.clone());
+        leave(ctx, name, &zone, deadline).await?;
+    }
+    for name in &found.addresses {
+        tracing::info!(
+            "{me}: releasing the internal address of {name}, whose create was killed before its VM existed"
+        );
+        ctx.compute
+            .delete_address(&spec.region, &internal_address_name(name), deadline)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! A restore from a Cloud Storage snapshot (`domain::restore`): find the snapshot the cluster's `restore` block
+//! asks for and read what it is, judge at plan whether the restore may run, and give a founding join what its
+//! VM needs to fetch it. The restore itself is a join's `Step::RestoreFromSnapshot`, run by `ops::execute`.
+
+use tokio::time::Instant;
+
+use super::context::{ClusterCtx, OpError, Result};
+use super::observe::observe;
+use ha_domain::backup;
+use ha_domain::restore::{self, SnapshotChoice, SnapshotInfo};
+use ha_master::SnapshotRestore;
+use ha_storage::Bucket;
+
+/// Where the newest snapshot is looked for, for sentences.
+fn looked_in(ctx: &ClusterCtx, choice: &SnapshotChoice) -> String {
+    match (choice, &ctx.spec.backup) {
+        (SnapshotChoice::Url(url), _) => url.clone(),
+        (SnapshotChoice::Newest, Some(p)) => p.location(&ctx.spec.name),
+        (SnapshotChoice::Newest, None) => {
+            "the cluster's backup bucket (it has no `backup` block)".into()
+        }
+    }
+}
+
+/// The snapshot `choice` names, with its size and metadata; `None` when there is none.
+pub async fn resolve(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Option<SnapshotInfo>> {
+    // The bucket, and either the object or the prefix whose newest snapshot is wanted.
+    let (bucket, object, newest_under) = match (choice, &ctx.spec.backup) {
+        (SnapshotChoice::Url(url), _) => {
+            let (bucket, object) = restore::parse_url(url).map_err(|m| {
+                OpError::Refused("restore.snapshot is not a Cloud Storage object".into(), m)
+            })?;
+            (bucket.to_string(), object.to_string(), None)
+        }
+        (SnapshotChoice::Newest, Some(p)) => {
+            let prefix = backup::cluster_prefix(&p.prefix, &ctx.spec.name);
+            (p.bucket.clone(), prefix.clone(), Some(prefix))
+        }
+        (SnapshotChoice::Newest, None) => return Ok(None),
+    };
+    let listed = Bucket::connect(&ctx.settings, &bucket)
+        .await?
+        .list(&object)
+        .await?;
+    let wanted = match &newest_under {
+        Some(prefix) => {
+            let names: Vec<String> = listed.iter().map(|o| o.name.clone()).collect();
+            backup::newest(&names, prefix).map(str::to_string)
+        }
+        None => Some(object),
+    };
+    Ok(listed
+        .into_iter()
+        .find(|o| Some(&o.name) == wanted.as_ref())
+        .map(|o| {
+            SnapshotInfo::from_metadata(format!("gs://{bucket}/{}", o.name), o.size, &o.metadata)
+        }))
+}
+
+/// At plan: the snapshot the restore would use, or why no restore may run (`domain::restore::decide`).
+pub async fn plan(
+    ctx: &ClusterCtx,
+    choice: &SnapshotChoice,
+    deadline: Instant,
+) -> Result<SnapshotInfo> {
+    let snap = observe(ctx, &[], deadline).await?;
+    let found = resolve(ctx, choice).await?;
+    restore::decide(
+        &snap.observed,
+        &ctx.spec.etcd_version,
+        found.as_ref(),
+        &looked_in(ctx, choice),
+    )
+    .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    let found = found.ok_or_else(|| OpError::Other("no snapshot".into()))?;
+    restore::room(
+        &found,
+        ctx.spec.data_disk_size_gb,
+        ctx.spec.boot_disk_size_gb,
+    )
+    .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    Ok(found)
+}
+
+/// At apply, for the replica that restores: the snapshot, as its VM fetches it.
+pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<SnapshotRestore> {
+    let found = resolve(ctx, choice).await?;
+    let snapshot = found.ok_or_else(|| {
+        OpError::Refused(
+            "No snapshot to restore from".into(),
+            format!(
+                "No snapshot of this cluster is in {}. Point `restore.snapshot` at one (`gs://<bucket>/<object>`).",
+                looked_in(ctx, choice)
+            ),
+        )
+    })?;
+    tracing::info!(
+        url = %snapshot.url,
+        size = snapshot.size,
+        revision = ?snapshot.revision,
+        "restoring etcd from a snapshot"
+    );
+    Ok(SnapshotRestore {
+        url: snapshot.url,
+        storage_endpoint: ctx
+            .settings
+            .storage_endpoint
+            .as_deref()
+            .filter(|e| !e.trim().is_empty())
+            .map(|_| format!("{}/storage/v1/", ha_storage::origin(&ctx.settings))),
+    })
+}
