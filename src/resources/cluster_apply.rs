@@ -6,7 +6,7 @@ use std::time::Duration;
 use tfplugin::diag::Diagnostics;
 use tfplugin_framework::Val;
 
-use super::cluster::{ClusterModel, spec_of};
+use super::cluster_model::{ClusterModel, spec_of};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::shape::drift_sentences;
@@ -256,7 +256,7 @@ pub async fn update(
     }
     // A restore from a snapshot is the replicas' to run (the first to rejoin restores, `domain::restore`): the
     // cluster has no VM to repair the load balancer around until they have.
-    if super::cluster::recovery_planned(Some(&prior), &p)
+    if super::cluster_model::recovery_planned(Some(&prior), &p)
         && p.spec
             .known()
             .is_some_and(|s| s.snapshot_choice().is_some())
@@ -280,7 +280,7 @@ pub async fn update(
         }
     };
     // A recovery first: the shape's repair waits for the API at the static IP, which needs etcd's quorum.
-    if super::cluster::recovery_planned(Some(&prior), &p)
+    if super::cluster_model::recovery_planned(Some(&prior), &p)
         && let Err(e) = ha_ops::recover::recover(&ctx, until).await
     {
         lock.release().await;

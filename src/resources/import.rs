@@ -9,9 +9,9 @@ use tfplugin::diag::Diagnostics;
 use tfplugin_framework::Val;
 use tokio::time::Instant;
 
-use super::cluster::{ClusterModel, spec_of};
 use super::cluster_apply::endpoint;
-use super::replica::ReplicaModel;
+use super::cluster_model::{ClusterModel, spec_of};
+use super::replica_model::ReplicaModel;
 use crate::config::Settings;
 use ha_domain::labels::is_provider_label;
 use ha_domain::{ids, zones};

@@ -5,12 +5,14 @@ mod advice;
 mod cancel;
 pub mod cluster;
 mod cluster_apply;
+pub mod cluster_model;
 #[cfg(test)]
 mod extreme_tests;
 mod import;
 pub mod replica;
 mod replica_apply;
 mod replica_guard;
+pub mod replica_model;
 pub mod spec;
 #[cfg(test)]
 mod tests;

@@ -12,38 +12,10 @@ use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
 
-use super::Timeouts;
+use super::replica_model::{ReplicaModel, VM_DELETED, cluster_recovers, moves_subnetwork};
 use super::spec::ClusterSpec;
 use ha_domain::roll::{Build, network_move};
 use ha_domain::{ids, names, zones};
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ReplicaModel {
-    pub id: Val<String>,
-    pub cluster: Val<ClusterSpec>,
-    pub cluster_id: Val<String>,
-    pub zone: Val<String>,
-    pub name: Val<String>,
-    pub labels: Val<BTreeMap<String, String>>,
-    pub instance_id: Val<String>,
-    pub self_link: Val<String>,
-    pub internal_ip: Val<String>,
-    pub external_ip: Val<String>,
-    pub holds_static_ip: Val<bool>,
-    pub etcd_member_id: Val<String>,
-    pub status: Val<String>,
-    pub api_server_certificate: Val<String>,
-    pub api_server_private_key: Val<String>,
-    pub etcd_peer_certificate: Val<String>,
-    pub etcd_peer_private_key: Val<String>,
-    pub etcd_server_certificate: Val<String>,
-    pub etcd_server_private_key: Val<String>,
-    pub startup_metadata: Val<BTreeMap<String, String>>,
-    pub drift: Val<Vec<String>>,
-    pub master_settings: Val<BTreeMap<String, String>>,
-    pub certificates_expire_at: Val<String>,
-    pub timeouts: Val<Timeouts>,
-}
 
 pub struct ReplicaResource {
     pub settings: crate::config::SharedSettings,
@@ -85,10 +57,6 @@ pub fn schema() -> Schema {
         .attribute(Attribute::typed("master_settings", Type::map(Type::String)).computed().description("What this replica's master is made of, from the cluster's settings: `machine_type`, `image`, `boot_disk_size_gb`, `data_disk_size_gb`, `tags` and the settings a master reads at boot (`multizone`, `etcd_quorum_read`, `api_port`, `service_cluster_ip_range`, `dns_domain`), `etcd_image` once the cluster's `etcd_version` is not the default, and `kubernetes_version` once the cluster runs another release than 1.28.15 (what masters ran before the setting). When the cluster changes any of them, the plan shows the change here and the apply rolls this replica in place, one replica of the cluster at a time: a machine type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd data disk and internal IP (a larger `data_disk_size_gb` grows the disk first), so etcd restarts as the same member with its data."))
         .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
 }
-
-/// The `status` refresh records for a replica whose VM is gone while its etcd data disk and member remain: not
-/// one of GCE's statuses, since there is no VM to have one. The plan rebuilds the VM on the disk.
-pub const VM_DELETED: &str = "DELETED";
 
 /// What refresh recorded of a replica, as `domain::replica_drift` reads it: an empty `instance_id` is a VM gone
 /// for good, the status `DELETED` one gone with its data disk, an empty `etcd_member_id` a removed member.
@@ -156,17 +124,6 @@ fn plan_repairs(
     if !replacing && prior.status.known().is_some_and(|s| !s.is_empty()) {
         p.status = Val::Known("RUNNING".into());
     }
-}
-
-/// Whether the replica's cluster raises `restore.generation` in this plan: its apply recovers etcd from a
-/// surviving member (`domain::recovery`) before any replica's update.
-pub(super) fn cluster_recovers(prior: &ReplicaModel, p: &ReplicaModel) -> bool {
-    let generation = |m: &ReplicaModel| {
-        m.cluster
-            .known()
-            .map(|c| c.restore_generation.known().copied().unwrap_or(0))
-    };
-    matches!((generation(prior), generation(p)), (Some(old), Some(new)) if new > old)
 }
 
 /// The cluster recovers etcd in this apply. A replica whose VM is gone rejoins as a new member once it has, in
@@ -241,11 +198,6 @@ fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
     if changes.iter().any(|c| c != "machine_type") {
         plan_rebuild(p);
     }
-}
-
-/// Whether the replica's cluster moves its masters to another subnetwork of its network.
-pub fn moves_subnetwork(prior: &ReplicaModel, p: &ReplicaModel) -> bool {
-    matches!((prior.cluster.known(), p.cluster.known()), (Some(old), Some(new)) if new.moves_subnetwork(old))
 }
 
 /// A VM created again on its data disk: a new instance, startup metadata and certificates (issued anew from the

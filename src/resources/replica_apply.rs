@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{report_interrupted, unless_stopped};
-use super::replica::{ReplicaModel, VM_DELETED, cluster_recovers};
+use super::replica_model::{ReplicaModel, VM_DELETED, cluster_recovers};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::ids;
@@ -415,7 +415,7 @@ pub async fn update(
     // the roll rebuilds the VM, in the new subnetwork, and the rebuild issues new certificates.
     let renewing =
         p.certificates_expire_at.is_unknown() && prior.certificates_expire_at.known().is_some();
-    if super::replica::moves_subnetwork(&prior, &p) || renewing {
+    if super::replica_model::moves_subnetwork(&prior, &p) || renewing {
         let old = match prior.master_settings.known() {
             Some(shown) => Build::from_shown(shown),
             None => build_of(&ctx.spec),

@@ -5,7 +5,7 @@
 
 use tfplugin::diag::Diagnostics;
 
-use super::replica::ReplicaModel;
+use super::replica_model::ReplicaModel;
 use crate::config::Settings;
 use ha_domain::guard::{Verdict, check_join, check_leave};
 use ha_domain::roll::{Build, plan_preflight, roll_warning};
@@ -146,7 +146,7 @@ pub async fn check_roll(
     ) else {
         return;
     };
-    let moving = super::replica::moves_subnetwork(prior, planned);
+    let moving = super::replica_model::moves_subnetwork(prior, planned);
     if old == new && !renewing_certificates && !moving {
         return;
     }

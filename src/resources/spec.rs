@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use tfplugin::value::Type;
 use tfplugin_framework::Val;
 
-use ha_ops::context::{DEFAULT_DATA_DISK_TYPE, OpError, Spec};
+use ha_ops::OpError;
+use ha_ops::context::{DEFAULT_DATA_DISK_TYPE, Spec};
 use ha_pki::{CertKey, ClusterCas};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

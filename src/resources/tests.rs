@@ -7,8 +7,10 @@ use tfplugin::types::{DynamicValue, PlanResourceChangeRequest, ValidateResourceC
 use tfplugin::value::{Type, Value, msgpack};
 use tfplugin_framework::{FrameworkServer, Resource};
 
-use super::cluster::{ClusterModel, ClusterResource};
-use super::replica::{ReplicaModel, ReplicaResource};
+use super::cluster::ClusterResource;
+use super::cluster_model::ClusterModel;
+use super::replica::ReplicaResource;
+use super::replica_model::ReplicaModel;
 use crate::provider::HaProvider;
 
 /// An object of the schema's type with every attribute null, plus the given values.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::cloud::Cloud;
-use super::context::{OpError, Result};
+use super::error::{OpError, Result};
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, zone_of};
 use ha_domain::adopt::{is_replica_name, primary_zone, shared_labels};
 use ha_domain::labels::is_provider_label;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use ha_domain::backup::{self, Policy};
 use ha_etcd::{EtcdTarget, Health};
 use ha_settings::Settings;

@@ -7,7 +7,8 @@ use std::net::Ipv4Addr;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, Result, Spec};
+use super::context::{ClusterCtx, Spec};
+use super::error::Result;
 use super::shared::{JOINING_LABEL, replica_labels};
 use ha_domain::roll::{BUILD_LABEL, Build, BuildSettings};
 use ha_gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};

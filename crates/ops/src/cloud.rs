@@ -2,7 +2,7 @@
 //! deleting or importing a cluster). Resources pass it to `ops` functions; its client is visible only inside
 //! `ops`, so the compiler keeps resources from calling the backend through it.
 
-use super::context::Result;
+use super::error::Result;
 use ha_gce::Compute;
 use ha_settings::Settings;
 

@@ -5,7 +5,7 @@
 use tokio::time::Instant;
 
 use super::cloud::Cloud;
-use super::context::{OpError, Result};
+use super::error::{OpError, Result};
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT};
 use ha_domain::names::DerivedNames;
 use ha_gce::FirewallSpec;

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
-use super::context::{OpError, Result};
+use super::error::{OpError, Result};
 
 /// What answered: the replica's name from `X-Replica` if the server says (ha-sim and our health sidecar do).
 #[derive(Debug, Clone, PartialEq, Eq)]

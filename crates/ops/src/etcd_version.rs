@@ -1,7 +1,8 @@
 //! Reads etcd's versions for the plan of an `etcd_version` change: each voting member's server version and health
 //! (Status), and the cluster version (`/version`), from etcd itself. `domain::etcd_version` judges them.
 
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use super::refresh::observe_shared;
 use ha_domain::etcd_version::{EtcdVersions, MemberVersion};
 

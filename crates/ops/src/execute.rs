@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::build::{Identity, create_instance, data_disk_name, master_config};
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
 use super::endpoint::{await_serving, await_static_ip};
+use super::error::{OpError, Result};
 use super::observe::{Snapshot, etcd_target};
 use super::shared::{
     HEALTH_PORT, internal_address_description, internal_address_name, peer_url, zone_of,

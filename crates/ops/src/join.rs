@@ -11,7 +11,8 @@ use tokio::time::Instant;
 
 use super::backup::backup_first;
 use super::build::vm_labels;
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use super::execute::{Progress, Replica, Run, ip, issue_certs};
 use super::observe::observe;
 use super::orphans::clear_orphans;

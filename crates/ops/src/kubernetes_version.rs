@@ -3,7 +3,8 @@
 //! state says, so a roll that stopped half way shows as the mixed control plane it is). `domain::kubernetes_version`
 //! judges it.
 
-use super::context::{ClusterCtx, Result};
+use super::context::ClusterCtx;
+use super::error::Result;
 use super::refresh::observe_shared;
 use ha_domain::kubernetes_version::{ReplicaVersion, version_of_image};
 

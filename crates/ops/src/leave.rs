@@ -8,7 +8,8 @@ use std::net::Ipv4Addr;
 use tokio::time::Instant;
 
 use super::backup::backup_first;
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use super::execute::{Replica, Run};
 use super::observe::observe;
 use super::repair::restore_reachability;

@@ -8,6 +8,7 @@ pub mod cloud;
 pub mod cluster;
 pub mod context;
 pub mod endpoint;
+pub mod error;
 pub mod etcd_version;
 pub mod execute;
 pub mod join;
@@ -25,4 +26,5 @@ pub mod restore;
 pub mod roll;
 pub mod shared;
 
-pub use context::{ClusterCtx, OpError};
+pub use context::ClusterCtx;
+pub use error::OpError;

@@ -22,7 +22,8 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use ha_domain::lock::{
     Decision, Holder, decide, holder_of, label_value, timeout_problem, waiting_message,
     with_holder, without_holder,

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, Result};
+use super::context::ClusterCtx;
+use super::error::Result;
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT};
 use ha_domain::topology::{IpHolder, MemberView, Observed};
 use ha_etcd::{EtcdTarget, Member};

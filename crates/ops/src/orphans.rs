@@ -6,7 +6,8 @@
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, Result};
+use super::context::ClusterCtx;
+use super::error::Result;
 use super::leave::leave;
 use super::observe::observe;
 use super::repair::restore_reachability;

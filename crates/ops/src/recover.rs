@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use super::execute::{Replica, Run, ip};
 use super::observe::{Snapshot, data_disk_exists, observe};
 use super::shared::{CLUSTER_LABEL, JOINING_LABEL, zone_of};

@@ -11,7 +11,8 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use super::observe::{Snapshot, observe};
 
 /// Long enough for one refresh walk of a large configuration, short enough that a later plan in a long-lived

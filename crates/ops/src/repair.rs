@@ -15,8 +15,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::build::vm_labels;
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
 use super::endpoint::await_static_ip;
+use super::error::{OpError, Result};
 use super::execute::Run;
 use super::observe::{Snapshot, etcd_target, observe};
 use ha_domain::metadata::metadata_drift;

@@ -4,7 +4,8 @@
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, OpError, Result};
+use super::context::ClusterCtx;
+use super::error::{OpError, Result};
 use super::observe::observe;
 use ha_domain::backup;
 use ha_domain::restore::{self, SnapshotChoice, SnapshotInfo};

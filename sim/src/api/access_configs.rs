@@ -5,7 +5,7 @@
 use super::Req;
 use super::common::body;
 use super::error::{ApiError, ApiResult};
-use super::instances::{find, op};
+use super::instance_request::{find, op};
 use crate::app::Sim;
 use crate::ops::OpSpec;
 use crate::ops::model::Transition;

@@ -7,6 +7,7 @@
 
 use super::common::{self, body, check_name, to_value};
 use super::error::{ApiError, ApiResult};
+use super::instance_request::{find, key, op};
 use super::{Handler, Req, Route, access_configs, disks, instance_build, instance_meta};
 use crate::app::Sim;
 use crate::ops::model::{Collection, Transition};
@@ -102,44 +103,6 @@ pub const ROUTES: &[Route] = &[
         handler: Handler::Read(aggregated_list),
     },
 ];
-
-/// Relative path of the instance a request names.
-pub fn key(req: &Req) -> String {
-    format!(
-        "projects/{}/zones/{}/instances/{}",
-        req.project,
-        req.p("zone"),
-        req.p("instance")
-    )
-}
-
-/// The instance a request names, or 404.
-pub fn find<'a>(cloud: &'a mut Cloud, req: &Req) -> ApiResult<(String, &'a mut Instance)> {
-    let k = key(req);
-    match cloud.instances.get_mut(&k) {
-        Some(i) => Ok((k, i)),
-        None => Err(ApiError::not_found(&k)),
-    }
-}
-
-/// The operation every instance method returns: zonal, targeting the instance.
-pub fn op(
-    req: &Req,
-    op_type: &'static str,
-    key: String,
-    id: String,
-    on_running: Transition,
-    on_done: Transition,
-) -> OpSpec {
-    OpSpec {
-        scope: Scope::Zone(req.p("zone").to_string()),
-        op_type,
-        target: key,
-        target_id: id,
-        on_running,
-        on_done,
-    }
-}
 
 fn status(key: &str, s: &str) -> Transition {
     Transition::InstanceStatus {

@@ -14,6 +14,7 @@ pub mod forwarding_rules;
 pub mod health_checks;
 pub mod instance_build;
 pub mod instance_meta;
+pub mod instance_request;
 pub mod instances;
 pub mod operations;
 pub mod subnetworks;

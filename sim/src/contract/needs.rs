@@ -4,7 +4,19 @@
 
 use super::flags::Program;
 use super::master::Master;
-use super::rbac::Ask;
+
+/// What one request asks: a verb on a resource (optionally one object by name) in a namespace (`None` for
+/// cluster-scoped).
+#[derive(Debug, Clone)]
+pub(crate) struct Ask {
+    pub verb: &'static str,
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub name: Option<String>,
+    pub namespace: Option<&'static str>,
+    /// Why the component needs it, with the upstream source.
+    pub why: &'static str,
+}
 
 /// Whose permissions a need is judged with.
 #[derive(Debug, Clone)]

@@ -6,6 +6,7 @@
 
 use super::Refusal;
 use super::master::Master;
+use super::needs::Ask;
 use super::reads::Kubeconfig;
 use super::release::{Version, bound};
 use serde::Deserialize;
@@ -48,19 +49,6 @@ pub(crate) struct Grant {
 }
 
 const BOOTSTRAP: &str = include_str!("rbac/bootstrap.yaml");
-
-/// What one request asks: a verb on a resource (optionally one object by name) in a namespace (`None` for
-/// cluster-scoped).
-#[derive(Debug, Clone)]
-pub(crate) struct Ask {
-    pub verb: &'static str,
-    pub group: &'static str,
-    pub resource: &'static str,
-    pub name: Option<String>,
-    pub namespace: Option<&'static str>,
-    /// Why the component needs it, with the upstream source.
-    pub why: &'static str,
-}
 
 /// An identity: a user and its groups (`system:authenticated` is every authenticated identity's).
 #[derive(Debug, Clone)]

@@ -9,7 +9,6 @@ pub use ty::Type;
 mod error;
 mod jsontext;
 mod number;
-mod refine;
 // The file name is the one the codebase map uses; the type lives in `value::value` and is re-exported here.
 #[allow(clippy::module_inception)]
 mod value;

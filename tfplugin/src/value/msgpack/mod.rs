@@ -12,14 +12,13 @@ use std::collections::BTreeMap;
 use rmp::Marker;
 
 use super::error::{DecodeError, EncodeError};
-use super::refine;
 use super::{Type, Value};
 
 mod read;
+mod refine;
 mod write;
-pub(super) use read::Reader;
-use write::{write_array_len, write_bin};
-pub(super) use write::{write_ext_header, write_int, write_map_len, write_number, write_str};
+use read::Reader;
+use write::{write_array_len, write_bin, write_int, write_map_len, write_number, write_str};
 
 /// Deeper than any real schema (Terraform nests blocks a handful of levels); bounds stack use on hostile input.
 pub const MAX_DEPTH: usize = 128;

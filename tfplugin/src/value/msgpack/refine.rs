@@ -10,11 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use super::Type;
-use super::error::EncodeError;
-use super::msgpack::{Reader, write_ext_header, write_int, write_map_len, write_number, write_str};
-use super::number::Number;
-use super::value::Refinements;
+use super::read::Reader;
+use super::write::{write_ext_header, write_int, write_map_len, write_number, write_str};
+use crate::value::{EncodeError, Number, Refinements, Type};
 
 const EXT_REFINED: i8 = 12;
 const NULLNESS: i64 = 1;

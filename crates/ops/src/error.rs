@@ -1,0 +1,43 @@
+//! Why an operation failed, as one sentence the user reads, with every cause beneath it.
+
+/// Why an operation failed. Display is the sentence the user reads.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("{0}")]
+    Gce(#[from] ha_gce::Error),
+    #[error("{0}")]
+    Etcd(#[from] ha_etcd::EtcdError),
+    #[error("{0}")]
+    Preflight(#[from] ha_etcd::PreflightError),
+    #[error("{0}")]
+    Pki(#[from] ha_pki::PkiError),
+    #[error("{0}")]
+    Storage(#[from] ha_storage::Error),
+    #[error("the master configuration is invalid: {0}")]
+    Master(#[from] ha_master::MasterError),
+    /// A change the domain refuses (quorum): summary and what to do.
+    #[error("{0}. {1}")]
+    Refused(String, String),
+    /// A change that cannot start yet, for a reason another change under way may lift (a sibling replica still
+    /// rolling): summary and what to do. The caller may wait and ask again.
+    #[error("{0}. {1}")]
+    NotYet(String, String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl OpError {
+    /// Whether running the same change again may finish it with nothing changed by the user (a passing failure
+    /// of the Compute API; see `gce::Error::is_transient`).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, OpError::Gce(e) if e.is_transient())
+    }
+
+    /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"
+    /// alone does not say why, its source does.
+    pub fn explain(&self) -> String {
+        ha_settings::error_chain::explain(self)
+    }
+}
+
+pub type Result<T, E = OpError> = std::result::Result<T, E>;

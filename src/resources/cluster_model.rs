@@ -1,0 +1,152 @@
+//! `ha_master_cluster`'s Terraform model (one field per attribute of `cluster::schema`) and the plain
+//! `ClusterSpec` a replica carries, derived from it.
+
+use serde::{Deserialize, Serialize};
+use tfplugin_framework::Val;
+
+use super::spec::ClusterSpec;
+use super::{Timeouts, known_or_default};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClusterModel {
+    pub id: Val<String>,
+    pub name: Val<String>,
+    pub project: Val<String>,
+    pub region: Val<String>,
+    pub zone: Val<String>,
+    pub multizone: Val<bool>,
+    pub etcd_quorum_read: Val<bool>,
+    pub machine_type: Val<String>,
+    pub image: Val<String>,
+    pub boot_disk_size_gb: Val<i64>,
+    pub data_disk_size_gb: Val<i64>,
+    pub data_disk_type: Val<String>,
+    pub network: Val<String>,
+    pub subnetwork: Val<String>,
+    pub tags: Val<Vec<String>>,
+    pub labels: Val<BTreeMap<String, String>>,
+    pub effective_labels: Val<BTreeMap<String, String>>,
+    pub api_source_ranges: Val<Vec<String>>,
+    pub etcd_client_source_ranges: Val<Vec<String>>,
+    pub api_port: Val<i64>,
+    pub service_cluster_ip_range: Val<String>,
+    pub dns_domain: Val<String>,
+    pub external_ip: Val<String>,
+    pub endpoint: Val<String>,
+    pub ca_certificate: Val<String>,
+    pub etcd_peer_ca_certificate: Val<String>,
+    pub etcd_client_ca_certificate: Val<String>,
+    pub spec: Val<ClusterSpec>,
+    pub drift: Val<Vec<String>>,
+    pub deletion_protection: Val<bool>,
+    pub etcd_version: Val<String>,
+    pub kubernetes_version: Val<String>,
+    pub certificate_validity: Val<String>,
+    pub certificate_renew_before: Val<String>,
+    pub service_account: Val<String>,
+    pub service_account_scopes: Val<Vec<String>>,
+    pub restore: Val<Restore>,
+    pub backup: Val<Backup>,
+    pub last_backup: Val<String>,
+    pub timeouts: Val<Timeouts>,
+}
+
+/// The `backup` block: where etcd snapshots go before every change that touches etcd.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Backup {
+    pub bucket: Val<String>,
+    pub prefix: Val<String>,
+    pub keep: Val<i64>,
+    pub stop_on_failure: Val<bool>,
+}
+
+/// The `restore` block: how, and how many times, etcd was recovered on purpose.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Restore {
+    pub generation: Val<i64>,
+    pub source: Val<String>,
+    pub snapshot: Val<String>,
+}
+
+/// One attribute of the `restore` block as the spec carries it (null without the block).
+fn restore_part<T: Clone>(r: &Val<Restore>, f: impl Fn(&Restore) -> &Val<T>) -> Val<T> {
+    match r {
+        Val::Known(r) => f(r).clone(),
+        Val::Null => Val::Null,
+        Val::Unknown => Val::Unknown,
+    }
+}
+
+/// The recovery generation a model asks for (0 without a `restore` block).
+fn restore_generation(m: &ClusterModel) -> Option<i64> {
+    match &m.restore {
+        Val::Known(r) => r.generation.known().copied(),
+        Val::Null => Some(0),
+        Val::Unknown => None,
+    }
+}
+
+/// Whether this change raises `restore.generation`: the plan then recovers etcd (`domain::recovery`).
+pub fn recovery_planned(prior: Option<&ClusterModel>, p: &ClusterModel) -> bool {
+    match (prior.and_then(restore_generation), restore_generation(p)) {
+        (Some(old), Some(new)) => new > old,
+        _ => false,
+    }
+}
+
+pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
+    let carried =
+        |f: fn(&ClusterSpec) -> &Val<String>| prior.map(f).cloned().unwrap_or(Val::Unknown);
+    ClusterSpec {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        project: p.project.clone(),
+        region: p.region.clone(),
+        zone: p.zone.clone(),
+        multizone: p.multizone.clone(),
+        etcd_quorum_read: p.etcd_quorum_read.clone(),
+        machine_type: p.machine_type.clone(),
+        image: p.image.clone(),
+        boot_disk_size_gb: p.boot_disk_size_gb.clone(),
+        data_disk_size_gb: p.data_disk_size_gb.clone(),
+        data_disk_type: p.data_disk_type.clone(),
+        network: p.network.clone(),
+        subnetwork: p.subnetwork.clone(),
+        tags: known_or_default(&p.tags),
+        labels: known_or_default(&p.effective_labels),
+        api_port: p.api_port.clone(),
+        service_cluster_ip_range: p.service_cluster_ip_range.clone(),
+        dns_domain: p.dns_domain.clone(),
+        external_ip: carried(|s| &s.external_ip),
+        ca_certificate: carried(|s| &s.ca_certificate),
+        ca_private_key: carried(|s| &s.ca_private_key),
+        etcd_peer_ca_certificate: carried(|s| &s.etcd_peer_ca_certificate),
+        etcd_peer_ca_private_key: carried(|s| &s.etcd_peer_ca_private_key),
+        etcd_client_ca_certificate: carried(|s| &s.etcd_client_ca_certificate),
+        etcd_client_ca_private_key: carried(|s| &s.etcd_client_ca_private_key),
+        service_account_key: carried(|s| &s.service_account_key),
+        deletion_protection: p.deletion_protection.clone(),
+        etcd_version: p.etcd_version.clone(),
+        kubernetes_version: p.kubernetes_version.clone(),
+        certificate_validity: p.certificate_validity.clone(),
+        certificate_renew_before: p.certificate_renew_before.clone(),
+        service_account: p.service_account.clone(),
+        service_account_scopes: p.service_account_scopes.clone(),
+        restore_generation: restore_part(&p.restore, |r| &r.generation),
+        restore_source: restore_part(&p.restore, |r| &r.source),
+        restore_snapshot: restore_part(&p.restore, |r| &r.snapshot),
+        backup_bucket: backup_part(&p.backup, |b| &b.bucket),
+        backup_prefix: backup_part(&p.backup, |b| &b.prefix),
+        backup_keep: backup_part(&p.backup, |b| &b.keep),
+        backup_stop_on_failure: backup_part(&p.backup, |b| &b.stop_on_failure),
+    }
+}
+
+/// One setting of the `backup` block: null without the block, unknown while the block is.
+fn backup_part<T: Clone>(b: &Val<Backup>, f: fn(&Backup) -> &Val<T>) -> Val<T> {
+    match b {
+        Val::Known(b) => f(b).clone(),
+        Val::Null => Val::Null,
+        Val::Unknown => Val::Unknown,
+    }
+}
