@@ -185,6 +185,7 @@ impl Compute {
         match self.attempt(resource, "get", deadline, f).await {
             Ok(v) => Ok(Some(v)),
             Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) if e.is_unknown_location() => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -240,6 +241,7 @@ impl Compute {
     {
         match self.mutate(resource, "delete", deadline, f).await {
             Ok(_) | Err(Error::NotFound { .. }) => Ok(()),
+            Err(e) if e.is_unknown_location() => Ok(()),
             // The operation itself may find the resource already gone (a concurrent delete).
             Err(Error::Operation { code, .. }) if code == "RESOURCE_NOT_FOUND" => Ok(()),
             Err(e) => Err(e),

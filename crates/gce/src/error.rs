@@ -109,6 +109,14 @@ impl Error {
         matches!(self, Error::NotFound { .. })
     }
 
+    /// Whether Compute Engine refused the call because the zone or region in its path does not exist (400
+    /// "Invalid value for field 'zone': 'x'. Unknown zone."). Nothing can exist there: a read finds nothing and a
+    /// delete has nothing to do, so a replica created with a misspelt zone can still be read and replaced.
+    pub fn is_unknown_location(&self) -> bool {
+        matches!(self, Error::Api { status: 400, message, .. }
+            if message.contains("Unknown zone.") || message.contains("Unknown region."))
+    }
+
     /// The HTTP status of an API error, if this is one.
     pub fn http_status(&self) -> Option<u16> {
         match self {

@@ -373,3 +373,31 @@ async fn set_machine_type_is_refused_while_the_vm_runs() {
         .unwrap_err();
     assert!(e.to_string().to_lowercase().contains("stopped"), "{e}");
 }
+
+/// A zone or region that does not exist holds nothing: reads find nothing and deletes have nothing to do, so a
+/// replica created with a misspelt zone can be read and replaced. Creating there still fails, with GCE's sentence.
+#[tokio::test]
+async fn nothing_exists_in_a_zone_or_region_that_does_not() {
+    let sim = Sim::start().await;
+    let c = sim.compute().await;
+    let typo = "europe-west1-q";
+    assert!(c.get_instance(typo, "m-1", deadline()).await.unwrap().is_none());
+    assert!(c.get_disk(typo, "m-1-data", deadline()).await.unwrap().is_none());
+    c.delete_instance(typo, "m-1", deadline()).await.unwrap();
+    c.delete_disk(typo, "m-1-data", deadline()).await.unwrap();
+    assert!(
+        c.get_address("europe-west9z", "m-1-int", deadline())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let mut vm = spec("m-1");
+    vm.zone = typo.into();
+    let err = c.insert_instance(&vm, deadline()).await.unwrap_err();
+    assert!(
+        err.is_unknown_location() && err.to_string().contains("Unknown zone."),
+        "{err}"
+    );
+    // A zone that exists answers as before.
+    assert!(c.get_instance(ZONE, "m-1", deadline()).await.unwrap().is_none());
+}
