@@ -654,6 +654,16 @@ impl Resource for ClusterResource {
                 Diagnostic::error(summary, detail).at(AttributePath::attr("data_disk_size_gb")),
             );
         }
+        let moved = change
+            .prior
+            .is_none_or(|m| m.region != p.region || m.zone != p.zone);
+        if moved
+            && let (Some(project), Some(region)) = (p.project.known(), p.region.known())
+        {
+            let zone = p.zone.known().filter(|z| !z.is_empty()).map(String::as_str);
+            let at = if zone.is_some() { "zone" } else { "region" };
+            super::placement::check(&self.settings(), project, region, zone, at, diags).await;
+        }
         if let Some(prior) = change.prior {
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;

@@ -9,6 +9,7 @@ pub mod cluster_model;
 #[cfg(test)]
 mod extreme_tests;
 mod import;
+mod placement;
 pub mod replica;
 mod replica_apply;
 mod replica_guard;

@@ -403,6 +403,13 @@ impl Resource for ReplicaResource {
             p.id = Val::Known(ids::replica_id(project, zone, name));
         }
         check_placement(p, diags);
+        if change.prior.is_none_or(|m| m.zone != p.zone)
+            && let (Some(cluster), Some(zone)) = (p.cluster.known(), p.zone.known())
+            && let (Some(project), Some(region)) = (cluster.project.known(), cluster.region.known())
+        {
+            super::placement::check(&self.settings(), project, region, Some(zone), "zone", diags)
+                .await;
+        }
         if change.prior.is_none() {
             check_can_sign(p, diags);
             super::replica_guard::check_create(&self.settings(), p, diags).await;

@@ -72,6 +72,34 @@ pub fn check_replica_zone(
     Ok(())
 }
 
+/// Judges a zone against the zones its region has, as Compute Engine lists them: `None` if it is one of them, else
+/// the sentence for the user, naming the closest (by edit distance, then name) so a typo is one edit away from fixed.
+pub fn check_zone_exists(zone: &str, region: &str, zones: &[String]) -> Option<Problem> {
+    if zones.iter().any(|z| z == zone) {
+        return None;
+    }
+    let closest = zones
+        .iter()
+        .min_by_key(|z| (strsim::levenshtein(zone, z), z.as_str()))
+        .map(|z| format!(" The closest is `{z}`."))
+        .unwrap_or_default();
+    Some((
+        format!("Zone {zone} does not exist"),
+        format!(
+            "Compute Engine lists these zones in {region}: {}.{closest} Run `gcloud compute zones list --filter=region:{region}` to see them.",
+            zones.join(", ")
+        ),
+    ))
+}
+
+/// The sentence for a region Compute Engine does not know.
+pub fn unknown_region(region: &str) -> Problem {
+    (
+        format!("Region {region} does not exist"),
+        "Compute Engine does not know this region. Run `gcloud compute regions list` to see the regions your project can use.".into(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +142,28 @@ mod tests {
             .unwrap_err();
         assert!(s.contains("not in the cluster's region"), "{s}");
         assert!(check_replica_zone("nonsense", "europe-west1", "europe-west1-b", true).is_err());
+    }
+
+    #[test]
+    fn a_zone_that_does_not_exist_is_named_with_the_closest_that_does() {
+        let zones: Vec<String> = ["europe-west1-b", "europe-west1-c", "europe-west1-d"]
+            .map(String::from)
+            .into();
+        assert_eq!(check_zone_exists("europe-west1-c", "europe-west1", &zones), None);
+        for (typo, closest) in [
+            // One edit from every zone: the first by name.
+            ("europe-west1-q", "europe-west1-b"),
+            ("europe-west1-z", "europe-west1-b"),
+            ("europe-west1-dd", "europe-west1-d"),
+            ("europe-wset1-c", "europe-west1-c"),
+        ] {
+            let (summary, detail) = check_zone_exists(typo, "europe-west1", &zones).unwrap();
+            assert_eq!(summary, format!("Zone {typo} does not exist"));
+            assert!(detail.contains(&format!("The closest is `{closest}`.")), "{typo}: {detail}");
+            assert!(detail.contains("europe-west1-b, europe-west1-c, europe-west1-d"), "{detail}");
+        }
+        // A region with no zones listed still gets a sentence.
+        let (_, detail) = check_zone_exists("x-y1-a", "x-y1", &[]).unwrap();
+        assert!(!detail.contains("closest"), "{detail}");
     }
 }

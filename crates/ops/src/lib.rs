@@ -19,6 +19,7 @@ pub mod lock;
 mod master_contract_tests;
 pub mod observe;
 pub mod orphans;
+pub mod placement;
 pub mod recover;
 pub mod refresh;
 pub mod repair;

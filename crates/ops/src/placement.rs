@@ -1,0 +1,99 @@
+//! Plan-time checks of where the configuration puts a cluster or a replica, asked of Compute Engine: a misspelt
+//! zone is refused before anything is created, not found by the first disk of an apply. A region's zones are
+//! asked once per provider process (one Terraform command), however many replicas name them.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::cloud::Cloud;
+use super::error::{OpError, Result};
+
+/// How long a plan-time question to Compute Engine may take before the plan goes on without its answer (the
+/// apply then meets the same problem with the API's own sentence).
+pub const PLAN_CHECK_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The zones of each region asked so far, by project and region; `None` for a region Compute Engine does not know.
+type Zones = HashMap<(String, String), Option<Vec<String>>>;
+
+fn asked() -> std::sync::MutexGuard<'static, Zones> {
+    static ASKED: OnceLock<Mutex<Zones>> = OnceLock::new();
+    ASKED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The zones `region` has in `cloud`'s project, `None` if Compute Engine does not know the region.
+async fn zones_of(cloud: &Cloud, region: &str) -> Result<Option<Vec<String>>> {
+    let key = (
+        cloud.compute.project().unwrap_or_default().to_string(),
+        region.to_string(),
+    );
+    if let Some(known) = asked().get(&key) {
+        return Ok(known.clone());
+    }
+    let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
+    let zones = match cloud.compute.get_region(region, deadline).await {
+        Ok(r) => Some(r.zones),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e.into()),
+    };
+    asked().insert(key, zones.clone());
+    Ok(zones)
+}
+
+/// Refuses (`OpError::Refused`) a region Compute Engine does not know, or a zone its region does not have, naming
+/// the closest zone that exists. Other errors (no credentials yet, the API unreachable) are returned as they are;
+/// the caller decides whether a plan goes on without the answer.
+pub async fn check_location(cloud: &Cloud, region: &str, zone: Option<&str>) -> Result<()> {
+    let Some(zones) = zones_of(cloud, region).await? else {
+        let (summary, detail) = ha_domain::zones::unknown_region(region);
+        return Err(OpError::Refused(summary, detail));
+    };
+    if let Some(zone) = zone
+        && let Some((summary, detail)) = ha_domain::zones::check_zone_exists(zone, region, &zones)
+    {
+        return Err(OpError::Refused(summary, detail));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ha_gce::tests::Sim;
+
+    #[tokio::test]
+    async fn a_misspelt_zone_or_region_is_refused_with_the_closest_zone() {
+        let sim = Sim::start().await;
+        let cloud = Cloud {
+            compute: sim.compute().await,
+        };
+        check_location(&cloud, "europe-west1", Some("europe-west1-c"))
+            .await
+            .unwrap();
+        check_location(&cloud, "europe-west1", None).await.unwrap();
+        match check_location(&cloud, "europe-west1", Some("europe-west1-q")).await {
+            Err(OpError::Refused(summary, detail)) => {
+                assert_eq!(summary, "Zone europe-west1-q does not exist");
+                assert!(detail.contains("The closest is `europe-west1-b`."), "{detail}");
+            }
+            other => panic!("a misspelt zone was not refused: {:?}", other.err()),
+        }
+        match check_location(&cloud, "europe-west7", Some("europe-west7-b")).await {
+            Err(OpError::Refused(summary, _)) => {
+                assert_eq!(summary, "Region europe-west7 does not exist")
+            }
+            other => panic!("an unknown region was not refused: {:?}", other.err()),
+        }
+        // Asked once: a second check of the same region makes no call (the answer is kept for the process).
+        let before = sim.calls("regions.get").await;
+        check_location(&cloud, "europe-west1", Some("europe-west1-d"))
+            .await
+            .unwrap();
+        assert_eq!(sim.calls("regions.get").await, before);
+    }
+}
