@@ -1,10 +1,7 @@
 //! `ha_master_cluster`: what replicas share — the static external IP, firewall rules, the CAs, and the settings
 //! every replica inherits (exported as `spec`). This file is schema and glue: decisions live in `ha_domain`.
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::{Type, Value};
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
@@ -13,9 +10,8 @@ use tfplugin_framework::{
     Attribute, PlanChange, Resource, Schema, SingleBlock, Val, timeouts_block,
 };
 
-use super::cluster_model::{Backup, ClusterModel, Restore, recovery_planned, spec_of};
+use super::cluster_model::{ClusterModel, recovery_planned, restore_generation, spec_of};
 use super::spec::ClusterSpec;
-use super::{Timeouts, known_or_default};
 use crate::config::SharedSettings;
 use ha_domain::exposure::{Exposure, exposure_warnings};
 use ha_domain::roll::data_disk_shrink;
@@ -657,9 +653,7 @@ impl Resource for ClusterResource {
         let moved = change
             .prior
             .is_none_or(|m| m.region != p.region || m.zone != p.zone);
-        if moved
-            && let (Some(project), Some(region)) = (p.project.known(), p.region.known())
-        {
+        if moved && let (Some(project), Some(region)) = (p.project.known(), p.region.known()) {
             let zone = p.zone.known().filter(|z| !z.is_empty()).map(String::as_str);
             let at = if zone.is_some() { "zone" } else { "region" };
             super::placement::check(&self.settings(), project, region, zone, at, diags).await;

@@ -1,6 +1,8 @@
 //! `ha_master_cluster`'s Terraform model (one field per attribute of `cluster::schema`) and the plain
 //! `ClusterSpec` a replica carries, derived from it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use tfplugin_framework::Val;
 
@@ -78,7 +80,7 @@ fn restore_part<T: Clone>(r: &Val<Restore>, f: impl Fn(&Restore) -> &Val<T>) -> 
 }
 
 /// The recovery generation a model asks for (0 without a `restore` block).
-fn restore_generation(m: &ClusterModel) -> Option<i64> {
+pub(super) fn restore_generation(m: &ClusterModel) -> Option<i64> {
     match &m.restore {
         Val::Known(r) => r.generation.known().copied(),
         Val::Null => Some(0),

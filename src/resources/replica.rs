@@ -2,10 +2,8 @@
 //! leader-elected controllers. This file is schema and glue: placement rules live in `ha_domain::zones`.
 
 use ha_domain::replica_drift::{MemberSeen, Repair, ReplicaSeen, VmSeen, replica_repairs};
-use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::Type;
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};

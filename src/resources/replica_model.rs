@@ -1,6 +1,8 @@
 //! `ha_master_replica`'s Terraform model (one field per attribute of `replica::schema`) and the facts about a
 //! planned change that both the plan and the apply read.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use tfplugin_framework::Val;
 

@@ -149,7 +149,10 @@ mod tests {
         let zones: Vec<String> = ["europe-west1-b", "europe-west1-c", "europe-west1-d"]
             .map(String::from)
             .into();
-        assert_eq!(check_zone_exists("europe-west1-c", "europe-west1", &zones), None);
+        assert_eq!(
+            check_zone_exists("europe-west1-c", "europe-west1", &zones),
+            None
+        );
         for (typo, closest) in [
             // One edit from every zone: the first by name.
             ("europe-west1-q", "europe-west1-b"),
@@ -159,8 +162,14 @@ mod tests {
         ] {
             let (summary, detail) = check_zone_exists(typo, "europe-west1", &zones).unwrap();
             assert_eq!(summary, format!("Zone {typo} does not exist"));
-            assert!(detail.contains(&format!("The closest is `{closest}`.")), "{typo}: {detail}");
-            assert!(detail.contains("europe-west1-b, europe-west1-c, europe-west1-d"), "{detail}");
+            assert!(
+                detail.contains(&format!("The closest is `{closest}`.")),
+                "{typo}: {detail}"
+            );
+            assert!(
+                detail.contains("europe-west1-b, europe-west1-c, europe-west1-d"),
+                "{detail}"
+            );
         }
         // A region with no zones listed still gets a sentence.
         let (_, detail) = check_zone_exists("x-y1-a", "x-y1", &[]).unwrap();

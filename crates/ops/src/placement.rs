@@ -79,7 +79,10 @@ mod tests {
         match check_location(&cloud, "europe-west1", Some("europe-west1-q")).await {
             Err(OpError::Refused(summary, detail)) => {
                 assert_eq!(summary, "Zone europe-west1-q does not exist");
-                assert!(detail.contains("The closest is `europe-west1-b`."), "{detail}");
+                assert!(
+                    detail.contains("The closest is `europe-west1-b`."),
+                    "{detail}"
+                );
             }
             other => panic!("a misspelt zone was not refused: {:?}", other.err()),
         }

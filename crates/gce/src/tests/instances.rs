@@ -381,8 +381,18 @@ async fn nothing_exists_in_a_zone_or_region_that_does_not() {
     let sim = Sim::start().await;
     let c = sim.compute().await;
     let typo = "europe-west1-q";
-    assert!(c.get_instance(typo, "m-1", deadline()).await.unwrap().is_none());
-    assert!(c.get_disk(typo, "m-1-data", deadline()).await.unwrap().is_none());
+    assert!(
+        c.get_instance(typo, "m-1", deadline())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        c.get_disk(typo, "m-1-data", deadline())
+            .await
+            .unwrap()
+            .is_none()
+    );
     c.delete_instance(typo, "m-1", deadline()).await.unwrap();
     c.delete_disk(typo, "m-1-data", deadline()).await.unwrap();
     assert!(
@@ -399,5 +409,10 @@ async fn nothing_exists_in_a_zone_or_region_that_does_not() {
         "{err}"
     );
     // A zone that exists answers as before.
-    assert!(c.get_instance(ZONE, "m-1", deadline()).await.unwrap().is_none());
+    assert!(
+        c.get_instance(ZONE, "m-1", deadline())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

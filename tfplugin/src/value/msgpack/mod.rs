@@ -18,7 +18,7 @@ mod read;
 mod refine;
 mod write;
 use read::Reader;
-use write::{write_array_len, write_bin, write_int, write_map_len, write_number, write_str};
+use write::{write_array_len, write_bin, write_map_len, write_number, write_str};
 
 /// Deeper than any real schema (Terraform nests blocks a handful of levels); bounds stack use on hostile input.
 pub const MAX_DEPTH: usize = 128;
