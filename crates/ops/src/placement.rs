@@ -11,9 +11,14 @@ use tokio::time::Instant;
 use super::cloud::Cloud;
 use super::error::{OpError, Result};
 
-/// How long a plan-time question to Compute Engine may take before the plan goes on without its answer (the
-/// apply then meets the same problem with the API's own sentence).
-pub const PLAN_CHECK_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a plan-time question to Compute Engine may take (retries included) before the plan goes on without its
+/// answer (regions.get answers in well under a second); the apply then meets the same problem with the API's own
+/// sentence.
+pub const PLAN_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why Compute Engine could not be asked, once it could not: the rest of the command's plan does not ask again, so
+/// a plan without credentials or network waits once, not once per resource.
+static UNANSWERED: OnceLock<String> = OnceLock::new();
 
 /// The zones of each region asked so far, by project and region; `None` for a region Compute Engine does not know.
 type Zones = HashMap<(String, String), Option<Vec<String>>>;
@@ -35,11 +40,17 @@ async fn zones_of(cloud: &Cloud, region: &str) -> Result<Option<Vec<String>>> {
     if let Some(known) = asked().get(&key) {
         return Ok(known.clone());
     }
+    if let Some(why) = UNANSWERED.get() {
+        return Err(OpError::Other(format!("not asked: {why}")));
+    }
     let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
     let zones = match cloud.compute.get_region(region, deadline).await {
         Ok(r) => Some(r.zones),
         Err(e) if e.is_not_found() => None,
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            let _ = UNANSWERED.set(e.to_string());
+            return Err(e.into());
+        }
     };
     asked().insert(key, zones.clone());
     Ok(zones)

@@ -1,0 +1,100 @@
+//! A user's first week (#33): a zone typo must not strand state. A replica in a zone its region does not have is
+//! refused at plan, naming the closest zone, before anything is created. A zone that exists at plan but fails the
+//! create (taken down in ha-sim after the plan) leaves state the next plan reads; moving the replica to a zone
+//! that works converges, and nothing the failed create made is left behind.
+
+use std::time::Duration;
+
+use acceptance_tests::walk::{assert_sim_empty, replicas_by_zone, set_zones, walk_config_in};
+use acceptance_tests::{Sim, Workspace, for_each_client};
+
+const A: &str = "us-central1-a";
+const B: &str = "us-central1-b";
+const C: &str = "us-central1-c";
+
+/// Names of the objects of one kind in ha-sim's stored state (`disks`, `addresses`, `instances`).
+fn stored(sim: &Sim, kind: &str) -> Vec<String> {
+    sim.admin("state")[kind]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, o)| o["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_misspelt_zone_is_refused_at_plan_and_a_failed_create_leaves_state_the_next_plan_reads() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("misspelt-zone-{client}"));
+        let ws = Workspace::new(client, "misspelt-zone").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&walk_config_in(&sim, A));
+        ws.init();
+
+        // A zone us-central1 does not have: refused at plan with the closest one, and nothing is created.
+        set_zones(&ws, &[A, "us-central1-q"]);
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
+        plan.assert_contains("Zone us-central1-q does not exist");
+        plan.assert_contains("The closest is `us-central1-a`");
+        assert!(
+            stored(&sim, "addresses").is_empty() && stored(&sim, "instances").is_empty(),
+            "[{client}] a refused plan created something"
+        );
+
+        // Past the plan: B exists when planned, and is down when the apply creates the replica there.
+        set_zones(&ws, &[A]);
+        ws.apply();
+        set_zones(&ws, &[A, B]);
+        assert_eq!(
+            ws.plan_detailed_exitcode(),
+            2,
+            "[{client}] B is a valid zone"
+        );
+        sim.fault(&["zone-down", B]);
+        let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        failed.assert_failure();
+        failed.assert_contains(&format!("zone {B} is DOWN"));
+
+        // The state the failed apply left is one the next plan reads (no "Could not read replica").
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(
+            plan.code,
+            Some(2),
+            "[{client}] the plan after a failed create must read the state and plan a change:\n{plan}"
+        );
+
+        // The user moves the replica to a zone that works: one apply converges, and the next plan is empty.
+        set_zones(&ws, &[A, C]);
+        ws.apply();
+        assert_eq!(ws.plan_detailed_exitcode(), 0, "[{client}] not converged");
+        let by_zone = replicas_by_zone(&ws);
+        assert_eq!(
+            by_zone.keys().map(String::as_str).collect::<Vec<_>>(),
+            [A, C],
+            "[{client}] replicas"
+        );
+        // Nothing of the failed create is left: no disk, internal address or VM but the two replicas'.
+        let replicas: Vec<&String> = by_zone.values().collect();
+        for kind in ["instances", "disks"] {
+            for name in stored(&sim, kind) {
+                assert!(
+                    replicas.iter().any(|r| name.starts_with(r.as_str())),
+                    "[{client}] the failed create left {kind} {name}"
+                );
+            }
+        }
+        let internal: Vec<String> = stored(&sim, "addresses")
+            .into_iter()
+            .filter(|a| a.ends_with("-int"))
+            .collect();
+        assert_eq!(
+            internal.len(),
+            2,
+            "[{client}] internal addresses: {internal:?}"
+        );
+
+        sim.fault(&["zone-up", B]);
+        ws.destroy();
+        assert_sim_empty(client, &sim);
+    });
+}
