@@ -1,0 +1,316 @@
+//! The one executor: carries out a list of `ha_domain::step::Step`s against the backends, in order. Joins, leaves,
+//! rolls and repairs differ in what they observe, which domain function decides their steps and what they check
+//! before the first one; how a step is done is written once, in the file of its family (`etcd`, `vm`, `lb`,
+//! `address`), and `Run::step` only says which method does each.
+//!
+//! A `Run` is one change under the cluster's lock: the snapshot the steps were decided from, the replica the
+//! change is about (none for a repair), and what the steps learn as they go (`Progress`: the VM as last seen,
+//! the etcd member, the endpoints to reach etcd through, the initial cluster a new member starts with). Steps
+//! that name a replica act on that one; steps about "the replica" need `Run::replica` and say so if it is absent.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::build::{Identity, create_instance, data_disk_name, master_config};
+use super::context::ClusterCtx;
+use super::endpoint::{await_serving, await_static_ip};
+use super::error::{OpError, Result};
+use super::observe::{Snapshot, etcd_target};
+use super::shared::{
+    HEALTH_PORT, internal_address_description, internal_address_name, peer_url, zone_of,
+};
+use ha_domain::step::Step;
+use ha_etcd::EtcdTarget;
+use ha_gce::{
+    AddressKind, ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef,
+    TargetPoolSpec,
+};
+use ha_master::{self as master, InitialState};
+use ha_pki::{self as pki, ReplicaCertRequest, ReplicaCerts};
+
+mod address;
+mod etcd;
+mod lb;
+mod vm;
+
+/// Consecutive healthy checks (member healthy, API serving) before the next replica may roll, as kops validates
+/// a cluster several times after each master: a member that flaps right after its restart is caught here. They
+/// are spread evenly over the provider's `roll_soak`.
+const SOAK_CHECKS: u32 = 3;
+/// How long etcd may take to commit a member's new peer URL: the member's own restart on its new address, and an
+/// election, for a cluster that has no quorum without it.
+const PEER_UPDATE_PATIENCE: Duration = Duration::from_secs(120);
+/// How often a VM that has no operation to wait on (a restart, a boot) is looked at.
+const POLL: Duration = Duration::from_millis(250);
+
+/// The replica a change is about.
+#[derive(Clone)]
+pub struct Replica {
+    pub name: String,
+    pub zone: String,
+    /// The replica's own labels (the provider adds the cluster's and its own).
+    pub labels: BTreeMap<String, String>,
+    /// Its reserved internal IP: the VM's network IP and the etcd member's peer address.
+    pub internal_ip: Ipv4Addr,
+}
+
+/// What the steps learn as they go, and what the caller reads back when they are done (or as far as they got).
+#[derive(Default)]
+pub struct Progress {
+    /// The replica's VM as last seen; `None` once deleted, or before it exists.
+    pub instance: Option<InstanceInfo>,
+    pub member_id: Option<u64>,
+    /// The replica's certificates: issued by the caller (a join) or by a rebuild, which issues them anew since
+    /// the settings they name may have changed.
+    pub certs: Option<ReplicaCerts>,
+    /// Where to reach etcd.
+    pub targets: Vec<EtcdTarget>,
+    /// The members a new or rebuilt member starts with, by name and peer IP.
+    pub initial_cluster: Vec<(String, Ipv4Addr)>,
+    /// Set once this run adds a learner, cleared once it is promoted: a join that fails in between takes its
+    /// learner back out.
+    pub added_learner: Option<u64>,
+    /// The snapshot a `TakeBackup` step uploaded, as `gs://bucket/object`.
+    pub last_backup: Option<String>,
+    /// The snapshot a `RestoreFromSnapshot` step restores (`ops::restore` resolves it before the run).
+    pub restore: Option<ha_master::SnapshotRestore>,
+    /// The replica's internal IP once a `MoveInternalAddress` moved it; the steps after it use this one.
+    pub internal_ip: Option<Ipv4Addr>,
+}
+
+pub struct Run<'a> {
+    pub ctx: &'a ClusterCtx,
+    pub snap: &'a Snapshot,
+    pub replica: Option<&'a Replica>,
+    pub deadline: Instant,
+    pub progress: Progress,
+}
+
+impl<'a> Run<'a> {
+    /// A run about `replica`, starting from what the snapshot shows of it.
+    pub fn for_replica(
+        ctx: &'a ClusterCtx,
+        snap: &'a Snapshot,
+        replica: &'a Replica,
+        deadline: Instant,
+    ) -> Self {
+        let progress = Progress {
+            instance: snap.instances.get(&replica.name).cloned(),
+            member_id: snap.member_named(&replica.name).map(|m| m.id),
+            targets: snap.targets.clone(),
+            initial_cluster: initial_cluster(snap, &replica.name, replica.internal_ip),
+            ..Progress::default()
+        };
+        Run {
+            ctx,
+            snap,
+            replica: Some(replica),
+            deadline,
+            progress,
+        }
+    }
+
+    /// A run about the cluster as a whole (repairs): steps name the replicas they act on.
+    pub fn for_cluster(ctx: &'a ClusterCtx, snap: &'a Snapshot, deadline: Instant) -> Self {
+        Run {
+            ctx,
+            snap,
+            replica: None,
+            deadline,
+            progress: Progress {
+                targets: snap.targets.clone(),
+                ..Progress::default()
+            },
+        }
+    }
+
+    /// Carries out `steps` in order; stops at the first that fails.
+    pub async fn execute(&mut self, steps: &[Step]) -> Result<()> {
+        for step in steps {
+            tracing::debug!(replica = ?self.replica.map(|r| &r.name), step = ?step, "step");
+            self.step(step).await?;
+        }
+        Ok(())
+    }
+
+    /// The replica the change is about, at its current internal IP (a move to another subnetwork changes it).
+    fn me(&self, step: &Step) -> Result<Replica> {
+        let me = self.replica.ok_or_else(|| {
+            OpError::Other(format!(
+                "the step {step:?} acts on a replica, and this change is about none; this is a bug"
+            ))
+        })?;
+        Ok(Replica {
+            internal_ip: self.progress.internal_ip.unwrap_or(me.internal_ip),
+            ..me.clone()
+        })
+    }
+
+    /// A replica's zone: its VM's, the changing replica's own, or the cluster's.
+    fn zone_of(&self, name: &str) -> String {
+        if let Some(i) = self.snap.instances.get(name) {
+            return zone_of(i);
+        }
+        match self.replica {
+            Some(r) if r.name == name => r.zone.clone(),
+            _ => self.ctx.spec.zone.clone(),
+        }
+    }
+
+    fn instance_ref(&self, name: &str) -> InstanceRef {
+        InstanceRef {
+            zone: self.zone_of(name),
+            name: name.to_string(),
+        }
+    }
+
+    fn certs(&self, step: &Step) -> Result<&ReplicaCerts> {
+        self.progress.certs.as_ref().ok_or_else(|| {
+            OpError::Other(format!(
+                "the step {step:?} needs the replica's certificates, which were not issued; this is a bug"
+            ))
+        })
+    }
+
+    fn member_id(&self, step: &Step) -> Result<u64> {
+        self.progress.member_id.ok_or_else(|| {
+            OpError::Other(format!(
+                "the step {step:?} needs the replica's etcd member, and it has none"
+            ))
+        })
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<()> {
+        match step {
+            Step::TakeBackup { change } => self.take_backup(change).await,
+            Step::RemoveStaleMember { name, id } => self.remove_stale_member(name, id).await,
+            Step::AddLearner => self.add_learner(step).await,
+            Step::AwaitCaughtUpAndPromote => self.await_caught_up_and_promote(step).await,
+            Step::MoveLeadership => self.move_leadership(step).await,
+            Step::RemoveMember { id } => self.remove_member(step, id).await,
+            Step::AwaitMember => self.await_member(step).await,
+            Step::Soak => self.soak_member(step).await,
+            Step::CreateFoundingInstance { with_static_ip }
+            | Step::RestoreFromSnapshot { with_static_ip } => {
+                self.create_founding_or_restored_instance(step, with_static_ip)
+                    .await
+            }
+            Step::CreateJoiningInstance => self.create_joining_instance(step).await,
+            Step::RebuildInstance | Step::RecoverAsSoleMember => self.rebuild_instance(step).await,
+            Step::GrowDataDisk => self.grow_data_disk(step).await,
+            Step::StopInstance => self.stop_instance(step).await,
+            Step::SetMachineType => self.set_machine_type(step).await,
+            Step::StartInstance => self.start_instance(step).await,
+            Step::DeleteInstance => self.delete_instance(step).await,
+            Step::DeleteDataDisk => self.delete_data_disk(step).await,
+            Step::MoveInternalAddress => self.move_internal_address(step).await,
+            Step::UpdatePeerUrl => self.update_peer_url(step).await,
+            Step::ReleaseInternalAddress => self.release_internal_address(step).await,
+            Step::AttachEphemeralIp { to } => self.attach_ephemeral_ip(to).await,
+            Step::CreateHealthCheck => self.create_health_check().await,
+            Step::CreatePool { instances } => self.create_pool(instances).await,
+            Step::AwaitApi => self.await_api(step).await,
+            Step::AddToPool => self.add_to_pool(step).await,
+            Step::RemoveFromPool => self.remove_from_pool(step).await,
+            Step::AddPoolMember { name } => self.add_pool_member(name).await,
+            Step::RemovePoolMember { name } => self.remove_pool_member(name).await,
+            Step::CreateForwardingRule => self.create_forwarding_rule().await,
+            Step::DeleteForwardingRule => self.delete_forwarding_rule().await,
+            Step::DeletePool => self.delete_pool().await,
+            Step::DeleteHealthCheck => self.delete_health_check().await,
+            Step::DetachStaticIp { from } => self.detach_static_ip(from).await,
+            Step::AttachStaticIp { to } => self.attach_static_ip(to).await,
+            Step::AwaitEndpoint => self.await_endpoint().await,
+        }
+    }
+
+    /// The replicas other than `me` that exist now: who etcd's members must be.
+    fn others(&self, me: &str) -> Vec<String> {
+        self.snap
+            .instances
+            .keys()
+            .filter(|n| n.as_str() != me)
+            .cloned()
+            .collect()
+    }
+
+    /// The replica's VM as last seen, or read now.
+    async fn current_vm(&self, name: &str) -> Result<InstanceInfo> {
+        match &self.progress.instance {
+            Some(i) => Ok(i.clone()),
+            None => self.fresh_vm(name).await,
+        }
+    }
+
+    async fn fresh_vm(&self, name: &str) -> Result<InstanceInfo> {
+        self.ctx
+            .compute
+            .get_instance(&self.zone_of(name), name, self.deadline)
+            .await?
+            .ok_or_else(|| OpError::Other(format!("the VM of replica {name} vanished")))
+    }
+
+    /// Where to reach the replica's etcd once its VM runs (a restarted VM may have a new ephemeral IP).
+    async fn running_target(&self, name: &str) -> Result<EtcdTarget> {
+        loop {
+            let vm = self.fresh_vm(name).await?;
+            if vm.status == "RUNNING"
+                && let Some(t) = etcd_target(self.ctx, &vm)
+            {
+                return Ok(t);
+            }
+            if Instant::now() >= self.deadline {
+                return Err(OpError::Other(format!(
+                    "the VM of replica {name} is {}; look at its serial console, then apply again",
+                    vm.status
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+pub fn ip(s: &str, what: &str) -> Result<Ipv4Addr> {
+    s.parse()
+        .map_err(|_| OpError::Other(format!("{what} {s:?} is not an IPv4 address")))
+}
+
+/// The replica's certificates, from the cluster's CAs: they name its internal IP, the static IP, the first
+/// service IP and the DNS domain.
+pub fn issue_certs(ctx: &ClusterCtx, me: &Replica) -> Result<ReplicaCerts> {
+    let spec = &ctx.spec;
+    Ok(pki::issue_replica_certs(
+        &spec.cas,
+        &ReplicaCertRequest {
+            name: me.name.clone(),
+            internal_ip: me.internal_ip,
+            static_ip: ip(&spec.external_ip, "the cluster's external IP")?,
+            first_service_ip: master::first_service_ip(&spec.service_range),
+            dns_domain: spec.dns_domain.clone(),
+            validity: time::Duration::try_from(spec.certificate_validity).map_err(|e| {
+                OpError::Other(format!("certificate_validity is out of range: {e}"))
+            })?,
+        },
+    )?)
+}
+
+/// Every member by name and peer IP, with `me` at `my_ip`: a new member's `--initial-cluster` (a rebuilt member
+/// starting on its data directory ignores it, but it must still name every member consistently). Before any
+/// member exists (a founding replica), `me` alone.
+fn initial_cluster(snap: &Snapshot, me: &str, my_ip: Ipv4Addr) -> Vec<(String, Ipv4Addr)> {
+    let views = snap.observed.members.clone().unwrap_or_default();
+    let mut out: Vec<(String, Ipv4Addr)> = snap
+        .members
+        .iter()
+        .filter_map(|m| {
+            let name = views.iter().find(|v| v.id == m.id)?.name.clone();
+            Some((name, m.peer_ip()?))
+        })
+        .filter(|(n, _)| n != me)
+        .collect();
+    out.push((me.to_string(), my_ip));
+    out
+}
