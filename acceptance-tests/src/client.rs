@@ -60,9 +60,10 @@ impl fmt::Display for Client {
 
 /// Runs `scenario` under every client, concurrently (each gets its own workspace, so they can't interfere),
 /// and fails naming the clients whose run panicked. Threads are named after the client, so each panic message
-/// says which client it came from.
+/// says which client it came from; the final failure repeats each client's panic message too, because a log
+/// cut to its last lines (CI's excerpt) would otherwise show only "see the panic messages above".
 pub fn for_each_client(scenario: impl Fn(Client) + Sync) {
-    let failed: Vec<Client> = std::thread::scope(|s| {
+    let failed: Vec<String> = std::thread::scope(|s| {
         let runs: Vec<_> = Client::all()
             .into_iter()
             .map(|client| {
@@ -75,11 +76,48 @@ pub fn for_each_client(scenario: impl Fn(Client) + Sync) {
             })
             .collect();
         runs.into_iter()
-            .filter_map(|(client, handle)| handle.join().is_err().then_some(client))
+            .filter_map(|(client, handle)| {
+                let payload = handle.join().err()?;
+                Some(format!("[{client}] {}", panic_message(payload.as_ref())))
+            })
             .collect()
     });
     assert!(
         failed.is_empty(),
-        "scenario failed under {failed:?}; see the panic messages above"
+        "scenario failed under {} client(s):\n{}",
+        failed.len(),
+        failed.join("\n")
     );
+}
+
+/// The text a panic was raised with (`panic!`/`assert!` give a `String` or a `&str`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_under_one_client_carries_that_clients_panic_message() {
+        let caught = std::panic::catch_unwind(|| {
+            for_each_client(|client| {
+                assert!(client != Client::OpenTofu, "the probe failed {} times", 3);
+            })
+        })
+        .expect_err("one client failed, so the run fails");
+        let message = panic_message(caught.as_ref());
+        assert!(
+            message.contains("[tofu] the probe failed 3 times"),
+            "{message}"
+        );
+        assert!(!message.contains("[terraform]"), "{message}");
+    }
 }
