@@ -1,8 +1,11 @@
 //! When the plugin process ends.
 //!
 //! A provider process lives exactly as long as its client needs it:
-//! - **Shutdown** (go-plugin's last call to every plugin): exit a few milliseconds after replying. If we stayed,
-//!   go-plugin would wait 2 s and then SIGKILL us, for every one of the several processes a command starts.
+//! - **Shutdown** (go-plugin's last call to every plugin): exit once the client has closed its connection, which
+//!   go-plugin's `GRPCClient.Close` does right after the reply arrives, so the reply is never cut off; or after
+//!   [`SHUTDOWN_CAP`] if the client keeps the connection. If we stayed, go-plugin would wait 2 s and then SIGKILL
+//!   us, for every one of the several processes a command starts. (A fixed 5 ms delay before this lost a Shutdown
+//!   reply once on a loaded 2-core machine: the process exited before the reply left the socket.)
 //! - **The client went away** without calling Shutdown (crashed, was killed): the kernel closes its sockets, so
 //!   our last authenticated connection closes. We exit after a short grace period. This needs no polling of the
 //!   parent process and works the same whoever the parent is. go-plugin clients hold one HTTP/2 connection for
@@ -19,8 +22,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-/// Time for the Shutdown reply to leave the socket before the process exits.
-const SHUTDOWN_DELAY: Duration = Duration::from_millis(5);
+/// The longest we stay after Shutdown when the client keeps its connection open: far below go-plugin's 2 s kill,
+/// far above the time a reply takes to leave the socket under load.
+const SHUTDOWN_CAP: Duration = Duration::from_millis(250);
 /// How long to wait for another connection after the last one closed.
 const CLIENT_GONE_GRACE: Duration = Duration::from_millis(500);
 /// go-plugin's default start timeout: the client gives up on us after this anyway.
@@ -39,6 +43,7 @@ struct State {
     live_connections: usize,
     ever_connected: bool,
     shutdown_requested: bool,
+    shutdown_cap_passed: bool,
 }
 
 /// Shared by the listener (connections), the controller (Shutdown) and `serve` (waiting). Cheap to clone.
@@ -65,12 +70,14 @@ impl Lifetime {
         }
     }
 
-    /// Asks the process to exit once the Shutdown reply has had time to go out.
+    /// Asks the process to exit once the client has closed its connection after the Shutdown reply, or after
+    /// [`SHUTDOWN_CAP`].
     pub(crate) fn shutdown_soon(&self) {
+        self.state.send_modify(|s| s.shutdown_requested = true);
         let state = self.state.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(SHUTDOWN_DELAY).await;
-            state.send_modify(|s| s.shutdown_requested = true);
+            tokio::time::sleep(SHUTDOWN_CAP).await;
+            state.send_modify(|s| s.shutdown_cap_passed = true);
         });
     }
 
@@ -79,7 +86,7 @@ impl Lifetime {
         let mut rx = self.state.subscribe();
         loop {
             let s = *rx.borrow_and_update();
-            if s.shutdown_requested {
+            if s.shutdown_cap_passed || (s.shutdown_requested && s.live_connections == 0) {
                 return ExitReason::Shutdown;
             }
             if s.live_connections > 0 {
@@ -141,11 +148,30 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn shutdown_exits() {
+    async fn shutdown_exits_as_soon_as_the_client_closes_its_connection() {
+        let l = Lifetime::new();
+        let c = l.connection_opened();
+        let start = tokio::time::Instant::now();
+        l.shutdown_soon();
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.wait_for_exit().await }
+        });
+        tokio::time::sleep(SHUTDOWN_CAP / 10).await;
+        assert!(!waiter.is_finished(), "the reply may still be on its way");
+        drop(c);
+        assert_eq!(waiter.await.unwrap(), ExitReason::Shutdown);
+        assert!(start.elapsed() < SHUTDOWN_CAP, "{:?}", start.elapsed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_exits_after_the_cap_if_the_client_keeps_its_connection() {
         let l = Lifetime::new();
         let _c = l.connection_opened();
+        let start = tokio::time::Instant::now();
         l.shutdown_soon();
         assert_eq!(l.wait_for_exit().await, ExitReason::Shutdown);
+        assert!(start.elapsed() >= SHUTDOWN_CAP, "{:?}", start.elapsed());
     }
 
     #[tokio::test(start_paused = true)]
