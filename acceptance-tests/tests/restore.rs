@@ -5,14 +5,20 @@
 //! warns what is lost; one apply brings back three healthy voters (the first replica restores the snapshot in
 //! its etcd pod's init containers, fetched by the VM itself, the others join it), every key of the snapshot is
 //! there and the later one is not, and the next plan is empty.
+//!
+//! Under Terraform the cluster runs etcd 3.5 (3.5.24; Debian trixie's 3.5.16 in the sim), which restores with
+//! `--bump-revision` and `--mark-compacted`: the revision after the restore exceeds the one before the loss, and a
+//! watch from a pre-loss revision is refused as compacted instead of resuming. Under OpenTofu it runs etcd 3.4,
+//! which has neither flag: the restore still works, and the plan says what it does not do for watchers. (One
+//! etcd per client keeps the scenario's time; each client still runs the whole restore.)
 
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    check, delete_vm_and_disk, key_count, replicas_by_zone, set_zones, walk_config, with_storage,
+    check, delete_vm_and_disk, key_count, replicas_by_zone, set_vars, walk_config, with_storage,
     write_keys, write_many_keys,
 };
-use acceptance_tests::{FakeGcs, Sim, for_each_client};
+use acceptance_tests::{Client, FakeGcs, Sim, for_each_client};
 
 const B: &str = "europe-west1-b";
 const C: &str = "europe-west1-c";
@@ -40,6 +46,11 @@ fn config(sim: &Sim, gcs: &FakeGcs, generation: Option<u32>) -> String {
 fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_with_one_apply() {
     for_each_client(|client| {
         let label = client.to_string();
+        // The cluster's etcd_version, and whether its restore bumps the revision.
+        let (etcd, bumps) = match client {
+            Client::Terraform => ("3.5", true),
+            Client::OpenTofu => ("3.4", false),
+        };
         let sim = Sim::start(&format!("restore-{client}"));
         let gcs = FakeGcs::start(&format!("restore-{client}"));
         gcs.create_bucket(BUCKET);
@@ -47,14 +58,14 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
             .with_timeout(Duration::from_secs(300));
         ws.write_main_tf(&config(&sim, &gcs, None));
         ws.init();
-        set_zones(&ws, &[B, C]);
+        set_vars(&ws, &[B, C], &[("etcd_version", etcd)]);
         ws.apply();
         let first = replicas_by_zone(&ws)[B].clone();
         write_keys(&sim, &first);
         write_many_keys(&sim, &first, "restore/", KEYS);
 
         // The third replica's join backs up first: that snapshot holds every key.
-        set_zones(&ws, &[B, C, D]);
+        set_vars(&ws, &[B, C, D], &[("etcd_version", etcd)]);
         ws.apply();
         let newest = gcs
             .list(BUCKET, PREFIX)
@@ -64,6 +75,7 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
             .expect("the join took a snapshot");
         // Written after the snapshot: a restore cannot bring it back.
         sim.ssh(&first, &["etcdctl", "put", "after-backup/key", "lost"]);
+        let revision_before = revision(&sim, &first);
 
         let by_zone = replicas_by_zone(&ws);
         for (zone, vm) in &by_zone {
@@ -77,7 +89,12 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
         plan.assert_contains(&format!(
             "etcd will be restored from the snapshot gs://{BUCKET}/{newest}"
         ))
-        .assert_contains("Everything written after the snapshot was taken is lost");
+        .assert_contains("Everything written after the snapshot was taken is lost")
+        .assert_contains(if bumps {
+            "moves etcd's revision on by 1000000000"
+        } else {
+            "etcd 3.4 cannot move its revision on when it restores"
+        });
         for vm in by_zone.values() {
             plan.assert_contains(&format!(
                 "Replica {vm} comes back from the cluster's snapshot"
@@ -112,7 +129,40 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
                 "restore-snapshot",
                 "[{label}] {vm} still boots with the restore"
             );
+            if !bumps {
+                continue;
+            }
+            let after = revision(&sim, vm);
+            assert!(
+                after > revision_before,
+                "[{label}] {vm}: revision {after} after the restore, {revision_before} before the loss"
+            );
+            // A watcher that held the pre-loss revision is told to relist, not resumed (etcdctl exits non-zero);
+            // `timeout` ends a watch that would wait for that revision to come round again.
+            let rev = format!("--rev={revision_before}");
+            let watched = sim.try_ssh(
+                vm,
+                &[
+                    "timeout", "20", "etcdctl", "watch", &rev, "restore/", "--prefix",
+                ],
+            );
+            assert!(
+                watched
+                    .as_ref()
+                    .is_err_and(|e| e.contains("required revision has been compacted")),
+                "[{label}] a watch from revision {revision_before} on {vm}: {watched:?}"
+            );
         }
         ws.destroy();
     });
+}
+
+/// The revision `vm`'s etcd is at (`etcdctl endpoint status`'s header).
+fn revision(sim: &Sim, vm: &str) -> u64 {
+    let status: serde_json::Value =
+        serde_json::from_str(&sim.ssh(vm, &["etcdctl", "endpoint", "status", "-w", "json"]))
+            .expect("endpoint status is JSON");
+    status[0]["Status"]["header"]["revision"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no revision in {status}"))
 }

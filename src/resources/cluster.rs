@@ -410,12 +410,14 @@ impl ClusterResource {
         let Some(prior_spec) = prior.spec.known() else {
             return;
         };
+        let mut etcd_version = String::new();
         let judged = match prior_spec.to_ops() {
             Ok(mut spec) => {
                 spec.backup = planned.backup_policy();
                 if let Some(v) = planned.etcd_version.known() {
                     spec.etcd_version = v.clone();
                 }
+                etcd_version = spec.etcd_version.clone();
                 // The restoring VM is made with the new configuration's disks.
                 if let Some(gb) = planned.data_disk_size_gb.known() {
                     spec.data_disk_size_gb = *gb;
@@ -436,7 +438,7 @@ impl ClusterResource {
         };
         match judged {
             Ok(snapshot) => {
-                let (summary, detail) = ha_domain::restore::describe(&name, &snapshot);
+                let (summary, detail) = ha_domain::restore::describe(&name, &snapshot, &etcd_version);
                 diags.push(Diagnostic::warning(summary, detail).at(at));
             }
             Err(ha_ops::OpError::Refused(summary, detail)) => {

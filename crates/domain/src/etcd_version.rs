@@ -84,6 +84,27 @@ pub fn pinned_patches() -> Vec<&'static str> {
     PINNED.iter().map(|p| p.patch).collect()
 }
 
+/// The first patch of each minor whose restore can move etcd's revision on (`--bump-revision` and
+/// `--mark-compacted`: etcd-io/etcd#16029 for 3.5.10, and 3.4.27's backport). Older patches restore without.
+const RESTORE_BUMPS_FROM: &[(u32, u32, u32)] = &[(3, 4, 27), (3, 5, 10)];
+
+/// Whether the etcd `version` (a minor, as its current pin, or a pinned patch) restores a snapshot with
+/// `--bump-revision` and `--mark-compacted`: of the pins, 3.5.24 does, 3.4.13 and 3.5.1 do not.
+pub fn restore_bumps_revision(version: &str) -> bool {
+    let Some(p) = pinned(version) else {
+        return false;
+    };
+    let mut parts = p.patch.split('.').map(|n| n.parse::<u32>().unwrap_or(0));
+    let (a, b, c) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    RESTORE_BUMPS_FROM
+        .iter()
+        .any(|&(ma, mb, from)| (a, b) == (ma, mb) && c >= from)
+}
+
 /// A minor names its current pin; a patch names itself.
 fn pinned(version: &str) -> Option<&'static Pinned> {
     PINNED
@@ -328,6 +349,16 @@ mod tests {
         assert_eq!(image("3.5.1"), "registry.k8s.io/etcd:3.5.1-0");
         assert_eq!(image(LEGACY), "registry.k8s.io/etcd:3.4.13-0");
         assert_eq!(minor("3.5.1"), Some("3.5".into()));
+        for (version, bumps) in [
+            ("3.5", true),
+            ("3.5.24", true),
+            ("3.5.1", false),
+            ("3.4", false),
+            ("3.4.13", false),
+            ("3.6", false),
+        ] {
+            assert_eq!(restore_bumps_revision(version), bumps, "{version}");
+        }
         // Import reads the version back from a master's image.
         assert_eq!(
             version_of_image("registry.k8s.io/etcd:3.5.24-0"),

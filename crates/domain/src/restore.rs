@@ -209,9 +209,29 @@ pub fn join_steps(steps: Vec<Step>) -> (Vec<Step>, bool) {
     }
 }
 
-/// What the restore does not do, which Kubernetes' watchers would want: etcd 3.4.13 and 3.5.1 cannot, and the
-/// provider restores every pin the same way (3.5.24 could; using it waits for a 3.5.10+ etcd in the test suite).
-pub const NO_REVISION_BUMP: &str = "The restore does not bump etcd's revision (`--bump-revision` and `--mark-compacted` came with etcd 3.5.10 and 3.4.27, so the 3.4 pin cannot, and the provider restores every etcd version the same way), so a watcher that saw revisions after the snapshot may miss changes until it lists again: every API server restarts with the restore, and controllers and kubelets relist when their watches break.";
+/// How far a restore moves etcd's revision on: more than any plausible number of writes between the snapshot and
+/// the loss (a billion, as etcd's and Kubernetes' restore guides suggest), so every revision a watcher held before
+/// the loss is below the restored cluster's and compacted.
+pub const REVISION_BUMP: u64 = 1_000_000_000;
+
+/// The `--bump-revision` of a restore by the cluster's `etcd_version`: [`REVISION_BUMP`] where that etcd can
+/// (`etcd_version::restore_bumps_revision`), `None` where it cannot.
+pub fn revision_bump(etcd_version: &str) -> Option<u64> {
+    super::etcd_version::restore_bumps_revision(etcd_version).then_some(REVISION_BUMP)
+}
+
+/// What the restore does to Kubernetes' watchers, for the plan. Without the bump the revision counter goes back to
+/// the snapshot's, and revisions written after the snapshot are handed out again for other changes.
+pub fn revision_note(etcd_version: &str) -> String {
+    match revision_bump(etcd_version) {
+        Some(bump) => format!(
+            "The restore moves etcd's revision on by {bump} and marks every revision before as compacted (`snapshot restore --bump-revision --mark-compacted`, etcd {etcd_version}): a watcher that holds a revision from before the loss gets \"required revision has been compacted\" and lists again, instead of resuming from a revision that now stands for other changes. Every API server restarts with the restore."
+        ),
+        None => format!(
+            "etcd {etcd_version} cannot move its revision on when it restores (`--bump-revision` and `--mark-compacted` came with etcd 3.5.10 and 3.4.27), so the revision counter goes back to the snapshot's: a watcher that saw revisions after the snapshot may miss changes until it lists again (every API server restarts with the restore, and controllers and kubelets relist when their watches break). Set `etcd_version = \"3.5\"` in the same change to restore with etcd 3.5.24, which does."
+        ),
+    }
+}
 
 fn when(unix: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(unix)
@@ -224,7 +244,7 @@ fn when(unix: i64) -> String {
 }
 
 /// What the plan says of a restore: a warning, since it is destructive by design.
-pub fn describe(cluster: &str, s: &SnapshotInfo) -> (String, String) {
+pub fn describe(cluster: &str, s: &SnapshotInfo, etcd_version: &str) -> (String, String) {
     let mut what = vec![format!("{} bytes", s.size)];
     if let Some(r) = s.revision {
         what.push(format!("revision {r}"));
@@ -241,8 +261,9 @@ pub fn describe(cluster: &str, s: &SnapshotInfo) -> (String, String) {
             s.url
         ),
         format!(
-            "No replica of the cluster has a VM, so no etcd member survives. The apply restores the snapshot ({}) as a new etcd cluster: the first replica to apply creates its VM on a new data disk, fetches the snapshot with the VM's service account (it needs read access to the object) and restores it before etcd starts; its API server serves only once the restore is done. Its VM is then created again on that disk with its normal configuration. The other replicas join as new members, learners first. Everything written after the snapshot was taken is lost. {NO_REVISION_BUMP}",
-            what.join(", ")
+            "No replica of the cluster has a VM, so no etcd member survives. The apply restores the snapshot ({}) as a new etcd cluster: the first replica to apply creates its VM on a new data disk, fetches the snapshot with the VM's service account (it needs read access to the object) and restores it before etcd starts; its API server serves only once the restore is done. Its VM is then created again on that disk with its normal configuration. The other replicas join as new members, learners first. Everything written after the snapshot was taken is lost. {}",
+            what.join(", "),
+            revision_note(etcd_version)
         ),
     )
 }
@@ -465,14 +486,24 @@ mod tests {
 
     #[test]
     fn the_plan_names_the_snapshot_what_it_holds_and_what_is_lost() {
-        let (summary, detail) = describe("prod", &snapshot(Some("3.4.13")));
+        let (summary, detail) = describe("prod", &snapshot(Some("3.4.13")), "3.5");
         assert!(summary.contains("gs://b/c/etcd-20261125T101500Z-rev42.db"));
         for part in [
             "4096 bytes",
             "revision 42",
             "etcd 3.4.13",
             "is lost",
-            "--bump-revision",
+            "moves etcd's revision on by 1000000000",
+            "required revision has been compacted",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
+        // An etcd that cannot bump says so, and how to get one that can.
+        let (_, detail) = describe("prod", &snapshot(Some("3.4.13")), "3.4");
+        for part in [
+            "etcd 3.4 cannot move its revision on",
+            "may miss changes",
+            "etcd_version = \"3.5\"",
         ] {
             assert!(detail.contains(part), "{part}: {detail}");
         }

@@ -213,6 +213,9 @@ pub struct SnapshotRestore {
     /// The Cloud Storage JSON API's endpoint when it is not Google's (the provider's `storage_custom_endpoint`),
     /// as gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE` wants it (`https://host/storage/v1/`).
     pub storage_endpoint: Option<String>,
+    /// `--bump-revision` for the restore, with `--mark-compacted`: set only for an etcd that has the flags
+    /// (3.5.10+, `domain::restore::revision_bump`), so watchers that held a pre-loss revision relist.
+    pub bump_revision: Option<u64>,
 }
 
 /// The device name etcd's data disk is attached under (`/dev/disk/by-id/google-master-pd`), as kube-up names it.

@@ -256,7 +256,13 @@ fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Po
             ),
             flag("initial-cluster-token", &cfg.cluster_name),
             flag("initial-advertise-peer-urls", format!("https://{ip}:2380")),
-        ],
+        ]
+        .into_iter()
+        .chain(r.bump_revision.into_iter().flat_map(|n| {
+            // Watchers that held a revision from before the loss get a compaction error and relist.
+            [flag("bump-revision", n), "--mark-compacted".to_string()]
+        }))
+        .collect(),
         env,
         volume_mounts: vec![
             mount("restore", SNAPSHOT_DIR, true),

@@ -509,6 +509,7 @@ fn restoring(image: &str) -> MasterConfig {
     cfg.restore = Some(crate::SnapshotRestore {
         url: "gs://backups/prod/etcd-20261125T101500Z-rev42.db".into(),
         storage_endpoint: Some("http://127.0.0.1:4443/storage/v1/".into()),
+        bump_revision: None,
     });
     cfg
 }
@@ -569,7 +570,26 @@ fn a_restoring_etcd_fetches_and_restores_its_snapshot_before_it_starts() {
         // etcd's restore makes the data directory itself: nothing may create it first.
         let data = pod.spec.volumes.iter().find(|v| v.name == "data").unwrap();
         assert_eq!(data.host_path.kind, None);
+        assert!(
+            !restore
+                .iter()
+                .any(|a| a.contains("bump-revision") || a.contains("mark-compacted")),
+            "no bump asked, none rendered: {restore:?}"
+        );
     }
+    // An etcd with the flags (3.5.10+) moves the revision on and marks the old ones compacted.
+    let mut cfg = restoring("registry.k8s.io/etcd:3.5.24-0");
+    cfg.restore.as_mut().unwrap().bump_revision = Some(1_000_000_000);
+    let pod = super::manifests::etcd(&cfg);
+    let restore = &pod.spec.init_containers[1].command;
+    assert!(
+        restore.contains(&"--bump-revision=1000000000".to_string()),
+        "{restore:?}"
+    );
+    assert!(
+        restore.contains(&"--mark-compacted".to_string()),
+        "{restore:?}"
+    );
     // Any other start keeps the data directory created for etcd and has no init container.
     let normal = super::manifests::etcd(base());
     assert!(normal.spec.init_containers.is_empty());

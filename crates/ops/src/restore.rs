@@ -109,5 +109,6 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
             .as_deref()
             .filter(|e| !e.trim().is_empty())
             .map(|_| format!("{}/storage/v1/", ha_storage::origin(&ctx.settings))),
+        bump_revision: ha_domain::restore::revision_bump(&ctx.spec.etcd_version),
     })
 }
