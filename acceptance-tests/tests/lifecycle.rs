@@ -41,6 +41,21 @@ fn grow_one_two_three_then_shrink_to_one() {
                 "[{client}] two-replica warning after {zones:?}:\n{}",
                 applied.combined()
             );
+            // The plan says what each change does to availability (`domain::availability`), and only that change.
+            let said = |text: &str| applied.combined().contains(text);
+            let expected: [(&str, bool); 3] = [
+                ("to a load balancer", step == 1),
+                ("Fault tolerance drops from 1 to 0 when", step == 3),
+                ("The static IP moves from the load balancer to", step == 4),
+            ];
+            for (text, want) in expected {
+                assert_eq!(
+                    said(text),
+                    want,
+                    "[{client}] step {step} ({zones:?}) saying {text:?}:\n{}",
+                    applied.combined()
+                );
+            }
             if step == 0 {
                 let first = outputs(&ws)["replicas"]["value"][0]
                     .as_str()

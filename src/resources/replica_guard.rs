@@ -76,11 +76,21 @@ fn has_voter(w: &ha_domain::topology::Observed) -> bool {
 /// A replica to be created (or created again by a replacement).
 pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &mut Diagnostics) {
     let mut joins_members = false;
+    let mut notes = Vec::new();
+    let joining = match (planned.name.known(), planned.zone.known()) {
+        (Some(name), _) => name.clone(),
+        (None, Some(zone)) => format!("the new replica in {zone}"),
+        (None, None) => "the new replica".to_string(),
+    };
     observe_and_judge(settings, planned, diags, |w| {
         joins_members = has_voter(w);
+        notes = ha_domain::availability::join_notes(w, &joining);
         check_join(w)
     })
     .await;
+    for (summary, detail) in notes {
+        diags.warning(summary, detail);
+    }
     if joins_members {
         // A new replica's name is often generated at apply: then it is the one joining in its zone.
         let change = match (planned.name.known(), planned.zone.known()) {
@@ -111,7 +121,9 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
         .known()
         .is_none_or(|c| c.deletion_protection.known() != Some(&false));
     let mut leaves_members = false;
+    let mut notes = Vec::new();
     observe_and_judge(settings, prior, diags, |w| {
+        notes = ha_domain::availability::leave_notes(w, &name);
         // Only a member's removal takes a backup (`domain::backup::before`).
         leaves_members = has_voter(w)
             && w.members
@@ -126,6 +138,9 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
         }
     })
     .await;
+    for (summary, detail) in notes {
+        diags.warning(summary, detail);
+    }
     if leaves_members {
         backup_note(prior, &format!("removal of replica {name}"), diags);
     }

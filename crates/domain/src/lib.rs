@@ -4,6 +4,7 @@
 
 pub mod admin_access;
 pub mod adopt;
+pub mod availability;
 pub mod backup;
 pub mod certificates;
 pub mod etcd_version;
