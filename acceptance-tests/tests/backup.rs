@@ -3,8 +3,9 @@
 //! rolls and shrinks: each plan says a backup will be taken, each change leaves a snapshot in the bucket that
 //! etcd's own `etcdutl` reads back with every key, old snapshots are pruned to `keep`, and `last_backup` names
 //! the newest after a refresh. With a bucket that does not exist, a grow is refused before anything moves, with
-//! a sentence that names the bucket. With every VM and disk deleted, the plan says the replacement founds an empty
-//! etcd and points at the backups.
+//! a sentence that names the bucket. With every VM and disk deleted, plan and apply refuse to found an empty etcd
+//! over the cluster's data, naming the newest snapshot (#32); `restore { source = "empty" }` starts it empty on
+//! purpose, and the pre-loss snapshot is still in the bucket afterwards.
 
 use std::time::Duration;
 
@@ -23,11 +24,16 @@ const KEYS: usize = 1000;
 
 /// The walk-through with the provider pointed at the emulator and the cluster backing up to `bucket`.
 fn config(sim: &Sim, gcs: &FakeGcs, bucket: &str) -> String {
+    config_with(sim, gcs, bucket, "")
+}
+
+/// [`config`] with more of the cluster's blocks (`restore`).
+fn config_with(sim: &Sim, gcs: &FakeGcs, bucket: &str, more: &str) -> String {
     with_storage(
         walk_config(sim),
         gcs,
         &format!(
-            "  backup {{\n    bucket = \"{bucket}\"\n    prefix = \"clusters\"\n    keep   = 3\n  }}\n"
+            "  backup {{\n    bucket = \"{bucket}\"\n    prefix = \"clusters\"\n    keep   = 3\n  }}\n{more}"
         ),
     )
 }
@@ -178,16 +184,72 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         ws.apply();
         check(client, &ws, &sim, 2);
 
-        // Every VM and data disk deleted out of band: the plan says the replacement starts an empty etcd, and
-        // points at the backups, instead of quietly founding a new cluster.
+        // Every VM and data disk deleted out of band: plan and apply refuse to found an empty etcd over the
+        // cluster's data, naming the evidence and the newest snapshot, instead of quietly founding a new cluster.
+        let pre_loss = gcs
+            .list(BUCKET, PREFIX)
+            .into_iter()
+            .map(|o| o.name)
+            .max()
+            .expect("snapshots before the loss");
         for (zone, vm) in replicas_by_zone(&ws) {
             delete_vm_and_disk(&sim, &zone, &vm);
         }
-        ws.plan()
-            .assert_contains(
-                "No replica of the cluster has a VM: this replica founds a new, empty etcd",
-            )
-            .assert_contains("last_backup");
+        for command in ["plan", "apply"] {
+            let mut args = vec![command, "-input=false", "-no-color"];
+            if command == "apply" {
+                args.push("-auto-approve");
+            }
+            ws.run(&args)
+                .assert_failure()
+                .assert_contains(
+                    "Cluster walk had data, and this apply would start it empty: refused",
+                )
+                .assert_contains("its load balancer exists")
+                .assert_contains(&format!("its newest snapshot is gs://{BUCKET}/{pre_loss}"))
+                .assert_contains("source = \"empty\"");
+        }
+        assert!(
+            sim.names("instances").is_empty(),
+            "[{label}] the refused apply made a VM: {:?}",
+            sim.names("instances")
+        );
+
+        // Starting empty on purpose: the plan says so and names the snapshot it keeps; the cluster comes back
+        // with two voters and no data, and the pre-loss snapshot is still in the bucket.
+        ws.write_main_tf(&config_with(
+            &sim,
+            &gcs,
+            BUCKET,
+            "  restore {\n    source     = \"empty\"\n    generation = 1\n  }\n",
+        ));
+        let plan = ws.plan();
+        plan.assert_contains("Cluster walk starts with a new, empty etcd")
+            .assert_contains(&format!("gs://{BUCKET}/{pre_loss}"));
+        assert!(
+            !plan.stdout.contains("must be replaced"),
+            "[{label}] an empty start replaces no replica:\n{plan}"
+        );
+        ws.apply();
+        let by_zone = replicas_by_zone(&ws);
+        for vm in by_zone.values() {
+            assert_eq!(
+                member_names(&sim, vm).len(),
+                2,
+                "[{label}] members seen from {vm}"
+            );
+            let keys = acceptance_tests::probe::keys_under(&sim, vm, "walk");
+            assert!(keys.is_empty(), "[{label}] keys seen from {vm}: {keys:?}");
+        }
+        assert_eq!(
+            ws.plan_detailed_exitcode(),
+            0,
+            "[{label}] the plan after the empty start"
+        );
+        assert!(
+            gcs.list(BUCKET, PREFIX).iter().any(|o| o.name == pre_loss),
+            "[{label}] {pre_loss} was pruned"
+        );
         ws.destroy();
     });
 }

@@ -73,7 +73,7 @@ pub fn schema() -> Schema {
             description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after it lost quorum for good; the plan says exactly what it will do, and refuses when etcd still has quorum or can get it back without one. See docs/guides/disaster-recovery.md.".into(),
             attributes: vec![
                 Attribute::number("generation").required().description("Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: the same number never recovers again."),
-                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written after the snapshot is lost.", ha_domain::recovery::SURVIVING_MEMBER, ha_domain::restore::SNAPSHOT)),
+                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written after the snapshot is lost. `\"{}\"`: for a cluster with no replica VM left, start a new, empty etcd on purpose; without it, plan refuses to found an empty etcd where the cluster had data (its load balancer, a replica's state or a snapshot says so), and the snapshots are kept.", ha_domain::recovery::SURVIVING_MEMBER, ha_domain::restore::SNAPSHOT, ha_domain::start_empty::EMPTY)),
                 Attribute::string("snapshot").optional().description("With `source = \"snapshot\"`: the snapshot to restore, as `gs://<bucket>/<object>`. Defaults to the cluster's newest snapshot in its `backup` bucket (plan names the one it will use). The master VMs' service account needs read access to it."),
             ],
         })
@@ -355,6 +355,10 @@ impl ClusterResource {
             self.check_restore(prior, &planned, &choice, diags).await;
             return;
         }
+        if planned.starts_empty() {
+            self.check_start_empty(prior, &planned, diags).await;
+            return;
+        }
         let judged = match prior.spec.known().map(ClusterSpec::to_ops) {
             Some(Ok(spec)) => match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
                 Ok(ctx) => {
@@ -396,6 +400,48 @@ impl ClusterResource {
 }
 
 impl ClusterResource {
+    /// A raised `restore.generation` with `source = "empty"`: what the apply does (the snapshots are kept and the
+    /// newest is named), or why it may not (`domain::start_empty::decide`).
+    async fn check_start_empty(
+        &self,
+        prior: &ClusterModel,
+        planned: &ClusterSpec,
+        diags: &mut Diagnostics,
+    ) {
+        let at = AttributePath::attr("restore").then_attr("generation");
+        let name = planned.name.known().cloned().unwrap_or_default();
+        let Some(prior_spec) = prior.spec.known() else {
+            return;
+        };
+        let judged = match prior_spec.to_ops() {
+            Ok(mut spec) => {
+                spec.backup = planned.backup_policy();
+                match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
+                    Ok(ctx) => {
+                        let until =
+                            tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+                        ha_ops::restore::plan_start_empty(&ctx, until).await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match judged {
+            Ok((summary, detail)) => diags.push(Diagnostic::warning(summary, detail).at(at)),
+            Err(ha_ops::OpError::Refused(summary, detail)) => {
+                diags.push(Diagnostic::error(summary, detail).at(at))
+            }
+            Err(e) => diags.push(
+                Diagnostic::error(
+                    format!("Cannot judge starting cluster {name} empty"),
+                    format!("{e}. Starting empty is planned only from what the cluster's VMs and its backup bucket say; run plan again once they answer."),
+                )
+                .at(at),
+            ),
+        }
+    }
+
     /// A raised `restore.generation` with `source = "snapshot"`: the snapshot the restore will use and what it
     /// does, or why it may not run (`domain::restore`). Judged with the planned backup bucket and etcd version.
     async fn check_restore(
@@ -490,16 +536,17 @@ impl Resource for ClusterResource {
             );
         }
         if let Val::Known(r) = &c.restore {
-            use ha_domain::{recovery::SURVIVING_MEMBER, restore::SNAPSHOT};
+            use ha_domain::{recovery::SURVIVING_MEMBER, restore::SNAPSHOT, start_empty::EMPTY};
             let source = r.source.known().map(String::as_str);
             if let Some(source) = source
                 && source != SURVIVING_MEMBER
                 && source != SNAPSHOT
+                && source != EMPTY
             {
                 diags.attr_error(
                     AttributePath::attr("restore").then_attr("source"),
                     format!("Unknown restore source {source:?}"),
-                    format!("`restore.source` must be \"{SURVIVING_MEMBER}\" (recover etcd from the member that survives with its data) or \"{SNAPSHOT}\" (restore a Cloud Storage snapshot when no member survives)."),
+                    format!("`restore.source` must be \"{SURVIVING_MEMBER}\" (recover etcd from the member that survives with its data), \"{SNAPSHOT}\" (restore a Cloud Storage snapshot when no member survives) or \"{EMPTY}\" (start a new, empty etcd on purpose when no member survives)."),
                 );
             }
             let at = AttributePath::attr("restore").then_attr("snapshot");

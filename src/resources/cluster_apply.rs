@@ -254,12 +254,13 @@ pub async fn update(
         failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
         return Some(prior);
     }
-    // A restore from a snapshot is the replicas' to run (the first to rejoin restores, `domain::restore`): the
-    // cluster has no VM to repair the load balancer around until they have.
+    // A restore from a snapshot, or a start with an empty etcd, is the replicas' to run (the first to rejoin
+    // restores or founds, `domain::restore`, `domain::start_empty`): the cluster has no VM to repair the load
+    // balancer around until they have.
     if super::cluster_model::recovery_planned(Some(&prior), &p)
         && p.spec
             .known()
-            .is_some_and(|s| s.snapshot_choice().is_some())
+            .is_some_and(|s| s.snapshot_choice().is_some() || s.starts_empty())
     {
         return Some(p);
     }

@@ -139,15 +139,22 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
         .cluster
         .known()
         .is_some_and(|c| c.snapshot_choice().is_some());
-    if restoring {
-        // A restore is for a cluster with nothing left: a VM or data disk that survives keeps its data instead.
+    let starting_empty = p.cluster.known().is_some_and(|c| c.starts_empty());
+    if restoring || starting_empty {
+        // A restore (or an empty start) is for a cluster with nothing left: a VM or data disk that survives keeps
+        // its data instead.
         let disk_kept = prior.status.known().is_some_and(|s| s == VM_DELETED);
         if disk_kept {
             let (summary, detail) = ha_domain::restore::disk_survives(&name);
             diags.push(Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")));
-        } else if gone {
+        } else if gone && restoring {
             let (summary, detail) = ha_domain::restore::replica_note(&name);
             diags.warning(summary, detail);
+        } else if gone {
+            diags.warning(
+                format!("Replica {name} comes back in a new, empty etcd"),
+                format!("The VM and data disk of {name} are gone, and the cluster starts a new, empty etcd (`restore.source = \"empty\"`). {name} is created again in its zone on a new data disk: if it is the first replica to apply, it founds the new cluster; otherwise it joins it as a new member."),
+            );
         }
         // A replica whose VM still exists makes the cluster's plan refuse the restore.
         if gone {

@@ -9,6 +9,8 @@ use super::replica_model::ReplicaModel;
 use crate::config::Settings;
 use ha_domain::guard::{Verdict, check_join, check_leave};
 use ha_domain::roll::{Build, plan_preflight, roll_warning};
+use ha_domain::start_empty::{Evidence, check, founds};
+use ha_domain::topology::Observed;
 use ha_ops::refresh::observe_shared;
 use ha_ops::{ClusterCtx, OpError};
 
@@ -77,6 +79,7 @@ fn has_voter(w: &ha_domain::topology::Observed) -> bool {
 pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &mut Diagnostics) {
     let mut joins_members = false;
     let mut notes = Vec::new();
+    let mut founding = None;
     let joining = match (planned.name.known(), planned.zone.known()) {
         (Some(name), _) => name.clone(),
         (None, Some(zone)) => format!("the new replica in {zone}"),
@@ -85,9 +88,16 @@ pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &m
     observe_and_judge(settings, planned, diags, |w| {
         joins_members = has_voter(w);
         notes = ha_domain::availability::join_notes(w, &joining);
+        founding = founds(w).then(|| w.clone());
         check_join(w)
     })
     .await;
+    let start_empty = planned.cluster.known().is_some_and(|c| c.starts_empty());
+    if let Some(world) = founding
+        && !start_empty
+    {
+        check_founding(settings, planned, &world, None, diags).await;
+    }
     for (summary, detail) in notes {
         diags.warning(summary, detail);
     }
@@ -102,13 +112,58 @@ pub async fn check_create(settings: &Settings, planned: &ReplicaModel, diags: &m
     }
 }
 
-/// A replica that the plan replaces (its VM is gone): Terraform shows only the warnings of the replacement's first
-/// half, so the one a join gives when it would found an empty etcd is asked for here.
+/// A replica that the plan replaces (its VM is gone): Terraform shows only the diagnostics of the replacement's
+/// first half, so the refusal a join gives when it would found an empty etcd is asked for here. Its state holding
+/// an etcd member is evidence of data of its own (the one-replica cluster has no load balancer). A `restore`
+/// block that says `source = "empty"` is honoured only when its generation is raised, which plans the replica's
+/// rejoin instead of this replacement: a stale `"empty"` left in the configuration starts nothing empty.
 pub async fn check_replace(settings: &Settings, prior: &ReplicaModel, diags: &mut Diagnostics) {
+    let mut founding = None;
     observe_and_judge(settings, prior, diags, |w| {
-        ha_domain::guard::founds_empty(w).map_or(Verdict::Fine, Verdict::Warn)
+        founding = founds(w).then(|| w.clone());
+        Verdict::Fine
     })
     .await;
+    let had_member = prior
+        .etcd_member_id
+        .known()
+        .filter(|id| !id.is_empty())
+        .and(prior.name.known())
+        .cloned();
+    if let Some(world) = founding {
+        check_founding(settings, prior, &world, had_member.as_deref(), diags).await;
+    }
+}
+
+/// Refuses a founding join where the cluster had data (`domain::start_empty`): the load balancer, the replica's
+/// own state, or the newest snapshot in the backup location says so.
+async fn check_founding(
+    settings: &Settings,
+    r: &ReplicaModel,
+    world: &Observed,
+    had_member: Option<&str>,
+    diags: &mut Diagnostics,
+) {
+    let Some(Ok(ctx)) = context(settings, r).await else {
+        return;
+    };
+    let newest = match ha_ops::restore::newest_snapshot(&ctx).await {
+        Ok(newest) => newest,
+        Err(e) => {
+            diags.warning(
+                "Could not list the cluster's snapshots while planning",
+                format!("{e}. The apply lists them again before it founds etcd, and refuses if it cannot."),
+            );
+            None
+        }
+    };
+    let evidence = Evidence {
+        had_member,
+        newest_snapshot: newest.as_deref(),
+    };
+    if let Some((summary, detail)) = check(world, &ctx.spec.name, &evidence) {
+        diags.error(summary, detail);
+    }
 }
 
 /// A replica to be destroyed.

@@ -306,7 +306,13 @@ impl ClusterSpec {
             .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
             backup: self.backup_policy(),
             restore_snapshot: self.snapshot_choice(),
+            start_empty: self.starts_empty(),
         })
+    }
+
+    /// The `restore` block says `source = "empty"` (`domain::start_empty`).
+    pub fn starts_empty(&self) -> bool {
+        self.restore_source.known().map(String::as_str) == Some(ha_domain::start_empty::EMPTY)
     }
 
     /// The snapshot a `restore { source = "snapshot" }` asks for; none for any other source.

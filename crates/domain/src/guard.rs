@@ -36,24 +36,6 @@ fn unhealthy_names(members: &[&MemberView]) -> String {
 /// Adding a replica. A cluster that has lost quorum cannot admit a member at all, so that is refused. A cluster
 /// with an unhealthy member but a healthy majority is refused at apply unless the unhealthy replicas are replaced
 /// first, which this same apply may do (a `-replace` plans the delete before the create), so plan warns.
-/// A join that would found a new, empty etcd where a cluster had members: a load balancer is there only while a
-/// cluster has two replicas or more, and no replica has a VM now, nor a data disk kept for one (a replica whose VM
-/// is gone and whose disk is not is rebuilt on that disk instead of joining). The plan says so; the replacement
-/// of a replica (Terraform shows only the warnings of its first half) asks this too.
-pub fn founds_empty(world: &Observed) -> Option<super::Problem> {
-    let had_members = world.forwarding_rule || world.pool.is_some();
-    let has_voter = world
-        .members
-        .as_ref()
-        .is_some_and(|m| m.iter().any(|m| !m.is_learner));
-    (had_members && world.instances.is_empty() && !has_voter).then(|| {
-        (
-            "No replica of the cluster has a VM: this replica founds a new, empty etcd".into(),
-            "The cluster's load balancer exists, so it had two replicas or more, but none of their VMs does now, and no data disk was kept for them (a replica whose VM is gone and whose disk is not is rebuilt on that disk instead). The first replica created founds a new etcd with no data: every Kubernetes object the old masters held is gone. To restore the newest backup instead (the cluster's `last_backup` names it), do not apply this: add `restore { source = \"snapshot\", generation = 1 }` to the ha_master_cluster (or raise its generation by one) and plan again; see docs/guides/disaster-recovery.md.".into(),
-        )
-    })
-}
-
 pub fn check_join(world: &Observed) -> Verdict {
     let voters = voting(world);
     let n = voters.len() as u64;
@@ -77,7 +59,6 @@ pub fn check_join(world: &Observed) -> Verdict {
                         .join(", ")
                 ),
             )),
-            _ if let Some(problem) = founds_empty(world) => Verdict::Warn(problem),
             _ => Verdict::Fine,
         };
     }
@@ -190,8 +171,8 @@ mod tests {
     #[test]
     fn joins() {
         let cases: &[JoinCase] = &[
-            // A load balancer and no VM at all: every replica is gone with its disk, and the join starts empty.
-            (&[], "warn", "founds a new etcd with no data"),
+            // No member at all: founding, which `start_empty` judges with the evidence of data.
+            (&[], "fine", ""),
             (&[("a", true)], "fine", ""),
             (&[("a", true), ("b", true), ("c", true)], "fine", ""),
             // One down, majority healthy: apply refuses unless the same apply replaces it first.

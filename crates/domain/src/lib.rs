@@ -29,6 +29,7 @@ pub mod restore;
 pub mod roll;
 pub mod service_account;
 pub mod shape;
+pub mod start_empty;
 pub mod step;
 pub mod topology;
 pub mod zones;

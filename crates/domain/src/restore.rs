@@ -281,7 +281,9 @@ pub fn replica_note(name: &str) -> (String, String) {
 /// A replica whose data disk survives is not restored over: a plain apply rebuilds it on its data.
 pub fn disk_survives(name: &str) -> Refusal {
     (
-        format!("The etcd data disk of replica {name} survives: restore from a snapshot refused"),
+        format!(
+            "The etcd data disk of replica {name} survives: a restore or an empty start is refused"
+        ),
         format!(
             "{name}'s VM is gone but its data disk is not, so its member can come back with its data: set `restore.generation` back to what it was and apply, which creates the VM again on its disk (and, with other members lost for good, then recover from it with `restore.source = \"{}\"`). If that disk's data is bad, delete it (`gcloud compute disks delete`) and plan again.",
             super::recovery::SURVIVING_MEMBER

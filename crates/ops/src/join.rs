@@ -67,6 +67,9 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
         (Some(choice), true) => Some(super::restore::source(ctx, choice).await?),
         _ => None,
     };
+    if !restoring {
+        super::restore::check_founding(ctx, &snap.observed).await?;
+    }
     let steps = backup_first(
         ctx,
         steps,

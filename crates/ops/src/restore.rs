@@ -58,6 +58,48 @@ pub async fn resolve(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Option
         }))
 }
 
+/// The newest snapshot of the cluster in its backup location (`gs://…`), `None` without a `backup` block or
+/// without snapshots: evidence that the cluster had data (`domain::start_empty`).
+pub async fn newest_snapshot(ctx: &ClusterCtx) -> Result<Option<String>> {
+    Ok(resolve(ctx, &SnapshotChoice::Newest).await?.map(|s| s.url))
+}
+
+/// At a founding join: refused (`OpError::Refused`) when the cluster had data and its `restore` block does not
+/// say to start empty. The backup location is listed only for a founding join, which is rare; a listing that
+/// fails refuses too, since it cannot tell.
+pub async fn check_founding(ctx: &ClusterCtx, world: &ha_domain::topology::Observed) -> Result<()> {
+    use ha_domain::start_empty::{Evidence, check, founds};
+    if ctx.spec.start_empty || !founds(world) {
+        return Ok(());
+    }
+    let newest = newest_snapshot(ctx).await.map_err(|e| {
+        OpError::Refused(
+            format!("Cannot tell whether cluster {} had data", ctx.spec.name),
+            format!(
+                "This join would found a new etcd, and the cluster's backup location is listed first so that it does not start empty over a cluster that had data, but the listing failed: {e}. Fix access to the bucket and apply again; to start empty on purpose, raise `restore.generation` with `source = \"{}\"`.",
+                ha_domain::start_empty::EMPTY
+            ),
+        )
+    })?;
+    let evidence = Evidence {
+        newest_snapshot: newest.as_deref(),
+        ..Evidence::default()
+    };
+    match check(world, &ctx.spec.name, &evidence) {
+        Some((summary, detail)) => Err(OpError::Refused(summary, detail)),
+        None => Ok(()),
+    }
+}
+
+/// At plan, a raised `restore.generation` with `source = "empty"`: what the apply does, or why it may not
+/// (`domain::start_empty::decide`).
+pub async fn plan_start_empty(ctx: &ClusterCtx, deadline: Instant) -> Result<(String, String)> {
+    let snap = observe(ctx, &[], deadline).await?;
+    let newest = newest_snapshot(ctx).await?;
+    ha_domain::start_empty::decide(&snap.observed, &ctx.spec.name, newest.as_deref())
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))
+}
+
 /// At plan: the snapshot the restore would use, or why no restore may run (`domain::restore::decide`).
 pub async fn plan(
     ctx: &ClusterCtx,

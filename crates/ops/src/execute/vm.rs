@@ -48,17 +48,10 @@ impl Run<'_> {
         }
         if let Some(t) = etcd_target(ctx, &vm) {
             self.progress.targets = vec![t];
-            self.progress.member_id = if restoring {
-                // etcd starts only once the snapshot is fetched and restored.
-                Some(self.await_sole_member(&me.name).await?)
-            } else {
-                ctx.etcd
-                    .member_list(&self.progress.targets)
-                    .await?
-                    .iter()
-                    .find(|m| m.name == me.name)
-                    .map(|m| m.id)
-            };
+            // Poll until etcd lists the member: a restored etcd starts only once the snapshot is fetched and
+            // restored, and a founding VM without the static IP (the load balancer still holds it, as when a
+            // cluster that lost every VM starts again) was awaited by nothing else: its etcd is still booting.
+            self.progress.member_id = Some(self.await_sole_member(&me.name, restoring).await?);
         }
         Ok(())
     }
@@ -284,7 +277,7 @@ impl Run<'_> {
 
     /// The member of a VM that restores a snapshot, once its etcd answers: the restore runs before etcd starts,
     /// so this waits (until the run's deadline) where a founding member answers at once.
-    pub(super) async fn await_sole_member(&self, name: &str) -> Result<u64> {
+    pub(super) async fn await_sole_member(&self, name: &str, restoring: bool) -> Result<u64> {
         let mut last = String::from("no answer yet");
         while Instant::now() < self.deadline {
             match self.ctx.etcd.member_list(&self.progress.targets).await {
@@ -296,8 +289,14 @@ impl Run<'_> {
             }
             tokio::time::sleep(POLL).await;
         }
-        Err(OpError::Other(format!(
-            "{name}'s etcd did not answer after restoring the snapshot (last: {last}); its VM's serial console and the etcd pod's init containers (fetch-snapshot, restore-snapshot) say why"
-        )))
+        Err(OpError::Other(if restoring {
+            format!(
+                "{name}'s etcd did not answer after restoring the snapshot (last: {last}); its VM's serial console and the etcd pod's init containers (fetch-snapshot, restore-snapshot) say why"
+            )
+        } else {
+            format!(
+                "{name}'s etcd did not answer after its VM was created to found the cluster (last: {last}); its VM's serial console says why"
+            )
+        }))
     }
 }
