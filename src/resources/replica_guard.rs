@@ -69,10 +69,8 @@ fn backup_note(r: &ReplicaModel, change: &str, diags: &mut Diagnostics) {
     }
 }
 
-fn has_voter(w: &ha_domain::topology::Observed) -> bool {
-    w.members
-        .as_ref()
-        .is_some_and(|m| m.iter().any(|m| !m.is_learner))
+fn has_voter(w: &Observed) -> bool {
+    w.voters().next().is_some()
 }
 
 /// A replica to be created (or created again by a replacement).

@@ -15,13 +15,7 @@ fn fault_tolerance(voters: usize) -> u64 {
 }
 
 fn voters(world: &Observed) -> Vec<&str> {
-    world
-        .members
-        .iter()
-        .flatten()
-        .filter(|m| !m.is_learner)
-        .map(|m| m.name.as_str())
-        .collect()
+    world.voters().map(|m| m.name.as_str()).collect()
 }
 
 fn failures(n: u64) -> String {

@@ -16,12 +16,7 @@ pub enum Verdict {
 }
 
 fn voting(world: &Observed) -> Vec<&MemberView> {
-    world
-        .members
-        .iter()
-        .flatten()
-        .filter(|m| !m.is_learner)
-        .collect()
+    world.voters().collect()
 }
 
 fn unhealthy_names(members: &[&MemberView]) -> String {

@@ -27,11 +27,7 @@ pub struct Evidence<'a> {
 /// A join founds etcd when no replica has a VM (a replica whose VM is gone and whose disk is not is rebuilt on
 /// that disk instead of joining) and no voting member answers.
 pub fn founds(world: &Observed) -> bool {
-    let has_voter = world
-        .members
-        .as_ref()
-        .is_some_and(|m| m.iter().any(|m| !m.is_learner));
-    world.instances.is_empty() && !has_voter
+    world.instances.is_empty() && world.voters().next().is_none()
 }
 
 /// The refusal of a founding join over a cluster that had data; `None` when the join does not found, or nothing

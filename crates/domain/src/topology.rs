@@ -55,6 +55,13 @@ pub struct Observed {
     pub without_external_ip: BTreeSet<String>,
 }
 
+impl Observed {
+    /// The voting members etcd listed (learners excluded); none when the list could not be read.
+    pub fn voters(&self) -> impl Iterator<Item = &MemberView> {
+        self.members.iter().flatten().filter(|m| !m.is_learner)
+    }
+}
+
 /// A refusal: the summary and what to do.
 pub type Refusal = (String, String);
 
