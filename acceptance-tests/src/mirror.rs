@@ -12,8 +12,8 @@ use crate::dirhash::hash1;
 use crate::lockfile::{LockEntry, render};
 use crate::paths::work_dir;
 use crate::provider::{
-    NAMESPACE, PROVIDER_TYPE, REGISTRY_HOSTS, platform, provider_address, provider_binary,
-    provider_version,
+    NAMESPACE, PROVIDER_TYPE, REGISTRY_HOSTS, platform, previous_provider_binary, provider_address,
+    provider_binary, provider_version,
 };
 
 /// A mirror directory with the provider package under both registry hosts, and the package's h1 hash.
@@ -48,11 +48,36 @@ impl Mirror {
             .clone()
     }
 
+    /// The mirror of the previous release's provider, for the upgrade test: under its own version (the one
+    /// `scripts/setup` recorded beside the binary), in `.work/acceptance/previous-mirrors`.
+    pub fn previous() -> Arc<Mirror> {
+        static PREVIOUS: OnceLock<Arc<Mirror>> = OnceLock::new();
+        PREVIOUS
+            .get_or_init(|| {
+                let binary = previous_provider_binary();
+                let version_file = binary.with_file_name("VERSION");
+                let version = std::fs::read_to_string(&version_file)
+                    .unwrap_or_else(|e| panic!("reading {}: {e}", version_file.display()));
+                let mirrors = work_dir().join("previous-mirrors");
+                Arc::new(
+                    Mirror::content_addressed_as(&mirrors, &binary, version.trim()).unwrap_or_else(
+                        |e| panic!("building the mirror of {}: {e}", binary.display()),
+                    ),
+                )
+            })
+            .clone()
+    }
+
     /// A mirror of `binary` in `parent/<version>-<sha256 prefix>`, created atomically (built in a temporary
     /// sibling, then renamed) so concurrent processes never see a half-copied package.
     pub fn content_addressed(parent: &Path, binary: &Path) -> io::Result<Mirror> {
+        Mirror::content_addressed_as(parent, binary, provider_version())
+    }
+
+    /// [`Mirror::content_addressed`] for a binary of another version than this checkout's.
+    pub fn content_addressed_as(parent: &Path, binary: &Path, version: &str) -> io::Result<Mirror> {
         let bytes = std::fs::read(binary).map_err(|e| with_path(e, binary))?;
-        let version = provider_version().to_string();
+        let version = version.to_string();
         let key = hex::encode(Sha256::digest(&bytes));
         let root = parent.join(format!("{version}-{}", &key[..16]));
         if !root.is_dir() {

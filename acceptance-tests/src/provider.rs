@@ -94,6 +94,29 @@ pub fn provider_binary() -> PathBuf {
     path
 }
 
+/// Env var that points the upgrade test at a previous release's provider binary other than the one
+/// `scripts/setup` builds.
+pub const PREVIOUS_PROVIDER_BIN_ENV: &str = "HA_PREVIOUS_PROVIDER_BIN";
+
+/// The previous release's provider, which `scripts/setup` builds from the commit pinned there
+/// (`PREVIOUS_RELEASE`) into `.tools/previous-release/`: the upgrade test applies with it and plans with this one.
+pub fn previous_provider_binary() -> PathBuf {
+    let path = match std::env::var_os(PREVIOUS_PROVIDER_BIN_ENV) {
+        Some(p) => repo_root().join(p),
+        None => repo_root()
+            .join(".tools")
+            .join("previous-release")
+            .join("terraform-provider-ha"),
+    };
+    assert!(
+        path.is_file(),
+        "the previous release's provider {} not found: run `scripts/setup` (it builds the commit pinned as \
+         PREVIOUS_RELEASE), or set {PREVIOUS_PROVIDER_BIN_ENV}",
+        path.display()
+    );
+    path
+}
+
 /// Testing an old build after editing the provider is an easy mistake, and the harness doesn't build: say so
 /// (once per process) when a provider source is newer than the binary.
 fn warn_if_stale(binary: &Path) {

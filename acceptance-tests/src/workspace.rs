@@ -100,6 +100,21 @@ impl Workspace {
         &self.mirror
     }
 
+    /// Installs the provider from `mirror` from the next `init` on, as a user upgrading it in place
+    /// (`init -upgrade`): the CLI config and the lock file name the new package, and the installed one is removed
+    /// so `init` cannot keep it. The state, the configuration and the variables stay.
+    pub fn switch_mirror(&mut self, mirror: Arc<Mirror>) {
+        self.mirror = mirror;
+        self.write_file("cli.tfrc", &self.mirror.cli_config());
+        self.write_lock_file(&self.mirror.lock_file());
+        let installed = self.path().join(".terraform").join("providers");
+        if let Err(e) = std::fs::remove_dir_all(&installed)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            panic!("removing {}: {e}", installed.display());
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir
             .as_ref()

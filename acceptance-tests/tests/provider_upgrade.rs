@@ -1,0 +1,69 @@
+//! Upgrading the provider plans nothing. A cluster applied with the previous release's provider (built by
+//! `scripts/setup` from the commit it pins as `PREVIOUS_RELEASE`) is planned with this checkout's provider, under
+//! each client, and the plan must be empty: a new setting that changed every master's build digest, an attribute
+//! whose default moved, or a state the new schema reads differently would all show here as a change, and a
+//! changed digest as a roll of every replica.
+//!
+//! Terraform's cluster runs the default etcd and OpenTofu's etcd 3.5, so both kinds of build the digest has to
+//! keep stable (the default's image left out, and a non-default one in) are covered. After the empty plan an
+//! apply with the new provider must leave every VM as it was and every key in etcd.
+
+use std::time::Duration;
+
+use acceptance_tests::walk::{check, outputs, set_vars, walk_config_in, write_keys};
+use acceptance_tests::{Client, Mirror, Sim, Workspace, for_each_client};
+
+const ZONES: [&str; 2] = ["europe-west1-b", "europe-west1-c"];
+
+/// Each client's cluster: the defaults under Terraform, a non-default etcd under OpenTofu.
+fn vars(client: Client) -> Vec<(&'static str, &'static str)> {
+    match client {
+        Client::Terraform => Vec::new(),
+        Client::OpenTofu => vec![("etcd_version", "3.5")],
+    }
+}
+
+fn vm_ids(sim: &Sim, vms: &[String]) -> Vec<String> {
+    vms.iter()
+        .map(|vm| sim.instance(vm)["id"].to_string())
+        .collect()
+}
+
+#[test]
+fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("provider-upgrade-{client}"));
+        let mut ws = Workspace::with_mirror(client, "provider-upgrade", Mirror::previous())
+            .with_timeout(Duration::from_secs(600));
+        ws.write_main_tf(&walk_config_in(&sim, ZONES[0]));
+        set_vars(&ws, &ZONES, &vars(client));
+        ws.init();
+        ws.apply();
+        let vms: Vec<String> = outputs(&ws)["replicas"]["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(vms.len(), ZONES.len(), "[{client}] replicas: {vms:?}");
+        write_keys(&sim, &vms[0]);
+        let before = vm_ids(&sim, &vms);
+
+        ws.switch_mirror(Mirror::shared());
+        ws.init();
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(
+            plan.code,
+            Some(0),
+            "[{client}] upgrading the provider must plan nothing, but the plan says:\n{plan}"
+        );
+        let apply = ws.apply();
+        apply.assert_contains("0 added, 0 changed, 0 destroyed");
+        assert_eq!(
+            vm_ids(&sim, &vms),
+            before,
+            "[{client}] a VM was rebuilt by upgrading the provider"
+        );
+        check(client, &ws, &sim, ZONES.len());
+    });
+}
