@@ -116,9 +116,9 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         package: "acceptance-tests",
-        may_use: &["ha-ops", "ha-domain", "ha-pki", "tfplugin"],
+        may_use: &["ha-ops", "ha-domain", "ha-pki", "tfplugin", "ha-sim"],
         never: &[],
-        why: "the scenarios drive the installed binary; they borrow the provider's probe and names only",
+        why: "the scenarios drive the installed binary; they borrow the provider's probe and names, and the sim's fault types",
     },
 ];
 

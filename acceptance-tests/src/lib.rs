@@ -39,6 +39,12 @@ mod sim;
 pub mod vm_etcd;
 pub mod voters_down;
 pub mod walk;
+
+/// The faults scenarios inject, as ha-sim's own types: out-of-band events and failpoints.
+pub mod faults {
+    pub use ha_sim::faults::events::Event;
+    pub use ha_sim::faults::{Effect, Failpoint, Trigger};
+}
 mod workspace;
 
 pub use client::{Client, for_each_client};

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ha_sim::faults::Failpoint;
+use ha_sim::faults::events::Event;
 use serde_json::Value;
 
 use crate::paths::{repo_root, target_dir, tools_bin, work_dir};
@@ -266,28 +268,64 @@ impl Sim {
         }
     }
 
-    /// `ha-sim fault ...`: inject a fault or change the world behind the provider's back.
-    pub fn fault(&self, args: &[&str]) -> String {
-        let mut all = vec!["fault"];
-        all.extend_from_slice(args);
-        self.cli(&all)
+    /// Something that happens to the cloud behind the provider's back (ha-sim's own `Event`: a crashed VM, a
+    /// zone down, a label edited by hand), applied before this returns: the sim answers once its VMs reflect it.
+    /// Returns the sim's sentence for what it did.
+    #[track_caller]
+    pub fn event(&self, event: Event) -> String {
+        let body = serde_json::to_value(&event).expect("an event encodes");
+        let answer = self.admin_call("POST", "events", Some(&body));
+        answer["result"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// Adds a failpoint (ha-sim's own `Failpoint`: when a request or operation matches, then an effect) and
+    /// returns its id.
+    #[track_caller]
+    pub fn add_failpoint(&self, failpoint: Failpoint) -> u64 {
+        let body = serde_json::to_value(&failpoint).expect("a failpoint encodes");
+        let added = self.admin_call("POST", "faults", Some(&body));
+        added["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("the sim's answer to a new failpoint has no id: {added}"))
+    }
+
+    /// Removes every failpoint, releasing stalled operations.
+    #[track_caller]
+    pub fn clear_failpoints(&self) {
+        self.admin_call("DELETE", "faults", None);
     }
 
     /// `GET /_sim/<path>` on the admin API, as JSON.
+    #[track_caller]
     pub fn admin(&self, path: &str) -> Value {
+        self.admin_call("GET", path, None)
+    }
+
+    /// One call to the admin API, `/_sim/<path>`: its JSON answer, or a panic naming the call and the sim's
+    /// error for any status but 2xx.
+    #[track_caller]
+    fn admin_call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
         use std::io::{Read, Write};
         let addr = self.url.trim_start_matches("http://").trim_end_matches('/');
         let mut conn = std::net::TcpStream::connect(addr).expect("connecting to ha-sim");
+        let body = body.map(Value::to_string).unwrap_or_default();
         write!(
             conn,
-            "GET /_sim/{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            "{method} /_sim/{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
         )
         .expect("request");
         let mut text = String::new();
         conn.read_to_string(&mut text).expect("response");
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-        serde_json::from_str(body)
-            .unwrap_or_else(|e| panic!("/_sim/{path} is not JSON ({e}): {body}"))
+        let (head, answer) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let ok = head
+            .split(' ')
+            .nth(1)
+            .is_some_and(|code| code.starts_with('2'));
+        assert!(ok, "{method} /_sim/{path} {body}: {head}\n{answer}");
+        serde_json::from_str(answer)
+            .unwrap_or_else(|e| panic!("/_sim/{path} is not JSON ({e}): {answer}"))
     }
 
     /// The request log (`GET /_sim/requests`: counts per API method and the last entries); `reset` clears it

@@ -17,6 +17,7 @@
 
 use std::time::Duration;
 
+use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::gcs::snapshot_status;
 use acceptance_tests::walk::{check, set_vars, walk_config, with_storage, write_keys};
 use acceptance_tests::{Client, FakeGcs, Sim, Workspace, for_each_client};
@@ -57,32 +58,27 @@ fn percent() -> f64 {
 /// Arms the random faults: `percent` of all calls answer an error status (429, 500 and 503 in equal parts) and
 /// `percent` of operations end DONE with INTERNAL_ERROR.
 fn arm(sim: &Sim, seed: u64, percent: f64) {
-    let each = format!("{}", percent / 3.0);
-    for (i, status) in ["429", "500", "503"].into_iter().enumerate() {
-        let seed = (seed + i as u64).to_string();
-        sim.fault(&[
-            "http",
-            "--status",
-            status,
-            "--percent",
-            &each,
-            "--seed",
-            &seed,
-        ]);
+    let any_request = || Trigger::Request {
+        method: None,
+        api: None,
+        path: None,
+    };
+    for (i, status) in [429, 500, 503].into_iter().enumerate() {
+        sim.add_failpoint(
+            Failpoint::new(any_request(), Effect::Status { status })
+                .chance(percent / 3.0, seed + i as u64),
+        );
     }
-    let seed = (seed + 3).to_string();
-    let percent = percent.to_string();
-    sim.fault(&[
-        "fail-op",
-        "--kind",
-        "*",
-        "--code",
-        "INTERNAL_ERROR",
-        "--percent",
-        &percent,
-        "--seed",
-        &seed,
-    ]);
+    sim.add_failpoint(
+        Failpoint::new(
+            Trigger::Operation { kind: "*".into() },
+            Effect::Fail {
+                code: "INTERNAL_ERROR".into(),
+                message: None,
+            },
+        )
+        .chance(percent, seed + 3),
+    );
 }
 
 /// How many times the armed faults fired.
@@ -218,7 +214,7 @@ fn changes_under_random_faults(client: Client) {
         arm(&sim, seed + 10 * n as u64, percent);
         let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         faults_fired += fired(&sim);
-        sim.fault(&["clear"]);
+        sim.clear_failpoints();
         let all = format!("{}{}", out.stdout, out.stderr);
         for sign in CRASH_SIGNS {
             assert!(

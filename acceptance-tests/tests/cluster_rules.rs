@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 use serde_json::Value;
 
@@ -124,13 +125,15 @@ fn a_join_whose_vm_cannot_be_made_leaves_no_learner_and_the_next_apply_finishes(
         ws.apply();
 
         // The zone runs out of VMs: the second replica's learner is added, then its VM insert fails.
-        sim.fault(&[
-            "fail-op",
-            "--kind",
-            "instances.insert",
-            "--code",
-            "ZONE_RESOURCE_POOL_EXHAUSTED",
-        ]);
+        sim.add_failpoint(Failpoint::new(
+            Trigger::Operation {
+                kind: "instances.insert".into(),
+            },
+            Effect::Fail {
+                code: "ZONE_RESOURCE_POOL_EXHAUSTED".into(),
+                message: None,
+            },
+        ));
         set_vars(&ws, &["rules-a", "rules-b"], &[]);
         let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         failed.assert_failure();
@@ -144,7 +147,7 @@ fn a_join_whose_vm_cannot_be_made_leaves_no_learner_and_the_next_apply_finishes(
         assert_eq!(sim.names("instances"), ["rules-a"], "[{client}] instances");
 
         // Capacity is back: the next apply replaces the failed replica and the cluster has two members.
-        sim.fault(&["clear"]);
+        sim.clear_failpoints();
         ws.apply();
         check(client, &ws, &sim, &["rules-a", "rules-b"]);
     });

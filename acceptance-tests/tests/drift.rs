@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config, write_keys};
 use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
 
@@ -113,7 +114,9 @@ fn a_removed_etcd_member_or_a_vanished_vm_replaces_the_replica() {
         // The VM is deleted in the console: its etcd data disk is not, so the VM is created again on it and
         // etcd restarts as the same member with its data (nothing replaced, nothing leaked).
         let victim = replicas_by_zone(&ws)[D].clone();
-        sim.fault(&["delete-instance", &victim]);
+        sim.event(Event::DeleteInstance {
+            instance: victim.clone(),
+        });
         plan_sees(
             client,
             &ws,
@@ -144,7 +147,9 @@ fn a_crashed_replica_is_started_again_or_replaced() {
         let sim = Sim::start(&format!("drift-crash-{client}"));
         let ws = cluster(client, &sim, "drift-crash", &[B, C, D]);
         let crash_seen = |victim: &str, zone: &str| {
-            sim.fault(&["crash-vm", victim]);
+            sim.event(Event::CrashVm {
+                instance: victim.to_string(),
+            });
             plan_sees(
                 client,
                 &ws,
@@ -197,7 +202,10 @@ fn a_load_balancer_that_lost_a_member_or_its_rule_and_hand_edited_labels_are_res
         let ws = cluster(client, &sim, "drift-lb", &[B, C]);
         let victim = replicas_by_zone(&ws)[C].clone();
 
-        sim.fault(&["drop-member", "walk", &victim]);
+        sim.event(Event::DropPoolMember {
+            pool: "walk".into(),
+            instance: victim.clone(),
+        });
         plan_sees(
             client,
             &ws,
@@ -209,7 +217,9 @@ fn a_load_balancer_that_lost_a_member_or_its_rule_and_hand_edited_labels_are_res
         ws.apply();
         check(client, &ws, &sim, 2);
 
-        sim.fault(&["delete-forwarding-rule", "walk"]);
+        sim.event(Event::DeleteForwardingRule {
+            rule: "walk".into(),
+        });
         plan_sees(
             client,
             &ws,
@@ -219,7 +229,11 @@ fn a_load_balancer_that_lost_a_member_or_its_rule_and_hand_edited_labels_are_res
         check(client, &ws, &sim, 2);
 
         // Labels edited in the console: the replica's plan shows them, the update restores the declared set.
-        sim.fault(&["set-label", &victim, "team=rogue"]);
+        sim.event(Event::SetLabel {
+            instance: victim.clone(),
+            key: "team".into(),
+            value: Some("rogue".into()),
+        });
         plan_sees(
             client,
             &ws,
@@ -251,7 +265,9 @@ fn a_sole_replica_that_lost_the_static_ip_gets_it_back() {
         let sim = Sim::start(&format!("drift-ip-{client}"));
         let ws = cluster(client, &sim, "drift-ip", &[B]);
         let sole = replicas_by_zone(&ws)[B].clone();
-        sim.fault(&["detach-ip", &sole]);
+        sim.event(Event::DetachIp {
+            instance: sole.clone(),
+        });
         plan_sees(
             client,
             &ws,
@@ -291,13 +307,19 @@ fn hand_edited_metadata_is_written_back_before_a_crashed_vm_boots_from_it() {
 
         // Someone replaces the startup configuration and adds a key in the console; then the VM crashes. Booted from
         // the edited metadata, it would run no etcd at all.
-        sim.fault(&[
-            "set-metadata",
-            &victim,
-            "user-data=#cloud-config\nwrite_files: []\n",
-        ]);
-        sim.fault(&["set-metadata", &victim, "ssh-keys=me:ssh-ed25519 AAAA"]);
-        sim.fault(&["crash-vm", &victim]);
+        sim.event(Event::SetMetadata {
+            instance: victim.clone(),
+            key: "user-data".into(),
+            value: Some("#cloud-config\nwrite_files: []\n".into()),
+        });
+        sim.event(Event::SetMetadata {
+            instance: victim.clone(),
+            key: "ssh-keys".into(),
+            value: Some("me:ssh-ed25519 AAAA".into()),
+        });
+        sim.event(Event::CrashVm {
+            instance: victim.clone(),
+        });
         plan_sees(
             client,
             &ws,

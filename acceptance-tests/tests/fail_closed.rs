@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::for_each_client;
 use acceptance_tests::walk::{check, member_names, set_zones, three_replicas, write_keys};
 
@@ -23,7 +24,7 @@ fn a_removal_with_etcd_unreachable_from_terraform_is_refused_and_resumes_once_re
         assert_eq!(before.len(), 3, "[{client}] {before:?}");
 
         // Terraform's host can no longer reach any replica's etcd client port; the VMs still reach each other.
-        sim.fault(&["block-port", "2379"]);
+        sim.event(Event::BlockPort { port: 2379 });
         set_zones(&ws, &[B, C]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
@@ -55,7 +56,7 @@ fn a_removal_with_etcd_unreachable_from_terraform_is_refused_and_resumes_once_re
         }
 
         // Reachable again: the same plain apply finishes the removal, and everything checks out.
-        sim.fault(&["unblock-port", "2379"]);
+        sim.event(Event::UnblockPort { port: 2379 });
         ws.apply();
         check(client, &ws, &sim, 2);
     });

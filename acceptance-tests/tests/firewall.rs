@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{
     THREE_ZONES, check, member_names, set_zones_and_etcd_ranges, three_replicas, write_keys,
 };
@@ -52,7 +53,9 @@ fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_adm
         assert_eq!(before_members.len(), 3, "[{client}] {before_members:?}");
 
         // The host moves outside 127.0.0.0/8: the rule `walk-etcd-client` no longer admits it to 2379.
-        sim.fault(&["client-ip", OUTSIDE]);
+        sim.event(Event::SetClientIp {
+            ip: Some(OUTSIDE.parse().unwrap()),
+        });
         let ranges = ["127.0.0.0/8"];
         let shrink = [THREE_ZONES[1], THREE_ZONES[2]];
         let grow = [THREE_ZONES[0], THREE_ZONES[1], THREE_ZONES[2], F];

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config, write_keys};
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
@@ -273,7 +274,11 @@ resource "ha_master_replica" "second" {{
         origin.apply();
         write_keys(&sim, "walk");
         for vm in ["walk", "walk-a1f"] {
-            sim.fault(&["set-label", vm, "ha-master-cluster"]);
+            sim.event(Event::SetLabel {
+                instance: vm.to_string(),
+                key: "ha-master-cluster".into(),
+                value: None,
+            });
         }
 
         let ws = Workspace::new(client, "import-kubeup").with_timeout(Duration::from_secs(300));
@@ -317,7 +322,11 @@ import {{
 
         // What the user runs (the gcloud commands above), here through the sim.
         for vm in ["walk", "walk-a1f"] {
-            sim.fault(&["set-label", vm, "ha-master-cluster=walk"]);
+            sim.event(Event::SetLabel {
+                instance: vm.to_string(),
+                key: "ha-master-cluster".into(),
+                value: Some("walk".into()),
+            });
         }
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_success()

@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 use serde_json::Value;
 
@@ -105,7 +106,12 @@ fn ctrl_c_during_a_join_returns_promptly_and_the_next_apply_finishes() {
 
         // The second replica's join will wait forever on its forwarding rule: without the stop, the apply could
         // not end by itself, so a prompt exit shows the provider gave up its work when asked.
-        sim.fault(&["stall-op", "--kind", "forwardingRules.insert"]);
+        sim.add_failpoint(Failpoint::new(
+            Trigger::Operation {
+                kind: "forwardingRules.insert".into(),
+            },
+            Effect::Stall,
+        ));
         set_names(&ws, &["intr-b", "intr-c", "intr-d"]);
         let mut child = ws.spawn(
             &["apply", "-input=false", "-no-color", "-auto-approve"],
@@ -170,7 +176,7 @@ fn ctrl_c_during_a_join_returns_promptly_and_the_next_apply_finishes() {
         );
 
         // The stalled operation is released; the next apply finishes from what it observes.
-        sim.fault(&["clear"]);
+        sim.clear_failpoints();
         ws.apply();
         let replicas = ["intr-b", "intr-c", "intr-d"];
         assert_eq!(

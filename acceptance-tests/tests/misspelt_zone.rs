@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{assert_sim_empty, replicas_by_zone, set_zones, walk_config_in};
 use acceptance_tests::{Sim, Workspace, for_each_client};
 
@@ -50,7 +51,7 @@ fn a_misspelt_zone_is_refused_at_plan_and_a_failed_create_leaves_state_the_next_
             2,
             "[{client}] B is a valid zone"
         );
-        sim.fault(&["zone-down", B]);
+        sim.event(Event::ZoneDown { zone: B.into() });
         let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         failed.assert_failure();
         failed.assert_contains(&format!("zone {B} is DOWN"));
@@ -93,7 +94,7 @@ fn a_misspelt_zone_is_refused_at_plan_and_a_failed_create_leaves_state_the_next_
             "[{client}] internal addresses: {internal:?}"
         );
 
-        sim.fault(&["zone-up", B]);
+        sim.event(Event::ZoneUp { zone: B.into() });
         ws.destroy();
         assert_sim_empty(client, &sim);
     });

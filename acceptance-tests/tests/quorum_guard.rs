@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{
     check, replicas_by_zone, set_zones, three_replicas, wait_until_healthy, write_keys,
 };
@@ -34,7 +35,9 @@ fn plan_refuses_what_would_lose_quorum_and_a_plain_apply_recovers() {
         write_keys(&sim, a);
 
         // One of three members down: removing a healthy replica would leave one healthy member of two.
-        sim.fault(&["crash-vm", c]);
+        sim.event(Event::CrashVm {
+            instance: c.to_string(),
+        });
         // If c led, a and b elect a new leader first; the plan is about one member down, not an election.
         wait_until_healthy(&sim, a);
         wait_until_healthy(&sim, b);
@@ -50,7 +53,9 @@ fn plan_refuses_what_would_lose_quorum_and_a_plain_apply_recovers() {
         );
 
         // Two of three down: quorum is lost, so no member can be added.
-        sim.fault(&["crash-vm", b]);
+        sim.event(Event::CrashVm {
+            instance: b.to_string(),
+        });
         set_zones(&ws, &[A, B, C, F]);
         let refused = plan_refuses(
             client,

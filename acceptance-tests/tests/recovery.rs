@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::gcs::snapshot_status;
 use acceptance_tests::walk::{
     check, delete_vm_and_disk, edit_config, replicas_by_zone, set_zones, walk_config, with_storage,
@@ -63,7 +64,9 @@ fn two_vms_deleted_with_their_disks_kept_come_back_as_the_same_members_with_one_
         // Two of three VMs deleted in the console; their data disks stay. etcd has 1 of 3 members: no quorum.
         let lost = [by_zone[C].clone(), by_zone[D].clone()];
         for vm in &lost {
-            sim.fault(&["delete-instance", vm]);
+            sim.event(Event::DeleteInstance {
+                instance: vm.to_string(),
+            });
         }
         assert!(
             sim.try_ssh(

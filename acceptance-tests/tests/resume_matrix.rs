@@ -22,6 +22,7 @@
 
 use std::time::{Duration, Instant};
 
+use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::walk::{check, set_vars, set_zones, walk_config, write_keys};
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
@@ -109,7 +110,10 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
             ws.apply();
         }
         Some((Mode::Kill, kind)) => {
-            sim.fault(&["stall-op", "--kind", kind]);
+            sim.add_failpoint(Failpoint::new(
+                Trigger::Operation { kind: kind.into() },
+                Effect::Stall,
+            ));
             let mut child = ws.spawn(
                 &["apply", "-input=false", "-no-color", "-auto-approve"],
                 "killed",
@@ -137,9 +141,16 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
             let _ = child.wait();
         }
         Some((Mode::Fail, kind)) => {
-            sim.fault(&[
-                "fail-op", "--kind", kind, "--code", FAIL_CODE, "--times", "1",
-            ]);
+            sim.add_failpoint(
+                Failpoint::new(
+                    Trigger::Operation { kind: kind.into() },
+                    Effect::Fail {
+                        code: FAIL_CODE.into(),
+                        message: None,
+                    },
+                )
+                .times(1),
+            );
             let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
             // A failpoint good for one hit is gone once spent.
             assert!(
@@ -154,7 +165,7 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
     }
     if case.fault.is_some() {
         // Clearing releases a stalled operation: it finishes as GCE's would after the client died.
-        sim.fault(&["clear"]);
+        sim.clear_failpoints();
         let resumed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         assert!(
             resumed.success(),

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::probe::{apply_measured, assert_rolled_cleanly};
 use acceptance_tests::walk::{
     THREE_ZONES, check, set_vars, three_replicas, walk_config_in, write_keys,
@@ -130,7 +131,9 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
         let before = members(&sim, &by_zone[A]);
 
         // One member down: rolling any other would leave one healthy voter of three. Plan refuses, naming it.
-        sim.fault(&["crash-vm", &by_zone[C]]);
+        sim.event(Event::CrashVm {
+            instance: by_zone[C].clone(),
+        });
         set_vars(&ws, &THREE_ZONES, &[("machine_type", "e2-standard-4")]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
+use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
 use serde_json::Value;
 
@@ -243,15 +244,15 @@ fn two_replica_states_applied_at_once_from_an_empty_cluster() {
         // takes 4 s, so the founder holds the lock long enough that the other apply, started in the same instant
         // but with its own init and plan, finds it held: on a busy machine (CI) it could otherwise arrive after a
         // founding of under a second and never wait.
-        sim.fault(&[
-            "delay",
-            "--op",
-            "instances.insert",
-            "--ms",
-            "4000",
-            "--times",
-            "1",
-        ]);
+        sim.add_failpoint(
+            Failpoint::new(
+                Trigger::Operation {
+                    kind: "instances.insert".into(),
+                },
+                Effect::Delay { ms: 4000 },
+            )
+            .times(1),
+        );
         let applied = at_once(
             &[&a, &b],
             &["apply", "-input=false", "-no-color", "-auto-approve"],

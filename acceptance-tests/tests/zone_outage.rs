@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use acceptance_tests::faults::Event;
 use acceptance_tests::probe::{assert_no_write_lost, keys_under, write_through};
 use acceptance_tests::walk::{THREE_ZONES, check, set_vars, three_replicas, write_keys};
 use acceptance_tests::{Sim, for_each_client};
@@ -51,7 +52,9 @@ fn a_zone_outage_stops_a_roll_and_a_later_apply_finishes_it() {
                     machine_type(&sim, v) != NEW && sim.instance(v)["status"] == "RUNNING"
                 });
                 if let (true, Some((zone, vm))) = (rolled, waiting) {
-                    sim.fault(&["zone-down", zone]);
+                    sim.event(Event::ZoneDown {
+                        zone: zone.to_string(),
+                    });
                     break (zone.clone(), vm.clone());
                 }
                 std::thread::sleep(Duration::from_millis(50));
@@ -82,7 +85,7 @@ fn a_zone_outage_stops_a_roll_and_a_later_apply_finishes_it() {
         assert_no_write_lost(client, &sim, &up, "outage", &writes.acknowledged);
 
         // The zone comes back: a plain apply finishes the roll.
-        sim.fault(&["zone-up", &zone]);
+        sim.event(Event::ZoneUp { zone: zone.clone() });
         ws.apply();
         for vm in &vms {
             assert_eq!(

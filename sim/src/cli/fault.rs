@@ -120,13 +120,8 @@ impl ChanceArgs {
 
 fn failpoint(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
     Failpoint {
-        id: 0,
-        when,
-        then,
         times,
-        hits: 0,
-        name: String::new(),
-        chance: None,
+        ..Failpoint::new(when, then)
     }
 }
 

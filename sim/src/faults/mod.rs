@@ -97,6 +97,39 @@ impl Chance {
 }
 
 impl Failpoint {
+    /// A failpoint that fires on every match until cleared; `times` and `chance` narrow it.
+    pub fn new(when: Trigger, then: Effect) -> Failpoint {
+        Failpoint {
+            id: 0,
+            when,
+            then,
+            times: None,
+            hits: 0,
+            name: String::new(),
+            chance: None,
+        }
+    }
+
+    /// Fires for the next `n` matches only.
+    pub fn times(self, n: u32) -> Failpoint {
+        Failpoint {
+            times: Some(n),
+            ..self
+        }
+    }
+
+    /// Fires on `percent` of matches, drawn from `seed`.
+    pub fn chance(self, percent: f64, seed: u64) -> Failpoint {
+        Failpoint {
+            chance: Some(Chance {
+                percent,
+                seed,
+                state: 0,
+            }),
+            ..self
+        }
+    }
+
     /// Rejects combinations that mean nothing (an HTTP status for an operation, a stalled request).
     pub fn validate(&self) -> Result<(), String> {
         if let Some(c) = &self.chance
