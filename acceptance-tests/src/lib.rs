@@ -30,6 +30,7 @@ mod dirhash;
 pub mod gcs;
 mod gpg;
 mod https_dir;
+mod index;
 mod lockfile;
 mod mirror;
 mod paths;

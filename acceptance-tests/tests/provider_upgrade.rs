@@ -1,6 +1,6 @@
 //! Upgrading the provider plans nothing. A cluster applied with the previous release's provider (built by
-//! `scripts/setup` from the commit it pins as `PREVIOUS_RELEASE`) is planned with this checkout's provider, under
-//! each client, and the plan must be empty: a new setting that changed every master's build digest, an attribute
+//! `scripts/build-previous-release` from the commit it pins as `PREVIOUS_RELEASE`) is planned with this checkout's
+//! provider, under each client, and the plan must be empty: a new setting that changed every master's build digest, an attribute
 //! whose default moved, or a state the new schema reads differently would all show here as a change, and a
 //! changed digest as a roll of every replica.
 //!

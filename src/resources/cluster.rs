@@ -16,6 +16,7 @@ use crate::config::SharedSettings;
 use ha_domain::exposure::{Exposure, exposure_warnings};
 use ha_domain::roll::data_disk_shrink;
 use ha_domain::{ids, machine_type, names, network, zones};
+use ha_ops::plan_check;
 
 pub struct ClusterResource {
     pub settings: SharedSettings,
@@ -359,18 +360,14 @@ impl ClusterResource {
             self.check_start_empty(prior, &planned, diags).await;
             return;
         }
-        let judged = match prior.spec.known().map(ClusterSpec::to_ops) {
-            Some(Ok(spec)) => match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
-                Ok(ctx) => {
-                    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-                    ha_ops::recover::plan(&ctx, until).await.map(|(_, r)| r)
-                }
-                Err(e) => Err(e),
-            },
-            Some(Err(e)) => Err(e),
-            // Not created yet: nothing runs, nothing to recover; the generation is only recorded.
-            None => return,
+        // Not created yet: nothing runs, nothing to recover; the generation is only recorded.
+        let Some(spec) = prior.spec.known().map(ClusterSpec::to_ops) else {
+            return;
         };
+        let judged = plan_check::judge(&self.settings(), spec, async |ctx, until| {
+            ha_ops::recover::plan(ctx, until).await.map(|(_, r)| r)
+        })
+        .await;
         match judged {
             Ok(r) => {
                 let (summary, detail) = ha_domain::recovery::describe(&name, &r);
@@ -380,21 +377,16 @@ impl ClusterResource {
                     && ha_domain::recovery::takes_backup(&r)
                 {
                     let change = ha_domain::recovery::change(&r);
-                    let (summary, detail) =
-                        ha_domain::backup::plan_note(&policy, &name, &change);
+                    let (summary, detail) = ha_domain::backup::plan_note(&policy, &name, &change);
                     diags.push(Diagnostic::warning(summary, detail).at(at));
                 }
             }
-            Err(ha_ops::OpError::Refused(summary, detail)) => {
-                diags.push(Diagnostic::error(summary, detail).at(at))
-            }
-            Err(e) => diags.push(
-                Diagnostic::error(
-                    format!("Cannot judge the recovery of cluster {name}"),
-                    format!("{e}. A recovery is planned only from what the cluster's VMs and etcd say; run plan again once they answer."),
-                )
-                .at(at),
-            ),
+            Err(e) => diags.push(not_judged(
+                e,
+                at,
+                format!("Cannot judge the recovery of cluster {name}"),
+                "A recovery is planned only from what the cluster's VMs and etcd say",
+            )),
         }
     }
 }
@@ -413,32 +405,22 @@ impl ClusterResource {
         let Some(prior_spec) = prior.spec.known() else {
             return;
         };
-        let judged = match prior_spec.to_ops() {
-            Ok(mut spec) => {
-                spec.backup = planned.backup_policy();
-                match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
-                    Ok(ctx) => {
-                        let until =
-                            tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-                        ha_ops::restore::plan_start_empty(&ctx, until).await
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
+        let spec = prior_spec.to_ops().map(|mut spec| {
+            spec.backup = planned.backup_policy();
+            spec
+        });
+        let judged = plan_check::judge(&self.settings(), spec, async |ctx, until| {
+            ha_ops::restore::plan_start_empty(ctx, until).await
+        })
+        .await;
         match judged {
             Ok((summary, detail)) => diags.push(Diagnostic::warning(summary, detail).at(at)),
-            Err(ha_ops::OpError::Refused(summary, detail)) => {
-                diags.push(Diagnostic::error(summary, detail).at(at))
-            }
-            Err(e) => diags.push(
-                Diagnostic::error(
-                    format!("Cannot judge starting cluster {name} empty"),
-                    format!("{e}. Starting empty is planned only from what the cluster's VMs and its backup bucket say; run plan again once they answer."),
-                )
-                .at(at),
-            ),
+            Err(e) => diags.push(not_judged(
+                e,
+                at,
+                format!("Cannot judge starting cluster {name} empty"),
+                "Starting empty is planned only from what the cluster's VMs and its backup bucket say",
+            )),
         }
     }
 
@@ -456,48 +438,54 @@ impl ClusterResource {
         let Some(prior_spec) = prior.spec.known() else {
             return;
         };
-        let mut etcd_version = String::new();
-        let judged = match prior_spec.to_ops() {
-            Ok(mut spec) => {
-                spec.backup = planned.backup_policy();
-                if let Some(v) = planned.etcd_version.known() {
-                    spec.etcd_version = v.clone();
-                }
-                etcd_version = spec.etcd_version.clone();
-                // The restoring VM is made with the new configuration's disks.
-                if let Some(gb) = planned.data_disk_size_gb.known() {
-                    spec.data_disk_size_gb = *gb;
-                }
-                if let Some(gb) = planned.boot_disk_size_gb.known() {
-                    spec.boot_disk_size_gb = *gb;
-                }
-                match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
-                    Ok(ctx) => {
-                        let until =
-                            tokio::time::Instant::now() + std::time::Duration::from_secs(120);
-                        ha_ops::restore::plan(&ctx, choice, until).await
-                    }
-                    Err(e) => Err(e),
-                }
+        let spec = prior_spec.to_ops().map(|mut spec| {
+            spec.backup = planned.backup_policy();
+            if let Some(v) = planned.etcd_version.known() {
+                spec.etcd_version = v.clone();
             }
-            Err(e) => Err(e),
-        };
+            // The restoring VM is made with the new configuration's disks.
+            if let Some(gb) = planned.data_disk_size_gb.known() {
+                spec.data_disk_size_gb = *gb;
+            }
+            if let Some(gb) = planned.boot_disk_size_gb.known() {
+                spec.boot_disk_size_gb = *gb;
+            }
+            spec
+        });
+        let etcd_version = spec
+            .as_ref()
+            .map(|s| s.etcd_version.clone())
+            .unwrap_or_default();
+        let judged = plan_check::judge(&self.settings(), spec, async |ctx, until| {
+            ha_ops::restore::plan(ctx, choice, until).await
+        })
+        .await;
         match judged {
             Ok(snapshot) => {
-                let (summary, detail) = ha_domain::restore::describe(&name, &snapshot, &etcd_version);
+                let (summary, detail) =
+                    ha_domain::restore::describe(&name, &snapshot, &etcd_version);
                 diags.push(Diagnostic::warning(summary, detail).at(at));
             }
-            Err(ha_ops::OpError::Refused(summary, detail)) => {
-                diags.push(Diagnostic::error(summary, detail).at(at))
-            }
-            Err(e) => diags.push(
-                Diagnostic::error(
-                    format!("Cannot judge the restore of cluster {name}"),
-                    format!("{e}. A restore is planned only from what the cluster's VMs and its backup bucket say; run plan again once they answer."),
-                )
-                .at(at),
-            ),
+            Err(e) => diags.push(not_judged(
+                e,
+                at,
+                format!("Cannot judge the restore of cluster {name}"),
+                "A restore is planned only from what the cluster's VMs and its backup bucket say",
+            )),
         }
+    }
+}
+
+/// A plan-time check that did not say yes, as an error at `at`: the domain's refusal as it is, or, when the
+/// cluster could not be asked, `summary` with what went wrong, what the check needs (`needs`) and to plan again.
+fn not_judged(e: ha_ops::OpError, at: AttributePath, summary: String, needs: &str) -> Diagnostic {
+    match e {
+        ha_ops::OpError::Refused(summary, detail) => Diagnostic::error(summary, detail).at(at),
+        e => Diagnostic::error(
+            summary,
+            format!("{e}. {needs}; run plan again once they answer."),
+        )
+        .at(at),
     }
 }
 

@@ -20,6 +20,7 @@ mod master_contract_tests;
 pub mod observe;
 pub mod orphans;
 pub mod placement;
+pub mod plan_check;
 pub mod recover;
 pub mod refresh;
 pub mod repair;
