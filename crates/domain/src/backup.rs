@@ -4,11 +4,11 @@
 //!
 //! A change takes a backup first when its steps touch etcd's members or their data (add, remove, restart,
 //! rebuild or delete a member's VM or disk) and the cluster has a member to take it from. The backup is a step,
-//! [`Step::TakeBackup`], put at the head of the list, so it runs before anything moves and a failed one stops the
+//! [`ClusterStep::TakeBackup`], put at the head of the list, so it runs before anything moves and a failed one stops the
 //! change there (unless the cluster's `backup.stop_on_failure` is false).
 
 use super::Problem;
-use super::step::Step;
+use super::step::{ClusterStep, ReplicaStep, Step};
 use super::topology::Observed;
 
 /// The cluster's `backup` block, resolved.
@@ -174,7 +174,9 @@ pub fn check_revisions(before: i64, after: i64) -> Result<(), String> {
 fn changes_membership(step: &Step) -> bool {
     matches!(
         step,
-        Step::RemoveStaleMember { .. } | Step::AddLearner | Step::RemoveMember { .. }
+        Step::Cluster(ClusterStep::RemoveStaleMember { .. })
+            | Step::Replica(ReplicaStep::AddLearner)
+            | Step::Replica(ReplicaStep::RemoveMember { .. })
     )
 }
 
@@ -183,12 +185,12 @@ fn changes_membership(step: &Step) -> bool {
 fn touches_the_replica(step: &Step) -> bool {
     matches!(
         step,
-        Step::StopInstance
-            | Step::SetMachineType
-            | Step::RebuildInstance
-            | Step::GrowDataDisk
-            | Step::DeleteInstance
-            | Step::DeleteDataDisk
+        Step::Replica(ReplicaStep::StopInstance)
+            | Step::Replica(ReplicaStep::SetMachineType)
+            | Step::Replica(ReplicaStep::RebuildInstance)
+            | Step::Replica(ReplicaStep::GrowDataDisk)
+            | Step::Replica(ReplicaStep::DeleteInstance)
+            | Step::Replica(ReplicaStep::DeleteDataDisk)
     )
 }
 
@@ -207,9 +209,12 @@ pub fn before(steps: Vec<Step>, world: &Observed, replica: &str, change: &str) -
         return steps;
     }
     let mut out = Vec::with_capacity(steps.len() + 1);
-    out.push(Step::TakeBackup {
-        change: change.to_string(),
-    });
+    out.push(
+        ClusterStep::TakeBackup {
+            change: change.to_string(),
+        }
+        .into(),
+    );
     out.extend(steps);
     out
 }
@@ -296,6 +301,7 @@ pub fn check_prefix(prefix: &str) -> Result<(), Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::steps;
     use crate::topology::MemberView;
 
     fn bolt(pages: usize) -> Vec<u8> {
@@ -396,51 +402,51 @@ mod tests {
     #[test]
     fn a_backup_comes_first_when_the_steps_touch_a_member_of_a_cluster_with_data() {
         let three = world(&[("a", false, true), ("b", false, true)]);
-        let roll = vec![
-            Step::RemoveFromPool,
-            Step::MoveLeadership,
-            Step::DeleteInstance,
-            Step::RebuildInstance,
+        let roll = steps![
+            ReplicaStep::RemoveFromPool,
+            ReplicaStep::MoveLeadership,
+            ReplicaStep::DeleteInstance,
+            ReplicaStep::RebuildInstance
         ];
         let with = before(roll.clone(), &three, "b", "roll of replica b");
         assert_eq!(
             with[0],
-            Step::TakeBackup {
+            Step::Cluster(ClusterStep::TakeBackup {
                 change: "roll of replica b".into()
-            }
+            })
         );
         assert_eq!(&with[1..], &roll[..]);
 
         for (why, steps, w) in [
             (
                 "a repair of the load balancer moves no member",
-                vec![Step::CreateHealthCheck, Step::AddToPool],
+                steps![ClusterStep::CreateHealthCheck, ReplicaStep::AddToPool],
                 three.clone(),
             ),
             (
                 "the founding replica has nothing to back up",
-                vec![Step::CreateFoundingInstance {
+                steps![ReplicaStep::CreateFoundingInstance {
                     with_static_ip: true,
                 }],
                 Observed::default(),
             ),
             (
                 "only a learner answers",
-                vec![Step::AddLearner],
+                steps![ReplicaStep::AddLearner],
                 world(&[("a", true, true)]),
             ),
             (
                 "no voter is healthy",
-                vec![Step::AddLearner],
+                steps![ReplicaStep::AddLearner],
                 world(&[("a", false, false)]),
             ),
             ("nothing to do", vec![], three.clone()),
             (
                 "a replica that never became a member leaves without one",
-                vec![
-                    Step::DeleteInstance,
-                    Step::DeleteDataDisk,
-                    Step::ReleaseInternalAddress,
+                steps![
+                    ReplicaStep::DeleteInstance,
+                    ReplicaStep::DeleteDataDisk,
+                    ReplicaStep::ReleaseInternalAddress
                 ],
                 three.clone(),
             ),
@@ -448,12 +454,12 @@ mod tests {
             assert_eq!(before(steps.clone(), &w, "c", "x"), steps, "{why}");
         }
         for step in [
-            Step::AddLearner,
-            Step::RemoveMember { id: 1 },
-            Step::RemoveStaleMember {
+            Step::Replica(ReplicaStep::AddLearner),
+            Step::Replica(ReplicaStep::RemoveMember { id: 1 }),
+            Step::Cluster(ClusterStep::RemoveStaleMember {
                 name: "c".into(),
                 id: 3,
-            },
+            }),
         ] {
             assert_eq!(
                 before(vec![step.clone()], &three, "c", "x").len(),
@@ -462,12 +468,12 @@ mod tests {
             );
         }
         for step in [
-            Step::StopInstance,
-            Step::SetMachineType,
-            Step::RebuildInstance,
-            Step::GrowDataDisk,
-            Step::DeleteInstance,
-            Step::DeleteDataDisk,
+            Step::Replica(ReplicaStep::StopInstance),
+            Step::Replica(ReplicaStep::SetMachineType),
+            Step::Replica(ReplicaStep::RebuildInstance),
+            Step::Replica(ReplicaStep::GrowDataDisk),
+            Step::Replica(ReplicaStep::DeleteInstance),
+            Step::Replica(ReplicaStep::DeleteDataDisk),
         ] {
             assert_eq!(
                 before(vec![step.clone()], &three, "b", "x").len(),

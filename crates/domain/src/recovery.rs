@@ -14,8 +14,9 @@
 use std::collections::BTreeSet;
 
 use super::quorum;
-use super::step::Step;
+use super::step::{ClusterStep, ReplicaStep, Step};
 use super::topology::{MemberView, Observed, Refusal, unknown_membership};
+use crate::steps;
 
 /// The `restore.source` that recovers from a surviving member.
 pub const SURVIVING_MEMBER: &str = "surviving_member";
@@ -38,20 +39,17 @@ pub struct Recovery {
 /// The steps for the survivor's replica: its VM again on its data disk with `--force-new-cluster`, its member
 /// awaited as the only one, then its VM again with the normal build. `forced` skips the first half.
 fn steps(forced: bool) -> Vec<Step> {
+    use ReplicaStep::*;
     let mut s = Vec::new();
     if !forced {
-        s.extend([
-            Step::DeleteInstance,
-            Step::RecoverAsSoleMember,
-            Step::AwaitMember,
-        ]);
+        s.extend(steps![DeleteInstance, RecoverAsSoleMember, AwaitMember]);
     }
-    s.extend([
-        Step::DeleteInstance,
-        Step::RebuildInstance,
-        Step::AwaitMember,
-        Step::AwaitApi,
-        Step::Soak,
+    s.extend(steps![
+        DeleteInstance,
+        RebuildInstance,
+        AwaitMember,
+        AwaitApi,
+        Soak
     ]);
     s
 }
@@ -206,7 +204,7 @@ pub fn with_backup(r: &Recovery) -> Vec<Step> {
     if !takes_backup(r) {
         return r.steps.clone();
     }
-    std::iter::once(Step::TakeBackup { change: change(r) })
+    std::iter::once(Step::Cluster(ClusterStep::TakeBackup { change: change(r) }))
         .chain(r.steps.iter().cloned())
         .collect()
 }
@@ -214,7 +212,8 @@ pub fn with_backup(r: &Recovery) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use Step::*;
+    use crate::step::ReplicaStep::*;
+    use crate::step::{ClusterStep, ReplicaStep, Step};
 
     /// `vms` exist and run; `members` are voters; `answering` of them answer, `healthy` of those are healthy.
     fn world(vms: &[&str], members: &[&str], answering: &[&str], healthy: &[&str]) -> Observed {
@@ -249,7 +248,7 @@ mod tests {
         assert_eq!(r.dropped, vec!["b".to_string(), "c".to_string()]);
         assert_eq!(
             r.steps,
-            vec![
+            steps![
                 DeleteInstance,
                 RecoverAsSoleMember,
                 AwaitMember,
@@ -273,9 +272,9 @@ mod tests {
         let steps = with_backup(&r);
         assert_eq!(
             steps[0],
-            TakeBackup {
+            Step::Cluster(ClusterStep::TakeBackup {
                 change: "recovery of etcd from replica a".into()
-            }
+            })
         );
         assert_eq!(steps[1..], r.steps[..]);
         for w in [
@@ -299,7 +298,7 @@ mod tests {
         assert!(r.resuming);
         assert_eq!(
             r.steps,
-            vec![DeleteInstance, RebuildInstance, AwaitMember, AwaitApi, Soak]
+            steps![DeleteInstance, RebuildInstance, AwaitMember, AwaitApi, Soak]
         );
         assert!(describe("walk", &r).0.contains("finishing"));
         // Killed before etcd ran with the flag: the members are still the old ones, without quorum (or the VM's
@@ -314,7 +313,11 @@ mod tests {
             let r = decide(&w, &none(), Some("a")).unwrap();
             assert_eq!(
                 r.steps[..3],
-                [DeleteInstance, RecoverAsSoleMember, AwaitMember]
+                [
+                    Step::Replica(ReplicaStep::DeleteInstance),
+                    Step::Replica(ReplicaStep::RecoverAsSoleMember),
+                    Step::Replica(ReplicaStep::AwaitMember)
+                ]
             );
         }
     }

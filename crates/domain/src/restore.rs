@@ -15,8 +15,9 @@
 use std::collections::BTreeMap;
 
 use super::etcd_version;
-use super::step::Step;
+use super::step::{ReplicaStep, Step};
 use super::topology::{Observed, Refusal, unknown_membership};
+use crate::steps;
 
 /// The `restore.source` that restores from a Cloud Storage snapshot.
 pub const SNAPSHOT: &str = "snapshot";
@@ -186,13 +187,13 @@ fn minor_key(minor: &str) -> (u32, u32) {
 /// The steps of the replica that restores: its VM with the restore on a new data disk, its member awaited as
 /// the only one, then its VM again on that disk with its normal build, its member and API awaited.
 pub fn founding_steps(with_static_ip: bool) -> Vec<Step> {
-    vec![
-        Step::RestoreFromSnapshot { with_static_ip },
-        Step::AwaitMember,
-        Step::DeleteInstance,
-        Step::RebuildInstance,
-        Step::AwaitMember,
-        Step::AwaitApi,
+    steps![
+        ReplicaStep::RestoreFromSnapshot { with_static_ip },
+        ReplicaStep::AwaitMember,
+        ReplicaStep::DeleteInstance,
+        ReplicaStep::RebuildInstance,
+        ReplicaStep::AwaitMember,
+        ReplicaStep::AwaitApi
     ]
 }
 
@@ -200,7 +201,9 @@ pub fn founding_steps(with_static_ip: bool) -> Vec<Step> {
 /// of founding an empty etcd; any other join is unchanged (it joins the restored cluster).
 pub fn join_steps(steps: Vec<Step>) -> (Vec<Step>, bool) {
     let founding = steps.iter().find_map(|s| match s {
-        Step::CreateFoundingInstance { with_static_ip } => Some(*with_static_ip),
+        Step::Replica(ReplicaStep::CreateFoundingInstance { with_static_ip }) => {
+            Some(*with_static_ip)
+        }
         _ => None,
     });
     match founding {
@@ -455,26 +458,26 @@ mod tests {
     fn the_restoring_replica_is_built_twice_and_awaited_both_times() {
         assert_eq!(
             founding_steps(false),
-            vec![
-                Step::RestoreFromSnapshot {
+            steps![
+                ReplicaStep::RestoreFromSnapshot {
                     with_static_ip: false
                 },
-                Step::AwaitMember,
-                Step::DeleteInstance,
-                Step::RebuildInstance,
-                Step::AwaitMember,
-                Step::AwaitApi,
+                ReplicaStep::AwaitMember,
+                ReplicaStep::DeleteInstance,
+                ReplicaStep::RebuildInstance,
+                ReplicaStep::AwaitMember,
+                ReplicaStep::AwaitApi
             ]
         );
     }
 
     #[test]
     fn only_a_founding_join_restores() {
-        let founding = vec![Step::CreateFoundingInstance {
+        let founding = steps![ReplicaStep::CreateFoundingInstance {
             with_static_ip: true,
         }];
         assert_eq!(join_steps(founding), (founding_steps(true), true));
-        let joining = vec![Step::AddLearner, Step::CreateJoiningInstance];
+        let joining = steps![ReplicaStep::AddLearner, ReplicaStep::CreateJoiningInstance];
         assert_eq!(join_steps(joining.clone()), (joining, false));
     }
 

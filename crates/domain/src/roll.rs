@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use super::step::Step;
+use super::step::{ClusterStep, ReplicaStep, Step};
 use super::topology::{Observed, Refusal, unknown_membership};
 
 /// What a replica VM is built from. The machine type (GCE changes it in place on a stopped VM) and the data
@@ -372,51 +372,51 @@ pub fn roll_steps(
     let disruptive = vm.is_some() && (rebuild || resize);
     if disruptive && running && !alone {
         if in_pool == Some(true) {
-            steps.push(Step::RemoveFromPool);
+            steps.push(ReplicaStep::RemoveFromPool.into());
         }
-        steps.push(Step::MoveLeadership);
+        steps.push(ReplicaStep::MoveLeadership.into());
     }
     if rebuild {
         if vm.is_some() {
-            steps.push(Step::DeleteInstance);
+            steps.push(ReplicaStep::DeleteInstance.into());
         }
         if moves {
-            steps.push(Step::MoveInternalAddress);
+            steps.push(ReplicaStep::MoveInternalAddress.into());
         }
         if grow {
-            steps.push(Step::GrowDataDisk);
+            steps.push(ReplicaStep::GrowDataDisk.into());
         }
-        steps.push(Step::RebuildInstance);
+        steps.push(ReplicaStep::RebuildInstance.into());
     } else if resize {
         if vm.is_some_and(|v| v.status != "TERMINATED") {
-            steps.push(Step::StopInstance);
+            steps.push(ReplicaStep::StopInstance.into());
         }
-        steps.push(Step::SetMachineType);
-        steps.push(Step::StartInstance);
+        steps.push(ReplicaStep::SetMachineType.into());
+        steps.push(ReplicaStep::StartInstance.into());
     } else if !running {
-        steps.push(Step::StartInstance);
+        steps.push(ReplicaStep::StartInstance.into());
     }
     // Once the VM runs on its new IP: with a majority of the others the update commits at once, and a sole or
     // second member needs its own restart for a quorum to commit it.
     if peer_stale {
-        steps.push(Step::UpdatePeerUrl);
+        steps.push(ReplicaStep::UpdatePeerUrl.into());
     }
     let touched = !steps.is_empty();
     if touched {
-        steps.push(Step::AwaitMember);
+        steps.push(ReplicaStep::AwaitMember.into());
     }
     if alone {
         if touched {
-            steps.push(Step::AwaitEndpoint);
+            steps.push(ClusterStep::AwaitEndpoint.into());
         }
     } else if touched || in_pool == Some(false) {
-        steps.push(Step::AwaitApi);
-        if in_pool != Some(true) || steps.contains(&Step::RemoveFromPool) {
-            steps.push(Step::AddToPool);
+        steps.push(ReplicaStep::AwaitApi.into());
+        if in_pool != Some(true) || steps.contains(&Step::Replica(ReplicaStep::RemoveFromPool)) {
+            steps.push(ReplicaStep::AddToPool.into());
         }
     }
     if touched {
-        steps.push(Step::Soak);
+        steps.push(ReplicaStep::Soak.into());
     }
     Ok(steps)
 }
@@ -512,6 +512,7 @@ pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::steps;
     use crate::topology::{IpHolder, MemberView};
 
     fn build(machine_type: &str, image: &str) -> Build {
@@ -679,7 +680,9 @@ mod tests {
         );
     }
 
-    use Step::*;
+    use crate::step::ClusterStep::*;
+    use crate::step::ReplicaStep::*;
+    use crate::step::{ReplicaStep, Step};
 
     #[test]
     fn a_sibling_whose_roll_was_interrupted_is_resumed_not_refused_at_plan() {
@@ -727,7 +730,7 @@ mod tests {
         let want = build("e2-standard-2", "img-1");
         assert_eq!(
             roll_steps(&lost, "m2", None, Some(20), &want, &here()).unwrap(),
-            vec![RebuildInstance, AwaitMember, AwaitApi, Soak]
+            steps![RebuildInstance, AwaitMember, AwaitApi, Soak]
         );
         // A running replica still needs the others healthy before it is taken down.
         let (_, detail) = preflight(&lost, "m1").unwrap_err();
@@ -765,7 +768,7 @@ mod tests {
                 &three,
                 Some(vm("RUNNING", "e2-standard-2", &old)),
                 &bigger,
-                vec![
+                steps![
                     RemoveFromPool,
                     MoveLeadership,
                     StopInstance,
@@ -774,7 +777,7 @@ mod tests {
                     AwaitMember,
                     AwaitApi,
                     AddToPool,
-                    Soak,
+                    Soak
                 ],
             ),
             // Killed after the stop: no second stop, nothing to hand away.
@@ -782,13 +785,13 @@ mod tests {
                 &a_out,
                 Some(vm("TERMINATED", "e2-standard-2", &old)),
                 &bigger,
-                vec![
+                steps![
                     SetMachineType,
                     StartInstance,
                     AwaitMember,
                     AwaitApi,
                     AddToPool,
-                    Soak,
+                    Soak
                 ],
             ),
             // Killed after setMachineType: start it.
@@ -796,21 +799,21 @@ mod tests {
                 &a_out,
                 Some(vm("TERMINATED", "e2-standard-4", &old)),
                 &bigger,
-                vec![StartInstance, AwaitMember, AwaitApi, AddToPool, Soak],
+                steps![StartInstance, AwaitMember, AwaitApi, AddToPool, Soak],
             ),
             // Killed after the start, before rejoining the pool.
             (
                 &a_out,
                 Some(vm("RUNNING", "e2-standard-4", &old)),
                 &bigger,
-                vec![AwaitApi, AddToPool],
+                steps![AwaitApi, AddToPool],
             ),
             // Anything else: rebuild on the data disk.
             (
                 &three,
                 Some(vm("RUNNING", "e2-standard-2", &old)),
                 &newer,
-                vec![
+                steps![
                     RemoveFromPool,
                     MoveLeadership,
                     DeleteInstance,
@@ -818,7 +821,7 @@ mod tests {
                     AwaitMember,
                     AwaitApi,
                     AddToPool,
-                    Soak,
+                    Soak
                 ],
             ),
             // Killed between delete and create.
@@ -826,19 +829,19 @@ mod tests {
                 &a_out,
                 None,
                 &newer,
-                vec![RebuildInstance, AwaitMember, AwaitApi, AddToPool, Soak],
+                steps![RebuildInstance, AwaitMember, AwaitApi, AddToPool, Soak],
             ),
             // A sole replica: no pool, no leadership to move; the static IP must serve again.
             (
                 &sole,
                 Some(vm("RUNNING", "e2-standard-2", &old)),
                 &newer,
-                vec![
+                steps![
                     DeleteInstance,
                     RebuildInstance,
                     AwaitMember,
                     AwaitEndpoint,
-                    Soak,
+                    Soak
                 ],
             ),
         ];
@@ -867,10 +870,10 @@ mod tests {
         assert_eq!(
             steps[..4],
             [
-                Step::RemoveFromPool,
-                Step::MoveLeadership,
-                Step::DeleteInstance,
-                Step::RebuildInstance
+                Step::Replica(ReplicaStep::RemoveFromPool),
+                Step::Replica(ReplicaStep::MoveLeadership),
+                Step::Replica(ReplicaStep::DeleteInstance),
+                Step::Replica(ReplicaStep::RebuildInstance)
             ],
             "{steps:?}"
         );
@@ -1014,7 +1017,7 @@ mod tests {
         bigger.data_disk_gb = Some(30);
         let three = world(&["a", "b", "c"], &[]);
         let running = vm("RUNNING", "e2-standard-2", &old);
-        let rebuild_grown = vec![
+        let rebuild_grown = steps![
             RemoveFromPool,
             MoveLeadership,
             DeleteInstance,
@@ -1023,7 +1026,7 @@ mod tests {
             AwaitMember,
             AwaitApi,
             AddToPool,
-            Soak,
+            Soak
         ];
         assert_eq!(
             roll_steps(&three, "a", Some(&running), Some(20), &bigger, &here()),
@@ -1035,7 +1038,7 @@ mod tests {
         a_away.members.as_mut().unwrap()[0].healthy = false;
         assert_eq!(
             roll_steps(&a_away, "a", None, Some(20), &bigger, &here()),
-            Ok(vec![
+            Ok(steps![
                 GrowDataDisk,
                 RebuildInstance,
                 AwaitMember,
@@ -1046,7 +1049,7 @@ mod tests {
         );
         assert_eq!(
             roll_steps(&a_away, "a", None, Some(30), &bigger, &here()),
-            Ok(vec![
+            Ok(steps![
                 RebuildInstance,
                 AwaitMember,
                 AwaitApi,
@@ -1116,7 +1119,12 @@ mod tests {
         moved_vm.subnetwork = "masters-b".into();
         moved_vm.internal_ip = Some(new_ip);
         let old_vm = Some(vm("RUNNING", "e2-standard-2", &b));
-        let after = [AwaitMember, AwaitApi, AddToPool, Soak];
+        let after = [
+            Step::Replica(ReplicaStep::AwaitMember),
+            Step::Replica(ReplicaStep::AwaitApi),
+            Step::Replica(ReplicaStep::AddToPool),
+            Step::Replica(ReplicaStep::Soak),
+        ];
         // (what, world, vm, placement, steps)
         type Case<'a> = (&'a str, &'a Observed, Option<VmFacts>, Placement, Vec<Step>);
         let cases: Vec<Case> = vec![
@@ -1126,8 +1134,8 @@ mod tests {
                 old_vm.clone(),
                 moving(Some(("default", HERE))),
                 [
-                    vec![RemoveFromPool, MoveLeadership, DeleteInstance],
-                    vec![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
+                    steps![RemoveFromPool, MoveLeadership, DeleteInstance],
+                    steps![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
                     after.to_vec(),
                 ]
                 .concat(),
@@ -1138,7 +1146,7 @@ mod tests {
                 None,
                 moving(Some(("default", HERE))),
                 [
-                    vec![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
+                    steps![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
                     after.to_vec(),
                 ]
                 .concat(),
@@ -1149,7 +1157,7 @@ mod tests {
                 None,
                 moving(None),
                 [
-                    vec![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
+                    steps![MoveInternalAddress, RebuildInstance, UpdatePeerUrl],
                     after.to_vec(),
                 ]
                 .concat(),
@@ -1159,14 +1167,14 @@ mod tests {
                 &a_gone,
                 None,
                 moving(Some(("masters-b", new_ip))),
-                [vec![RebuildInstance, UpdatePeerUrl], after.to_vec()].concat(),
+                [steps![RebuildInstance, UpdatePeerUrl], after.to_vec()].concat(),
             ),
             (
                 "killed before etcd heard the new peer URL",
                 &a_out,
                 Some(moved_vm.clone()),
                 moving(Some(("masters-b", new_ip))),
-                [vec![UpdatePeerUrl], after.to_vec()].concat(),
+                [steps![UpdatePeerUrl], after.to_vec()].concat(),
             ),
             (
                 "done",
@@ -1183,14 +1191,14 @@ mod tests {
                 &sole,
                 old_vm,
                 moving(Some(("default", HERE))),
-                vec![
+                steps![
                     DeleteInstance,
                     MoveInternalAddress,
                     RebuildInstance,
                     UpdatePeerUrl,
                     AwaitMember,
                     AwaitEndpoint,
-                    Soak,
+                    Soak
                 ],
             ),
         ];

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeSet;
 
-use super::step::Step;
+use super::step::ClusterStep;
 use super::topology::{IpHolder, Observed};
 
 /// One way the cluster is out of shape.
@@ -169,11 +169,11 @@ pub fn drift_sentences(world: &Observed) -> Vec<String> {
 /// interrupted IP move get one back (the provider reaches etcd through it). A delete runs before the cluster's own
 /// repair in the same apply (Terraform destroys dependents before it updates what they depend on), so it cannot
 /// wait for that repair.
-pub fn reachability_repairs(world: &Observed) -> Vec<Step> {
+pub fn reachability_repairs(world: &Observed) -> Vec<ClusterStep> {
     cluster_drift(world)
         .into_iter()
         .filter_map(|d| match d {
-            Drift::NoExternalIp { replica } => Some(Step::AttachEphemeralIp { to: replica }),
+            Drift::NoExternalIp { replica } => Some(ClusterStep::AttachEphemeralIp { to: replica }),
             _ => None,
         })
         .collect()
@@ -183,66 +183,66 @@ pub fn reachability_repairs(world: &Observed) -> Vec<Step> {
 /// only once whatever will serve it exists (the rule after the pool, the VM's access config after the rule is
 /// gone), and the endpoint is checked afterwards when a replica VM in `running` can answer: with every replica
 /// stopped, nothing can, and the replicas' own plans start them.
-pub fn cluster_repairs(world: &Observed, running: &BTreeSet<String>) -> Vec<Step> {
+pub fn cluster_repairs(world: &Observed, running: &BTreeSet<String>) -> Vec<ClusterStep> {
     let drift = cluster_drift(world);
     let mut steps = Vec::new();
     let mut moves_ip = false;
     for d in &drift {
         match d {
             Drift::LeftoverForwardingRule => {
-                steps.push(Step::DeleteForwardingRule);
+                steps.push(ClusterStep::DeleteForwardingRule);
                 moves_ip = true;
             }
             Drift::SoleReplicaWithoutIp { replica, .. } => {
-                steps.push(Step::AttachStaticIp {
+                steps.push(ClusterStep::AttachStaticIp {
                     to: replica.clone(),
                 });
                 moves_ip = true;
             }
             Drift::LeftoverPool | Drift::LeftoverHealthCheck => {}
-            Drift::NoExternalIp { replica } => steps.push(Step::AttachEphemeralIp {
+            Drift::NoExternalIp { replica } => steps.push(ClusterStep::AttachEphemeralIp {
                 to: replica.clone(),
             }),
             Drift::MissingPool => {
-                steps.push(Step::CreateHealthCheck);
-                steps.push(Step::CreatePool {
+                steps.push(ClusterStep::CreateHealthCheck);
+                steps.push(ClusterStep::CreatePool {
                     instances: world.instances.iter().cloned().collect(),
                 });
             }
             // A stopped replica is started by its own replica's apply, which puts it back once its API answers
             // (a roll that was interrupted, resumed); adding it here would put a dead backend in the pool.
             Drift::NotInPool { replica } if running.contains(replica) => {
-                steps.push(Step::AddPoolMember {
+                steps.push(ClusterStep::AddPoolMember {
                     name: replica.clone(),
                 })
             }
             Drift::NotInPool { .. } => {}
             Drift::StrangerInPool { name } => {
-                steps.push(Step::RemovePoolMember { name: name.clone() })
+                steps.push(ClusterStep::RemovePoolMember { name: name.clone() })
             }
             Drift::IpOnVm { holder, .. } => {
-                steps.push(Step::DetachStaticIp {
+                steps.push(ClusterStep::DetachStaticIp {
                     from: holder.clone(),
                 });
                 moves_ip = true;
             }
             Drift::MissingForwardingRule => {
-                steps.push(Step::CreateForwardingRule);
+                steps.push(ClusterStep::CreateForwardingRule);
                 moves_ip = true;
             }
         }
     }
     if moves_ip && world.instances.iter().any(|i| running.contains(i)) {
-        steps.push(Step::AwaitEndpoint);
+        steps.push(ClusterStep::AwaitEndpoint);
     }
     // Leftovers go once the IP is back on the sole replica and serving.
     if drift.contains(&Drift::LeftoverPool) {
-        steps.push(Step::DeletePool);
+        steps.push(ClusterStep::DeletePool);
     }
     if world.health_check
         && (drift.contains(&Drift::LeftoverPool) || drift.contains(&Drift::LeftoverHealthCheck))
     {
-        steps.push(Step::DeleteHealthCheck);
+        steps.push(ClusterStep::DeleteHealthCheck);
     }
     steps
 }
@@ -289,7 +289,7 @@ mod tests {
     }
 
     /// Every VM running.
-    fn repairs(w: &Observed) -> Vec<Step> {
+    fn repairs(w: &Observed) -> Vec<ClusterStep> {
         cluster_repairs(w, &w.instances)
     }
 
@@ -334,8 +334,8 @@ mod tests {
         assert_eq!(
             repairs(&w),
             vec![
-                Step::AttachStaticIp { to: "m1".into() },
-                Step::AwaitEndpoint
+                ClusterStep::AttachStaticIp { to: "m1".into() },
+                ClusterStep::AwaitEndpoint
             ]
         );
     }
@@ -352,11 +352,11 @@ mod tests {
         assert_eq!(
             repairs(&w),
             vec![
-                Step::DeleteForwardingRule,
-                Step::AttachStaticIp { to: "m1".into() },
-                Step::AwaitEndpoint,
-                Step::DeletePool,
-                Step::DeleteHealthCheck,
+                ClusterStep::DeleteForwardingRule,
+                ClusterStep::AttachStaticIp { to: "m1".into() },
+                ClusterStep::AwaitEndpoint,
+                ClusterStep::DeletePool,
+                ClusterStep::DeleteHealthCheck,
             ]
         );
     }
@@ -367,11 +367,11 @@ mod tests {
         let mut w = world(&["a"], IpHolder::Instance("a".into()), None, false, &["a"]);
         w.health_check = true;
         assert_eq!(cluster_drift(&w), [Drift::LeftoverHealthCheck]);
-        assert_eq!(repairs(&w), [Step::DeleteHealthCheck]);
+        assert_eq!(repairs(&w), [ClusterStep::DeleteHealthCheck]);
         // With no replica at all, the same.
         let mut empty = world(&[], IpHolder::Nobody, None, false, &[]);
         empty.health_check = true;
-        assert_eq!(repairs(&empty), [Step::DeleteHealthCheck]);
+        assert_eq!(repairs(&empty), [ClusterStep::DeleteHealthCheck]);
     }
 
     #[test]
@@ -389,8 +389,8 @@ mod tests {
         assert_eq!(
             repairs(&w),
             vec![
-                Step::AddPoolMember { name: "m2".into() },
-                Step::RemovePoolMember {
+                ClusterStep::AddPoolMember { name: "m2".into() },
+                ClusterStep::RemovePoolMember {
                     name: "gone".into()
                 },
             ]
@@ -404,7 +404,7 @@ mod tests {
         let mut w = lb(&["m1", "m2", "m3"]);
         w.pool = Some(["m1", "m3"].iter().map(|s| s.to_string()).collect());
         let running: BTreeSet<String> = ["m1", "m3"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(cluster_repairs(&w, &running), Vec::<Step>::new());
+        assert_eq!(cluster_repairs(&w, &running), Vec::<ClusterStep>::new());
     }
 
     #[test]
@@ -418,7 +418,10 @@ mod tests {
         );
         assert_eq!(
             repairs(&w),
-            vec![Step::CreateForwardingRule, Step::AwaitEndpoint]
+            vec![
+                ClusterStep::CreateForwardingRule,
+                ClusterStep::AwaitEndpoint
+            ]
         );
     }
 
@@ -437,15 +440,15 @@ mod tests {
         assert_eq!(
             repairs(&w),
             vec![
-                Step::AttachEphemeralIp { to: "m1".into() },
-                Step::CreateForwardingRule,
-                Step::AwaitEndpoint
+                ClusterStep::AttachEphemeralIp { to: "m1".into() },
+                ClusterStep::CreateForwardingRule,
+                ClusterStep::AwaitEndpoint
             ]
         );
         // A join or leave first restores only what it needs to reach etcd.
         assert_eq!(
             reachability_repairs(&w),
-            vec![Step::AttachEphemeralIp { to: "m1".into() }]
+            vec![ClusterStep::AttachEphemeralIp { to: "m1".into() }]
         );
         assert_eq!(reachability_repairs(&lb(&["m1", "m2"])), vec![]);
         // The sole replica without any IP is the cluster repair's: it gets the static IP, not an ephemeral one.
@@ -466,13 +469,13 @@ mod tests {
         assert_eq!(
             repairs(&w),
             vec![
-                Step::CreateHealthCheck,
-                Step::CreatePool {
+                ClusterStep::CreateHealthCheck,
+                ClusterStep::CreatePool {
                     instances: vec!["m1".into(), "m2".into()]
                 },
-                Step::DetachStaticIp { from: "m1".into() },
-                Step::CreateForwardingRule,
-                Step::AwaitEndpoint,
+                ClusterStep::DetachStaticIp { from: "m1".into() },
+                ClusterStep::CreateForwardingRule,
+                ClusterStep::AwaitEndpoint,
             ]
         );
     }
@@ -489,7 +492,7 @@ mod tests {
         );
         assert_eq!(
             repairs(&w),
-            vec![Step::RemovePoolMember { name: "m2".into() }]
+            vec![ClusterStep::RemovePoolMember { name: "m2".into() }]
         );
         // A learner left by an interrupted join is not a replica: one replica, which holds the IP, is in shape.
         let mut w = world(
@@ -521,9 +524,9 @@ mod tests {
         assert_eq!(
             repairs(&w),
             vec![
-                Step::DeleteForwardingRule,
-                Step::DeletePool,
-                Step::DeleteHealthCheck
+                ClusterStep::DeleteForwardingRule,
+                ClusterStep::DeletePool,
+                ClusterStep::DeleteHealthCheck
             ]
         );
     }
@@ -533,7 +536,7 @@ mod tests {
         let w = world(&["m1"], IpHolder::Nobody, None, false, &["m1"]);
         assert_eq!(
             cluster_repairs(&w, &BTreeSet::new()),
-            vec![Step::AttachStaticIp { to: "m1".into() }]
+            vec![ClusterStep::AttachStaticIp { to: "m1".into() }]
         );
     }
 }

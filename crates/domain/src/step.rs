@@ -3,26 +3,36 @@
 //! executor, `ops::execute`, carries out any list of them. A step is idempotent where it can be (an "ensure", a
 //! delete that accepts "not found"), so a list decided again after a kill resumes where the last one stopped.
 //!
-//! Steps about "the replica" act on the one replica the change is about (the one joining, leaving or rolling);
-//! steps that name a replica (`{ name }`, `{ to }`, `{ from }`) act on that one, for repairs where no replica is
-//! "me". Adding a step family: add variants here, decide them in a `domain` function, implement each variant
-//! once in `ops::execute`.
+//! Two families, by what a step needs: a [`ReplicaStep`] acts on "the replica" the change is about (the one
+//! joining, leaving or rolling) and can only be run by a run about one; a [`ClusterStep`] names what it acts on
+//! (`{ name }`, `{ to }`, `{ from }`) or acts on the cluster, so repairs, which are about no replica, are made of
+//! these alone. Adding a step: a variant in its family here, decided in a `domain` function, carried out once in
+//! `ops::execute` (the family's `match` says which method does it).
 
+/// A step of a change to one replica (a join, leave, roll, recovery or restore): either about that replica, or
+/// about what it names. Only a run about a replica (`ops::execute::ReplicaRun`) carries these out, so a step that
+/// needs the replica is never run without one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Before a change that touches etcd (`domain::backup::before`): a snapshot from a healthy member, checked
-    /// and uploaded to the cluster's backup bucket, old ones pruned. `change` names what follows, for the
-    /// snapshot's metadata.
-    TakeBackup {
-        change: String,
-    },
+    Replica(ReplicaStep),
+    Cluster(ClusterStep),
+}
 
-    // etcd membership.
-    /// A learner left by an interrupted join of another replica blocks new joins: remove it first.
-    RemoveStaleMember {
-        name: String,
-        id: u64,
-    },
+impl From<ReplicaStep> for Step {
+    fn from(s: ReplicaStep) -> Step {
+        Step::Replica(s)
+    }
+}
+
+impl From<ClusterStep> for Step {
+    fn from(s: ClusterStep) -> Step {
+        Step::Cluster(s)
+    }
+}
+
+/// A step about the replica the change is about: its etcd member, its VM, its place in the pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplicaStep {
     /// The replica is added to etcd as a learner (non-voting) before its VM starts.
     AddLearner,
     /// The learner has applied what the leader committed: promote it to a voting member.
@@ -36,8 +46,6 @@ pub enum Step {
     AwaitMember,
     /// Consecutive healthy checks (member healthy, API serving) before the cluster lock goes to the next replica.
     Soak,
-
-    // The replica's VM.
     /// Bootstrap: the first replica founds etcd (initial-cluster-state new).
     CreateFoundingInstance {
         with_static_ip: bool,
@@ -73,23 +81,38 @@ pub enum Step {
     /// Tell etcd the replica's member's peer URL on its current internal IP (`member update`): the same member
     /// and data, at a new address.
     UpdatePeerUrl,
-    /// Give a VM that lost its access config an ephemeral external IP again.
-    AttachEphemeralIp {
-        to: String,
-    },
-
-    // The load balancer.
-    CreateHealthCheck,
-    /// Create the pool with these instances.
-    CreatePool {
-        instances: Vec<String>,
-    },
     /// The replica's own API server answers `/healthz` over TLS.
     AwaitApi,
     /// The replica joins the pool, once its API server answers, so the LB never sends to it early.
     AddToPool,
     /// The replica leaves the pool, then the drain delay passes so requests in flight finish.
     RemoveFromPool,
+}
+
+/// A step that needs no replica: it names what it acts on, or acts on the cluster as a whole (its backup, load
+/// balancer and static IP). Repairs are made of these alone (`shape::cluster_repairs`), and run with no replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterStep {
+    /// Before a change that touches etcd (`domain::backup::before`): a snapshot from a healthy member, checked
+    /// and uploaded to the cluster's backup bucket, old ones pruned. `change` names what follows, for the
+    /// snapshot's metadata.
+    TakeBackup {
+        change: String,
+    },
+    /// A learner left by an interrupted join of another replica blocks new joins: remove it first.
+    RemoveStaleMember {
+        name: String,
+        id: u64,
+    },
+    /// Give a VM that lost its access config an ephemeral external IP again.
+    AttachEphemeralIp {
+        to: String,
+    },
+    CreateHealthCheck,
+    /// Create the pool with these instances.
+    CreatePool {
+        instances: Vec<String>,
+    },
     /// Repairs, by name: put a replica back into the pool, or take a VM that is no replica out of it.
     AddPoolMember {
         name: String,
@@ -101,8 +124,6 @@ pub enum Step {
     DeleteForwardingRule,
     DeletePool,
     DeleteHealthCheck,
-
-    // The static IP.
     /// Replace the holder's access config with an ephemeral one.
     DetachStaticIp {
         from: String,
@@ -112,4 +133,12 @@ pub enum Step {
     },
     /// The static IP really serves the API over TLS again.
     AwaitEndpoint,
+}
+
+/// A `Vec<Step>` from steps of either family, in order: `steps![ReplicaStep::AddLearner, ClusterStep::AwaitEndpoint]`.
+#[macro_export]
+macro_rules! steps {
+    ($($step:expr),* $(,)?) => {
+        vec![$($crate::step::Step::from($step)),*]
+    };
 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::quorum;
-use super::step::Step;
+use super::step::{ClusterStep, ReplicaStep, Step};
 
 /// What holds the static IP now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,10 +98,13 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
         .iter()
         .filter(|m| m.is_learner && m.name != me && !world.instances.contains(&m.name))
     {
-        steps.push(Step::RemoveStaleMember {
-            name: stale.name.clone(),
-            id: stale.id,
-        });
+        steps.push(
+            ClusterStep::RemoveStaleMember {
+                name: stale.name.clone(),
+                id: stale.id,
+            }
+            .into(),
+        );
     }
 
     let others: BTreeSet<&String> = world
@@ -117,9 +120,12 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
     let founding = others.is_empty() && voting.iter().all(|m| m.name == me);
     if founding {
         if !world.instances.contains(me) {
-            steps.push(Step::CreateFoundingInstance {
-                with_static_ip: world.ip_holder != Some(IpHolder::ForwardingRule),
-            });
+            steps.push(
+                ReplicaStep::CreateFoundingInstance {
+                    with_static_ip: world.ip_holder != Some(IpHolder::ForwardingRule),
+                }
+                .into(),
+            );
         }
         return Ok(steps);
     }
@@ -138,13 +144,13 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
         ));
     }
     if me_member.is_none() {
-        steps.push(Step::AddLearner);
+        steps.push(ReplicaStep::AddLearner.into());
     }
     if !world.instances.contains(me) {
-        steps.push(Step::CreateJoiningInstance);
+        steps.push(ReplicaStep::CreateJoiningInstance.into());
     }
     if me_member.is_none_or(|m| m.is_learner) {
-        steps.push(Step::AwaitCaughtUpAndPromote);
+        steps.push(ReplicaStep::AwaitCaughtUpAndPromote.into());
     }
 
     // Load balancer: created with the second replica, joined by later ones.
@@ -154,28 +160,34 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
         .chain(std::iter::once(me.to_string()))
         .collect();
     if !world.health_check {
-        steps.push(Step::CreateHealthCheck);
+        steps.push(ClusterStep::CreateHealthCheck.into());
     }
     match &world.pool {
-        None => steps.push(Step::CreatePool {
-            instances: everyone,
-        }),
-        Some(pool) if !pool.contains(me) => steps.push(Step::AddToPool),
+        None => steps.push(
+            ClusterStep::CreatePool {
+                instances: everyone,
+            }
+            .into(),
+        ),
+        Some(pool) if !pool.contains(me) => steps.push(ReplicaStep::AddToPool.into()),
         Some(_) => {}
     }
     let mut moves_ip = false;
     if let Some(IpHolder::Instance(holder)) = &world.ip_holder {
-        steps.push(Step::DetachStaticIp {
-            from: holder.clone(),
-        });
+        steps.push(
+            ClusterStep::DetachStaticIp {
+                from: holder.clone(),
+            }
+            .into(),
+        );
         moves_ip = true;
     }
     if !world.forwarding_rule {
-        steps.push(Step::CreateForwardingRule);
+        steps.push(ClusterStep::CreateForwardingRule.into());
         moves_ip = true;
     }
     if moves_ip {
-        steps.push(Step::AwaitEndpoint);
+        steps.push(ClusterStep::AwaitEndpoint.into());
     }
     Ok(steps)
 }
@@ -223,43 +235,46 @@ pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
         .filter(|n| n.as_str() != me)
         .collect();
     if world.pool.as_ref().is_some_and(|p| p.contains(me)) && !survivors.is_empty() {
-        steps.push(Step::RemoveFromPool);
+        steps.push(ReplicaStep::RemoveFromPool.into());
     }
     if let Some(m) = me_member
         && survivors
             .iter()
             .any(|s| members.iter().any(|x| &x.name == *s))
     {
-        steps.push(Step::MoveLeadership);
-        steps.push(Step::RemoveMember { id: m.id });
+        steps.push(ReplicaStep::MoveLeadership.into());
+        steps.push(ReplicaStep::RemoveMember { id: m.id }.into());
     }
     if world.instances.contains(me) {
-        steps.push(Step::DeleteInstance);
+        steps.push(ReplicaStep::DeleteInstance.into());
     }
     // Back to one replica: the static IP goes back to the survivor, and the load balancer goes.
     if survivors.len() <= 1 {
         if world.forwarding_rule {
-            steps.push(Step::DeleteForwardingRule);
+            steps.push(ClusterStep::DeleteForwardingRule.into());
         }
         if let Some(last) = survivors.first()
             && world.ip_holder.as_ref() != Some(&IpHolder::Instance(last.to_string()))
         {
-            steps.push(Step::AttachStaticIp {
-                to: last.to_string(),
-            });
-            steps.push(Step::AwaitEndpoint);
+            steps.push(
+                ClusterStep::AttachStaticIp {
+                    to: last.to_string(),
+                }
+                .into(),
+            );
+            steps.push(ClusterStep::AwaitEndpoint.into());
         }
         if world.pool.is_some() {
-            steps.push(Step::DeletePool);
+            steps.push(ClusterStep::DeletePool.into());
         }
         if world.health_check {
-            steps.push(Step::DeleteHealthCheck);
+            steps.push(ClusterStep::DeleteHealthCheck.into());
         }
     }
     // Once the VM is gone GCE lets its data disk go (a replica leaving takes its etcd data with it), and its
     // internal IP. Neither is observed: both steps accept "already gone".
-    steps.push(Step::DeleteDataDisk);
-    steps.push(Step::ReleaseInternalAddress);
+    steps.push(ReplicaStep::DeleteDataDisk.into());
+    steps.push(ReplicaStep::ReleaseInternalAddress.into());
     Ok(steps)
 }
 
@@ -284,6 +299,7 @@ pub fn shape_warnings(replicas: usize, zones: usize) -> Vec<Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::steps;
 
     fn member(name: &str, id: u64) -> MemberView {
         MemberView {
@@ -368,7 +384,7 @@ mod tests {
         let w = Observed::default();
         assert_eq!(
             join_steps(&w, "m1").unwrap(),
-            vec![Step::CreateFoundingInstance {
+            steps![ReplicaStep::CreateFoundingInstance {
                 with_static_ip: true
             }]
         );
@@ -394,17 +410,17 @@ mod tests {
         );
         assert_eq!(
             join_steps(&w, "m2").unwrap(),
-            vec![
-                Step::AddLearner,
-                Step::CreateJoiningInstance,
-                Step::AwaitCaughtUpAndPromote,
-                Step::CreateHealthCheck,
-                Step::CreatePool {
+            steps![
+                ReplicaStep::AddLearner,
+                ReplicaStep::CreateJoiningInstance,
+                ReplicaStep::AwaitCaughtUpAndPromote,
+                ClusterStep::CreateHealthCheck,
+                ClusterStep::CreatePool {
                     instances: vec!["m1".into(), "m2".into()]
                 },
-                Step::DetachStaticIp { from: "m1".into() },
-                Step::CreateForwardingRule,
-                Step::AwaitEndpoint,
+                ClusterStep::DetachStaticIp { from: "m1".into() },
+                ClusterStep::CreateForwardingRule,
+                ClusterStep::AwaitEndpoint
             ]
         );
     }
@@ -423,7 +439,7 @@ mod tests {
         );
         assert_eq!(
             join_steps(&w, "m2").unwrap()[0],
-            Step::AwaitCaughtUpAndPromote
+            Step::Replica(ReplicaStep::AwaitCaughtUpAndPromote)
         );
         // IP detached but no rule yet: only the rule and the endpoint check remain.
         let w = world(
@@ -435,7 +451,10 @@ mod tests {
         );
         assert_eq!(
             join_steps(&w, "m2").unwrap(),
-            vec![Step::CreateForwardingRule, Step::AwaitEndpoint]
+            steps![
+                ClusterStep::CreateForwardingRule,
+                ClusterStep::AwaitEndpoint
+            ]
         );
     }
 
@@ -450,11 +469,11 @@ mod tests {
         );
         assert_eq!(
             join_steps(&w, "m3").unwrap(),
-            vec![
-                Step::AddLearner,
-                Step::CreateJoiningInstance,
-                Step::AwaitCaughtUpAndPromote,
-                Step::AddToPool
+            steps![
+                ReplicaStep::AddLearner,
+                ReplicaStep::CreateJoiningInstance,
+                ReplicaStep::AwaitCaughtUpAndPromote,
+                ReplicaStep::AddToPool
             ]
         );
     }
@@ -472,10 +491,10 @@ mod tests {
         );
         assert_eq!(
             join_steps(&w, "m2").unwrap()[0],
-            Step::RemoveStaleMember {
+            Step::Cluster(ClusterStep::RemoveStaleMember {
                 name: "m9".into(),
                 id: 9
-            }
+            })
         );
     }
 
@@ -506,13 +525,13 @@ mod tests {
         );
         assert_eq!(
             leave_steps(&w, "m3").unwrap(),
-            vec![
-                Step::RemoveFromPool,
-                Step::MoveLeadership,
-                Step::RemoveMember { id: 3 },
-                Step::DeleteInstance,
-                Step::DeleteDataDisk,
-                Step::ReleaseInternalAddress,
+            steps![
+                ReplicaStep::RemoveFromPool,
+                ReplicaStep::MoveLeadership,
+                ReplicaStep::RemoveMember { id: 3 },
+                ReplicaStep::DeleteInstance,
+                ReplicaStep::DeleteDataDisk,
+                ReplicaStep::ReleaseInternalAddress
             ]
         );
     }
@@ -528,18 +547,18 @@ mod tests {
         );
         assert_eq!(
             leave_steps(&w, "m2").unwrap(),
-            vec![
-                Step::RemoveFromPool,
-                Step::MoveLeadership,
-                Step::RemoveMember { id: 2 },
-                Step::DeleteInstance,
-                Step::DeleteForwardingRule,
-                Step::AttachStaticIp { to: "m1".into() },
-                Step::AwaitEndpoint,
-                Step::DeletePool,
-                Step::DeleteHealthCheck,
-                Step::DeleteDataDisk,
-                Step::ReleaseInternalAddress,
+            steps![
+                ReplicaStep::RemoveFromPool,
+                ReplicaStep::MoveLeadership,
+                ReplicaStep::RemoveMember { id: 2 },
+                ReplicaStep::DeleteInstance,
+                ClusterStep::DeleteForwardingRule,
+                ClusterStep::AttachStaticIp { to: "m1".into() },
+                ClusterStep::AwaitEndpoint,
+                ClusterStep::DeletePool,
+                ClusterStep::DeleteHealthCheck,
+                ReplicaStep::DeleteDataDisk,
+                ReplicaStep::ReleaseInternalAddress
             ]
         );
     }
@@ -573,10 +592,10 @@ mod tests {
         );
         assert_eq!(
             leave_steps(&w, "m1").unwrap(),
-            vec![
-                Step::DeleteInstance,
-                Step::DeleteDataDisk,
-                Step::ReleaseInternalAddress
+            steps![
+                ReplicaStep::DeleteInstance,
+                ReplicaStep::DeleteDataDisk,
+                ReplicaStep::ReleaseInternalAddress
             ]
         );
     }

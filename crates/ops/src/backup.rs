@@ -1,4 +1,4 @@
-//! A backup before a change that touches etcd (`Step::TakeBackup`, put first by `domain::backup::before`): a
+//! A backup before a change that touches etcd (`ClusterStep::TakeBackup`, put first by `domain::backup::before`): a
 //! snapshot from a healthy member (a follower when there is one, so the leader keeps serving), checked as etcd's
 //! restore would check it, uploaded with what it is, and the cluster's old snapshots pruned. Also the newest
 //! snapshot's name, for the cluster's `last_backup`.

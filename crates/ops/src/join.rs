@@ -18,7 +18,7 @@ use super::observe::observe;
 use super::orphans::clear_orphans;
 use super::shared::{internal_address_description, internal_address_name};
 use ha_domain::restore::SnapshotChoice;
-use ha_domain::step::Step;
+use ha_domain::step::{ClusterStep, Step};
 use ha_domain::topology::join_steps;
 use ha_etcd::EtcdTarget;
 use ha_gce::InstanceInfo;
@@ -84,7 +84,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     let stale: Vec<u64> = steps
         .iter()
         .filter_map(|s| match s {
-            Step::RemoveStaleMember { id, .. } => Some(*id),
+            Step::Cluster(ClusterStep::RemoveStaleMember { id, .. }) => Some(*id),
             _ => None,
         })
         .collect();
@@ -117,7 +117,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     }
     let Progress {
         member_id, certs, ..
-    } = run.progress;
+    } = run.into_progress();
     let certs = certs.ok_or_else(|| OpError::Other("the join issued no certificates".into()))?;
     // Done: the VM stops looking like a dead join's leftover. Last, so that a join killed anywhere before this
     // point is recognised by the next one (`ops::orphans`).
@@ -137,7 +137,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
 const LEARNER_CLEANUP: Duration = Duration::from_secs(30);
 
 /// Best effort: the join's error is what the user reads; a learner that stays is removed by the next join
-/// (`Step::RemoveStaleMember`) or by this replica's replacement.
+/// (`ClusterStep::RemoveStaleMember`) or by this replica's replacement.
 async fn remove_failed_learner(
     ctx: &ClusterCtx,
     name: &str,

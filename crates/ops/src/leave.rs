@@ -14,7 +14,7 @@ use super::execute::{Replica, Run};
 use super::observe::observe;
 use super::repair::restore_reachability;
 use ha_domain::protection::check_leave;
-use ha_domain::step::Step;
+use ha_domain::step::{ReplicaStep, Step};
 use ha_domain::topology::leave_steps;
 
 pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) -> Result<()> {
@@ -40,7 +40,7 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
     let removing: Vec<u64> = steps
         .iter()
         .filter_map(|s| match s {
-            Step::RemoveMember { id } => Some(*id),
+            Step::Replica(ReplicaStep::RemoveMember { id }) => Some(*id),
             _ => None,
         })
         .collect();

@@ -22,7 +22,7 @@ use super::execute::Run;
 use super::observe::{Snapshot, etcd_target, observe};
 use ha_domain::metadata::metadata_drift;
 use ha_domain::shape::{cluster_repairs, reachability_repairs};
-use ha_domain::step::Step;
+use ha_domain::step::ClusterStep;
 use ha_gce::InstanceInfo;
 
 /// Before a join, a leave or a roll: gives replica VMs that lost their external IP to an interrupted IP move an
@@ -41,7 +41,7 @@ pub async fn restore_reachability(
 }
 
 /// Repairs the cluster's shape; returns the steps taken (empty when it was in shape).
-pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<Step>> {
+pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<ClusterStep>> {
     let snap = observe(ctx, &[], deadline).await?;
     let steps = cluster_repairs(&snap.observed, &snap.running());
     tracing::debug!(cluster = %ctx.spec.name, steps = ?steps, "repair steps");

@@ -1,6 +1,6 @@
 //! A restore from a Cloud Storage snapshot (`domain::restore`): find the snapshot the cluster's `restore` block
 //! asks for and read what it is, judge at plan whether the restore may run, and give a founding join what its
-//! VM needs to fetch it. The restore itself is a join's `Step::RestoreFromSnapshot`, run by `ops::execute`.
+//! VM needs to fetch it. The restore itself is a join's `ReplicaStep::RestoreFromSnapshot`, run by `ops::execute`.
 
 use tokio::time::Instant;
 

@@ -189,7 +189,7 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     run.execute(&steps).await?;
     let Progress {
         instance, certs, ..
-    } = run.progress;
+    } = run.into_progress();
     let mut now = match instance {
         Some(v) => v,
         None => c

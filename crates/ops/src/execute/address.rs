@@ -3,7 +3,7 @@
 use super::*;
 
 impl Run<'_> {
-    /// `Step::AttachEphemeralIp`.
+    /// `ClusterStep::AttachEphemeralIp`.
     pub(super) async fn attach_ephemeral_ip(&mut self, to: &str) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -18,7 +18,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::DetachStaticIp`.
+    /// `ClusterStep::DetachStaticIp`.
     pub(super) async fn detach_static_ip(&mut self, from: &str) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
@@ -29,7 +29,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::AttachStaticIp`.
+    /// `ClusterStep::AttachStaticIp`.
     pub(super) async fn attach_static_ip(&mut self, to: &str) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -41,7 +41,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::AwaitEndpoint`.
+    /// `ClusterStep::AwaitEndpoint`.
     pub(super) async fn await_endpoint(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let deadline = self.deadline;

@@ -4,7 +4,7 @@
 use super::*;
 
 impl Run<'_> {
-    /// `Step::TakeBackup`.
+    /// `ClusterStep::TakeBackup`.
     pub(super) async fn take_backup(&mut self, change: &str) -> Result<()> {
         let ctx = self.ctx;
         let deadline = self.deadline;
@@ -22,18 +22,20 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::RemoveStaleMember`.
+    /// `ClusterStep::RemoveStaleMember`.
     pub(super) async fn remove_stale_member(&mut self, name: &str, id: &u64) -> Result<()> {
         let ctx = self.ctx;
         tracing::info!("removing learner {name}, left by an interrupted join");
         ctx.etcd.remove_member(&self.progress.targets, *id).await?;
         Ok(())
     }
+}
 
-    /// `Step::AddLearner`.
-    pub(super) async fn add_learner(&mut self, step: &Step) -> Result<()> {
+impl ReplicaRun<'_> {
+    /// `ReplicaStep::AddLearner`.
+    pub(super) async fn add_learner(&mut self) -> Result<()> {
         let ctx = self.ctx;
-        let me = self.me(step)?;
+        let me = self.me();
         // As Cluster API does before every membership change: the members are the replicas we know,
         // every member reports the same list, no alarms, no leftover learner.
         ctx.etcd
@@ -68,13 +70,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::AwaitCaughtUpAndPromote`.
-    pub(super) async fn await_caught_up_and_promote(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::AwaitCaughtUpAndPromote`.
+    pub(super) async fn await_caught_up_and_promote(&mut self, step: &ReplicaStep) -> Result<()> {
         let ctx = self.ctx;
         let deadline = self.deadline;
         // Timed from the VM's creation: etcd's start, the leader's snapshot, the log (bench_backup reads it).
         let started = Instant::now();
-        let me = self.me(step)?;
+        let me = self.me();
         let vm = self.current_vm(&me.name).await?;
         if let Some(t) = etcd_target(ctx, &vm)
             && !self.progress.targets.contains(&t)
@@ -95,18 +97,18 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::MoveLeadership`.
-    pub(super) async fn move_leadership(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::MoveLeadership`.
+    pub(super) async fn move_leadership(&mut self) -> Result<()> {
         let ctx = self.ctx;
-        let me = self.me(step)?;
+        let me = self.me();
         hand_leadership_away(ctx, self.snap, &me.name).await?;
         Ok(())
     }
 
-    /// `Step::RemoveMember`.
-    pub(super) async fn remove_member(&mut self, step: &Step, id: &u64) -> Result<()> {
+    /// `ReplicaStep::RemoveMember`.
+    pub(super) async fn remove_member(&mut self, id: &u64) -> Result<()> {
         let ctx = self.ctx;
-        let me = self.me(step)?;
+        let me = self.me();
         // Through the members that stay: the leaving one may already be gone.
         let mine = self
             .snap
@@ -130,13 +132,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::AwaitMember`.
-    pub(super) async fn await_member(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::AwaitMember`.
+    pub(super) async fn await_member(&mut self, step: &ReplicaStep) -> Result<()> {
         let ctx = self.ctx;
         let deadline = self.deadline;
         // Timed from the VM's (re)creation: etcd's start on its data and the log it missed.
         let started = Instant::now();
-        let me = self.me(step)?;
+        let me = self.me();
         let id = self.member_id(step)?;
         let target = self.running_target(&me.name).await?;
         let mut endpoints = self.progress.targets.clone();
@@ -153,19 +155,19 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::Soak`.
-    pub(super) async fn soak_member(&mut self, step: &Step) -> Result<()> {
-        let me = self.me(step)?;
+    /// `ReplicaStep::Soak`.
+    pub(super) async fn soak_member(&mut self, step: &ReplicaStep) -> Result<()> {
+        let me = self.me();
         let id = self.member_id(step)?;
         self.soak(&me, id).await?;
         Ok(())
     }
 
-    /// `Step::UpdatePeerUrl`.
-    pub(super) async fn update_peer_url(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::UpdatePeerUrl`.
+    pub(super) async fn update_peer_url(&mut self, step: &ReplicaStep) -> Result<()> {
         let ctx = self.ctx;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         let id = self.member_id(step)?;
         let url = peer_url(&me.internal_ip.to_string());
         tracing::info!("{}: telling etcd its member's peer URL is {url}", me.name);

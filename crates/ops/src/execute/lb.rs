@@ -3,7 +3,7 @@
 use super::*;
 
 impl Run<'_> {
-    /// `Step::CreateHealthCheck`.
+    /// `ClusterStep::CreateHealthCheck`.
     pub(super) async fn create_health_check(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
@@ -15,7 +15,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::CreatePool`.
+    /// `ClusterStep::CreatePool`.
     pub(super) async fn create_pool(&mut self, instances: &[String]) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -33,62 +33,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::AwaitApi`.
-    pub(super) async fn await_api(&mut self, step: &Step) -> Result<()> {
-        let deadline = self.deadline;
-        let me = self.me(step)?;
-        let vm = self.fresh_vm(&me.name).await?;
-        self.api_serves(&me, &vm, deadline).await?;
-        self.progress.instance = Some(vm);
-        Ok(())
-    }
-
-    /// `Step::AddToPool`.
-    pub(super) async fn add_to_pool(&mut self, step: &Step) -> Result<()> {
-        let ctx = self.ctx;
-        let spec = &ctx.spec;
-        let c = &ctx.compute;
-        let deadline = self.deadline;
-        let me = self.me(step)?;
-        // Only once this replica's API server answers, so the LB never sends traffic to it early.
-        if let Some(vm) = &self.progress.instance
-            && vm.external_ip.is_some()
-        {
-            self.api_serves(&me, vm, deadline).await?;
-        }
-        tracing::info!("{} API server healthy, joining the load balancer", me.name);
-        c.add_target_pool_instance(
-            &spec.region,
-            &ctx.names.target_pool,
-            &self.instance_ref(&me.name),
-            deadline,
-        )
-        .await?;
-        Ok(())
-    }
-
-    /// `Step::RemoveFromPool`.
-    pub(super) async fn remove_from_pool(&mut self, step: &Step) -> Result<()> {
-        let ctx = self.ctx;
-        let spec = &ctx.spec;
-        let c = &ctx.compute;
-        let deadline = self.deadline;
-        let me = self.me(step)?;
-        tracing::info!("{} leaving the load balancer", me.name);
-        c.remove_target_pool_instance(
-            &spec.region,
-            &ctx.names.target_pool,
-            &self.instance_ref(&me.name),
-            deadline,
-        )
-        .await?;
-        // The pool change takes a moment to reach every forwarder, and requests in flight must finish
-        // before this replica's API server stops answering.
-        tokio::time::sleep(ctx.drain_delay).await;
-        Ok(())
-    }
-
-    /// `Step::AddPoolMember`.
+    /// `ClusterStep::AddPoolMember`.
     pub(super) async fn add_pool_member(&mut self, name: &str) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -105,7 +50,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::RemovePoolMember`.
+    /// `ClusterStep::RemovePoolMember`.
     pub(super) async fn remove_pool_member(&mut self, name: &str) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -128,7 +73,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::CreateForwardingRule`.
+    /// `ClusterStep::CreateForwardingRule`.
     pub(super) async fn create_forwarding_rule(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -150,7 +95,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::DeleteForwardingRule`.
+    /// `ClusterStep::DeleteForwardingRule`.
     pub(super) async fn delete_forwarding_rule(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -162,7 +107,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::DeletePool`.
+    /// `ClusterStep::DeletePool`.
     pub(super) async fn delete_pool(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
@@ -173,13 +118,70 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::DeleteHealthCheck`.
+    /// `ClusterStep::DeleteHealthCheck`.
     pub(super) async fn delete_health_check(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
         let deadline = self.deadline;
         c.delete_http_health_check(&ctx.names.health_check, deadline)
             .await?;
+        Ok(())
+    }
+}
+
+impl ReplicaRun<'_> {
+    /// `ReplicaStep::AwaitApi`.
+    pub(super) async fn await_api(&mut self) -> Result<()> {
+        let deadline = self.deadline;
+        let me = self.me();
+        let vm = self.fresh_vm(&me.name).await?;
+        self.api_serves(&me, &vm, deadline).await?;
+        self.progress.instance = Some(vm);
+        Ok(())
+    }
+
+    /// `ReplicaStep::AddToPool`.
+    pub(super) async fn add_to_pool(&mut self) -> Result<()> {
+        let ctx = self.ctx;
+        let spec = &ctx.spec;
+        let c = &ctx.compute;
+        let deadline = self.deadline;
+        let me = self.me();
+        // Only once this replica's API server answers, so the LB never sends traffic to it early.
+        if let Some(vm) = &self.progress.instance
+            && vm.external_ip.is_some()
+        {
+            self.api_serves(&me, vm, deadline).await?;
+        }
+        tracing::info!("{} API server healthy, joining the load balancer", me.name);
+        c.add_target_pool_instance(
+            &spec.region,
+            &ctx.names.target_pool,
+            &self.instance_ref(&me.name),
+            deadline,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// `ReplicaStep::RemoveFromPool`.
+    pub(super) async fn remove_from_pool(&mut self) -> Result<()> {
+        let ctx = self.ctx;
+        let spec = &ctx.spec;
+        let c = &ctx.compute;
+        let deadline = self.deadline;
+        let me = self.me();
+        tracing::info!("{} leaving the load balancer", me.name);
+        c.remove_target_pool_instance(
+            &spec.region,
+            &ctx.names.target_pool,
+            &self.instance_ref(&me.name),
+            deadline,
+        )
+        .await?;
+        // The pool change takes a moment to reach every forwarder, and requests in flight must finish
+        // before this replica's API server stops answering.
+        tokio::time::sleep(ctx.drain_delay).await;
         Ok(())
     }
 

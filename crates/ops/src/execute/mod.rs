@@ -1,12 +1,13 @@
-//! The one executor: carries out a list of `ha_domain::step::Step`s against the backends, in order. Joins, leaves,
+//! The one executor: carries out a list of steps (`ha_domain::step`) against the backends, in order. Joins, leaves,
 //! rolls and repairs differ in what they observe, which domain function decides their steps and what they check
 //! before the first one; how a step is done is written once, in the file of its family (`etcd`, `vm`, `lb`,
-//! `address`), and `Run::step` only says which method does each.
+//! `address`), and `Run::cluster_step` and `ReplicaRun::replica_step` only say which method does each.
 //!
-//! A `Run` is one change under the cluster's lock: the snapshot the steps were decided from, the replica the
-//! change is about (none for a repair), and what the steps learn as they go (`Progress`: the VM as last seen,
-//! the etcd member, the endpoints to reach etcd through, the initial cluster a new member starts with). Steps
-//! that name a replica act on that one; steps about "the replica" need `Run::replica` and say so if it is absent.
+//! A `Run` is one change under the cluster's lock: the snapshot the steps were decided from and what the steps
+//! learn as they go (`Progress`: the VM as last seen, the etcd member, the endpoints to reach etcd through, the
+//! initial cluster a new member starts with). A plain `Run` (a repair) carries out `ClusterStep`s, which name what
+//! they act on. A `ReplicaRun` is a `Run` about one replica: it alone carries out `ReplicaStep`s, so a step about
+//! "the replica" never runs in a change about none.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -22,7 +23,7 @@ use super::observe::{Snapshot, etcd_target};
 use super::shared::{
     HEALTH_PORT, internal_address_description, internal_address_name, peer_url, zone_of,
 };
-use ha_domain::step::Step;
+use ha_domain::step::{ClusterStep, ReplicaStep, Step};
 use ha_etcd::EtcdTarget;
 use ha_gce::{
     AddressKind, ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef,
@@ -96,7 +97,7 @@ impl<'a> Run<'a> {
         snap: &'a Snapshot,
         replica: &'a Replica,
         deadline: Instant,
-    ) -> Self {
+    ) -> ReplicaRun<'a> {
         let progress = Progress {
             instance: snap.instances.get(&replica.name).cloned(),
             member_id: snap.member_named(&replica.name).map(|m| m.id),
@@ -104,12 +105,15 @@ impl<'a> Run<'a> {
             initial_cluster: initial_cluster(snap, &replica.name, replica.internal_ip),
             ..Progress::default()
         };
-        Run {
-            ctx,
-            snap,
-            replica: Some(replica),
-            deadline,
-            progress,
+        ReplicaRun {
+            run: Run {
+                ctx,
+                snap,
+                replica: Some(replica),
+                deadline,
+                progress,
+            },
+            me: replica,
         }
     }
 
@@ -128,25 +132,12 @@ impl<'a> Run<'a> {
     }
 
     /// Carries out `steps` in order; stops at the first that fails.
-    pub async fn execute(&mut self, steps: &[Step]) -> Result<()> {
+    pub async fn execute(&mut self, steps: &[ClusterStep]) -> Result<()> {
         for step in steps {
-            tracing::debug!(replica = ?self.replica.map(|r| &r.name), step = ?step, "step");
-            self.step(step).await?;
+            tracing::debug!(step = ?step, "step");
+            self.cluster_step(step).await?;
         }
         Ok(())
-    }
-
-    /// The replica the change is about, at its current internal IP (a move to another subnetwork changes it).
-    fn me(&self, step: &Step) -> Result<Replica> {
-        let me = self.replica.ok_or_else(|| {
-            OpError::Other(format!(
-                "the step {step:?} acts on a replica, and this change is about none; this is a bug"
-            ))
-        })?;
-        Ok(Replica {
-            internal_ip: self.progress.internal_ip.unwrap_or(me.internal_ip),
-            ..me.clone()
-        })
     }
 
     /// A replica's zone: its VM's, the changing replica's own, or the cluster's.
@@ -167,66 +158,25 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn certs(&self, step: &Step) -> Result<&ReplicaCerts> {
-        self.progress.certs.as_ref().ok_or_else(|| {
-            OpError::Other(format!(
-                "the step {step:?} needs the replica's certificates, which were not issued; this is a bug"
-            ))
-        })
-    }
-
-    fn member_id(&self, step: &Step) -> Result<u64> {
-        self.progress.member_id.ok_or_else(|| {
-            OpError::Other(format!(
-                "the step {step:?} needs the replica's etcd member, and it has none"
-            ))
-        })
-    }
-
-    async fn step(&mut self, step: &Step) -> Result<()> {
+    async fn cluster_step(&mut self, step: &ClusterStep) -> Result<()> {
+        use ClusterStep::*;
         match step {
-            Step::TakeBackup { change } => self.take_backup(change).await,
-            Step::RemoveStaleMember { name, id } => self.remove_stale_member(name, id).await,
-            Step::AddLearner => self.add_learner(step).await,
-            Step::AwaitCaughtUpAndPromote => self.await_caught_up_and_promote(step).await,
-            Step::MoveLeadership => self.move_leadership(step).await,
-            Step::RemoveMember { id } => self.remove_member(step, id).await,
-            Step::AwaitMember => self.await_member(step).await,
-            Step::Soak => self.soak_member(step).await,
-            Step::CreateFoundingInstance { with_static_ip }
-            | Step::RestoreFromSnapshot { with_static_ip } => {
-                self.create_founding_or_restored_instance(step, with_static_ip)
-                    .await
-            }
-            Step::CreateJoiningInstance => self.create_joining_instance(step).await,
-            Step::RebuildInstance | Step::RecoverAsSoleMember => self.rebuild_instance(step).await,
-            Step::GrowDataDisk => self.grow_data_disk(step).await,
-            Step::StopInstance => self.stop_instance(step).await,
-            Step::SetMachineType => self.set_machine_type(step).await,
-            Step::StartInstance => self.start_instance(step).await,
-            Step::DeleteInstance => self.delete_instance(step).await,
-            Step::DeleteDataDisk => self.delete_data_disk(step).await,
-            Step::MoveInternalAddress => self.move_internal_address(step).await,
-            Step::UpdatePeerUrl => self.update_peer_url(step).await,
-            Step::ReleaseInternalAddress => self.release_internal_address(step).await,
-            Step::AttachEphemeralIp { to } => self.attach_ephemeral_ip(to).await,
-            Step::CreateHealthCheck => self.create_health_check().await,
-            Step::CreatePool { instances } => self.create_pool(instances).await,
-            Step::AwaitApi => self.await_api(step).await,
-            Step::AddToPool => self.add_to_pool(step).await,
-            Step::RemoveFromPool => self.remove_from_pool(step).await,
-            Step::AddPoolMember { name } => self.add_pool_member(name).await,
-            Step::RemovePoolMember { name } => self.remove_pool_member(name).await,
-            Step::CreateForwardingRule => self.create_forwarding_rule().await,
-            Step::DeleteForwardingRule => self.delete_forwarding_rule().await,
-            Step::DeletePool => self.delete_pool().await,
-            Step::DeleteHealthCheck => self.delete_health_check().await,
-            Step::DetachStaticIp { from } => self.detach_static_ip(from).await,
-            Step::AttachStaticIp { to } => self.attach_static_ip(to).await,
-            Step::AwaitEndpoint => self.await_endpoint().await,
+            TakeBackup { change } => self.take_backup(change).await,
+            RemoveStaleMember { name, id } => self.remove_stale_member(name, id).await,
+            AttachEphemeralIp { to } => self.attach_ephemeral_ip(to).await,
+            CreateHealthCheck => self.create_health_check().await,
+            CreatePool { instances } => self.create_pool(instances).await,
+            AddPoolMember { name } => self.add_pool_member(name).await,
+            RemovePoolMember { name } => self.remove_pool_member(name).await,
+            CreateForwardingRule => self.create_forwarding_rule().await,
+            DeleteForwardingRule => self.delete_forwarding_rule().await,
+            DeletePool => self.delete_pool().await,
+            DeleteHealthCheck => self.delete_health_check().await,
+            DetachStaticIp { from } => self.detach_static_ip(from).await,
+            AttachStaticIp { to } => self.attach_static_ip(to).await,
+            AwaitEndpoint => self.await_endpoint().await,
         }
     }
-
     /// The replicas other than `me` that exist now: who etcd's members must be.
     fn others(&self, me: &str) -> Vec<String> {
         self.snap
@@ -269,6 +219,99 @@ impl<'a> Run<'a> {
                 )));
             }
             tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// A run about one replica (a join, leave, roll, recovery or restore): a [`Run`] that also knows which replica
+/// "the replica" is, so it alone carries out [`ReplicaStep`]s. It derefs to its `Run` for what both share.
+pub struct ReplicaRun<'a> {
+    run: Run<'a>,
+    me: &'a Replica,
+}
+
+impl<'a> std::ops::Deref for ReplicaRun<'a> {
+    type Target = Run<'a>;
+    fn deref(&self) -> &Run<'a> {
+        &self.run
+    }
+}
+
+impl<'a> std::ops::DerefMut for ReplicaRun<'a> {
+    fn deref_mut(&mut self) -> &mut Run<'a> {
+        &mut self.run
+    }
+}
+
+impl ReplicaRun<'_> {
+    /// Carries out `steps` in order; stops at the first that fails.
+    pub async fn execute(&mut self, steps: &[Step]) -> Result<()> {
+        for step in steps {
+            tracing::debug!(replica = %self.me.name, step = ?step, "step");
+            match step {
+                Step::Cluster(s) => self.run.cluster_step(s).await?,
+                Step::Replica(s) => self.replica_step(s).await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// What the steps learned, once they are done (or as far as they got).
+    pub fn into_progress(self) -> Progress {
+        self.run.progress
+    }
+
+    /// The replica the change is about, at its current internal IP (a move to another subnetwork changes it).
+    fn me(&self) -> Replica {
+        Replica {
+            internal_ip: self.progress.internal_ip.unwrap_or(self.me.internal_ip),
+            ..self.me.clone()
+        }
+    }
+
+    fn certs(&self, step: &ReplicaStep) -> Result<&ReplicaCerts> {
+        self.progress.certs.as_ref().ok_or_else(|| {
+            OpError::Other(format!(
+                "the step {step:?} needs the replica's certificates, which were not issued; this is a bug"
+            ))
+        })
+    }
+
+    fn member_id(&self, step: &ReplicaStep) -> Result<u64> {
+        self.progress.member_id.ok_or_else(|| {
+            OpError::Other(format!(
+                "the step {step:?} needs the replica's etcd member, and it has none"
+            ))
+        })
+    }
+
+    async fn replica_step(&mut self, step: &ReplicaStep) -> Result<()> {
+        use ReplicaStep::*;
+        match step {
+            AddLearner => self.add_learner().await,
+            AwaitCaughtUpAndPromote => self.await_caught_up_and_promote(step).await,
+            MoveLeadership => self.move_leadership().await,
+            RemoveMember { id } => self.remove_member(id).await,
+            AwaitMember => self.await_member(step).await,
+            Soak => self.soak_member(step).await,
+            CreateFoundingInstance { with_static_ip } | RestoreFromSnapshot { with_static_ip } => {
+                self.create_founding_or_restored_instance(step, with_static_ip)
+                    .await
+            }
+            CreateJoiningInstance => self.create_joining_instance(step).await,
+            RebuildInstance | RecoverAsSoleMember => self.rebuild_instance(step).await,
+            GrowDataDisk => self.grow_data_disk().await,
+            StopInstance => self.stop_instance().await,
+            SetMachineType => self.set_machine_type().await,
+            StartInstance => self.start_instance().await,
+            DeleteInstance => self.delete_instance().await,
+            DeleteDataDisk => self.delete_data_disk().await,
+            MoveInternalAddress => self.move_internal_address().await,
+            UpdatePeerUrl => self.update_peer_url(step).await,
+            ReleaseInternalAddress => self.release_internal_address().await,
+            AwaitApi => self.await_api().await,
+            AddToPool => self.add_to_pool().await,
+            RemoveFromPool => self.remove_from_pool().await,
         }
     }
 }

@@ -2,23 +2,23 @@
 
 use super::*;
 
-impl Run<'_> {
-    /// `Step::CreateFoundingInstance` and `Step::RestoreFromSnapshot`.
+impl ReplicaRun<'_> {
+    /// `ReplicaStep::CreateFoundingInstance` and `ReplicaStep::RestoreFromSnapshot`.
     pub(super) async fn create_founding_or_restored_instance(
         &mut self,
-        step: &Step,
+        step: &ReplicaStep,
         with_static_ip: &bool,
     ) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         let external = if *with_static_ip {
             ExternalIp::Static(spec.external_ip.clone())
         } else {
             ExternalIp::Ephemeral
         };
-        let restoring = matches!(step, Step::RestoreFromSnapshot { .. });
+        let restoring = matches!(step, ReplicaStep::RestoreFromSnapshot { .. });
         let state = if restoring {
             tracing::info!(
                 "{} creating its VM on a new data disk, restoring etcd from {}",
@@ -56,9 +56,9 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::CreateJoiningInstance`.
-    pub(super) async fn create_joining_instance(&mut self, step: &Step) -> Result<()> {
-        let me = self.me(step)?;
+    /// `ReplicaStep::CreateJoiningInstance`.
+    pub(super) async fn create_joining_instance(&mut self, step: &ReplicaStep) -> Result<()> {
+        let me = self.me();
         tracing::info!(
             "{} creating its VM to join the existing etcd cluster",
             me.name
@@ -76,11 +76,11 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::RebuildInstance` and `Step::RecoverAsSoleMember`.
-    pub(super) async fn rebuild_instance(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::RebuildInstance` and `ReplicaStep::RecoverAsSoleMember`.
+    pub(super) async fn rebuild_instance(&mut self, step: &ReplicaStep) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
-        let me = self.me(step)?;
+        let me = self.me();
         self.progress.certs = Some(issue_certs(ctx, &me)?);
         // The only VM takes the static IP, unless a forwarding rule still holds it (a recovery: the
         // cluster's repair moves the IP once the API serves again).
@@ -91,7 +91,7 @@ impl Run<'_> {
         } else {
             ExternalIp::Ephemeral
         };
-        let state = if *step == Step::RecoverAsSoleMember {
+        let state = if *step == ReplicaStep::RecoverAsSoleMember {
             tracing::info!(
                 "{}: creating its VM again on its data disk with etcd forced to a one-member cluster",
                 me.name
@@ -110,13 +110,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::GrowDataDisk`.
-    pub(super) async fn grow_data_disk(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::GrowDataDisk`.
+    pub(super) async fn grow_data_disk(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         let gb = spec.data_disk_size_gb;
         tracing::info!("{}: growing its etcd data disk to {gb} GB", me.name);
         c.grow_disk(&me.zone, &data_disk_name(&me.name), gb, deadline)
@@ -124,59 +124,59 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::StopInstance`.
-    pub(super) async fn stop_instance(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::StopInstance`.
+    pub(super) async fn stop_instance(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         tracing::info!("{}: stopping its VM to change its machine type", me.name);
         c.stop_instance(&me.zone, &me.name, deadline).await?;
         Ok(())
     }
 
-    /// `Step::SetMachineType`.
-    pub(super) async fn set_machine_type(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::SetMachineType`.
+    pub(super) async fn set_machine_type(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         tracing::info!("{}: machine type {}", me.name, spec.machine_type);
         c.set_machine_type(&me.zone, &me.name, &spec.machine_type, deadline)
             .await?;
         Ok(())
     }
 
-    /// `Step::StartInstance`.
-    pub(super) async fn start_instance(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::StartInstance`.
+    pub(super) async fn start_instance(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         tracing::info!("{}: starting its VM again", me.name);
         self.progress.instance = Some(c.start_instance(&me.zone, &me.name, deadline).await?);
         Ok(())
     }
 
-    /// `Step::DeleteInstance`.
-    pub(super) async fn delete_instance(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::DeleteInstance`.
+    pub(super) async fn delete_instance(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         tracing::info!("{} deleting its VM", me.name);
         c.delete_instance(&me.zone, &me.name, deadline).await?;
         self.progress.instance = None;
         Ok(())
     }
 
-    /// `Step::DeleteDataDisk`.
-    pub(super) async fn delete_data_disk(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::DeleteDataDisk`.
+    pub(super) async fn delete_data_disk(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         let disk = data_disk_name(&me.name);
         if c.get_disk(&me.zone, &disk, deadline).await?.is_some() {
             tracing::info!("{} deleting its etcd data disk {disk}", me.name);
@@ -185,13 +185,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::MoveInternalAddress`.
-    pub(super) async fn move_internal_address(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::MoveInternalAddress`.
+    pub(super) async fn move_internal_address(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         let name = internal_address_name(&me.name);
         let want = ha_domain::roll::subnetwork_name(spec.subnetwork.as_deref(), &spec.network);
         // A killed move may have released it already, or reserved it anew.
@@ -226,13 +226,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `Step::ReleaseInternalAddress`.
-    pub(super) async fn release_internal_address(&mut self, step: &Step) -> Result<()> {
+    /// `ReplicaStep::ReleaseInternalAddress`.
+    pub(super) async fn release_internal_address(&mut self) -> Result<()> {
         let ctx = self.ctx;
         let spec = &ctx.spec;
         let c = &ctx.compute;
         let deadline = self.deadline;
-        let me = self.me(step)?;
+        let me = self.me();
         c.delete_address(&spec.region, &internal_address_name(&me.name), deadline)
             .await?;
         Ok(())
@@ -241,7 +241,7 @@ impl Run<'_> {
     /// Creates the replica's VM (a new data disk when `joining`, its own otherwise) with its certificates.
     pub(super) async fn create(
         &mut self,
-        step: &Step,
+        step: &ReplicaStep,
         me: &Replica,
         external: ExternalIp,
         initial_cluster: Vec<(String, Ipv4Addr)>,
