@@ -85,7 +85,8 @@ pub struct Progress {
 pub struct Run<'a> {
     pub ctx: &'a ClusterCtx,
     pub snap: &'a Snapshot,
-    pub replica: Option<&'a Replica>,
+    /// The replica a `ReplicaRun` is about (none for a repair): where its VM goes before it exists (`zone_of`).
+    replica: Option<&'a Replica>,
     pub deadline: Instant,
     pub progress: Progress,
 }
