@@ -19,6 +19,10 @@ pub mod schema;
 pub mod server;
 pub mod validator;
 
+/// For [`typed_object!`]'s expansion in other crates.
+#[doc(hidden)]
+pub use tfplugin;
+
 pub use data_source::{DataSource, DataSourceHandle, data_source};
 pub use ephemeral::{EphemeralHandle, EphemeralResource, Opened, Renewed, ephemeral};
 pub use erased::{ResourceHandle, resource};

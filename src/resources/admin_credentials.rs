@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tfplugin::diag::{AttributePath, Diagnostics};
 use tfplugin::value::Type;
+use tfplugin_framework::model::TfType;
 use tfplugin_framework::validator::{duration, parse_duration};
 use tfplugin_framework::{Attribute, DataSource, EphemeralResource, Opened, Schema, Val};
 
@@ -49,7 +50,7 @@ fn schema(kind: Kind) -> Schema {
         }
     };
     Schema::new(intro)
-        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster: `cluster = ha_master_cluster.<name>.spec`. Its CA signs the certificate, and its static IP and `api_port` are the server."))
+        .attribute(Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type()).required().sensitive().description("The cluster: `cluster = ha_master_cluster.<name>.spec`. Its CA signs the certificate, and its static IP and `api_port` are the server."))
         .attribute(Attribute::string("validity").optional().description("How long the certificate is valid, as a duration (`30m`, `1h`), between 5m and 24h. Defaults to `1h`. Kubernetes cannot revoke a client certificate, so keep it short.").validator(duration()))
         .attribute(Attribute::string("user").optional().description("The Kubernetes user the certificate names (its CN). Defaults to `kubernetes-admin`, as kubeadm's admin.conf."))
         .attribute(Attribute::typed("groups", Type::list(Type::String)).optional().description("The Kubernetes groups the certificate names (its O), at most one. Defaults to `[\"system:masters\"]`, which RBAC lets do anything; `[]` names none, so only the user's own bindings apply."))
@@ -261,7 +262,8 @@ mod tests {
         ))
         .unwrap();
         let spec: ClusterSpec =
-            tfplugin_framework::model::from_value(&null_object(ClusterSpec::value_type())).unwrap();
+            tfplugin_framework::model::from_value(&null_object(<ClusterSpec as TfType>::tf_type()))
+                .unwrap();
         m.cluster = Val::Known(spec);
         m
     }

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::{Type, Value};
+use tfplugin_framework::model::TfType;
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{
@@ -44,7 +45,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("image").optional_computed().description(format!("Boot image of every replica (an image or image family URL). It must run the master startup contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of `kubernetes_version`, which the masters install at first boot from the distribution and pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an existing one keeps its image (a cluster made before this default ran `{}`, which has no apt and no kubelet: set an image that runs the contract, which rolls the replicas one at a time).", ha_domain::image::DEFAULT_FOR_NEW, ha_domain::image::LEGACY)))
         .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
         .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB. Growing it rolls the replicas one at a time: each disk grows while its VM is rebuilt on it, and the new VM grows the filesystem. GCE never shrinks a disk, so a smaller value is refused at plan."))
-        .attribute(Attribute::string("data_disk_type").default(s("pd-ssd")).description("Type of each replica's etcd data disk: `pd-ssd` (as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
+        .attribute(Attribute::string("data_disk_type").default(s(ha_domain::master_spec::DEFAULT_DATA_DISK_TYPE)).description("Type of each replica's etcd data disk: `pd-ssd` (as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
         .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules. On the `default` network GCE's `default-allow-internal` rule admits the whole VPC to every port, so the masters-only etcd peer rule restricts nothing there: plan warns. See docs/guides/network.md. Changing it on a cluster that has replicas is refused at plan: a master's internal IP, and so its etcd member, cannot move in place.").modifier(requires_replace()))
         .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters (a name or a URL), for custom-mode networks; unset, the network's own subnetwork in the region (auto mode). Changing it to another subnetwork of the same network rolls the replicas one at a time: each VM is rebuilt there on its etcd data disk, its reserved internal IP moves to the new subnetwork, and etcd is told its member's new peer URL, so every member keeps its id and data. The subnetwork must exist (the provider never creates one)."))
         .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
@@ -60,7 +61,7 @@ pub fn schema() -> Schema {
         .attribute(Attribute::string("ca_certificate").computed().description("PEM of the cluster CA that signs API server certificates (public).").modifier(use_state_for_unknown()))
         .attribute(Attribute::string("etcd_peer_ca_certificate").computed().description("PEM of the CA for etcd peer (member to member) mutual TLS.").modifier(use_state_for_unknown()))
         .attribute(Attribute::string("etcd_client_ca_certificate").computed().description("PEM of the CA for etcd client mutual TLS.").modifier(use_state_for_unknown()))
-        .attribute(Attribute::typed("spec", ClusterSpec::value_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
+        .attribute(Attribute::typed("spec", <ClusterSpec as TfType>::tf_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
         .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
         .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
         .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", ha_domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", ha_domain::kubernetes_version::check)))
@@ -441,20 +442,20 @@ impl ClusterResource {
         let spec = prior_spec.to_ops().map(|mut spec| {
             spec.backup = planned.backup_policy();
             if let Some(v) = planned.etcd_version.known() {
-                spec.etcd_version = v.clone();
+                spec.master.etcd_version = v.clone();
             }
             // The restoring VM is made with the new configuration's disks.
             if let Some(gb) = planned.data_disk_size_gb.known() {
-                spec.data_disk_size_gb = *gb;
+                spec.master.data_disk_size_gb = *gb;
             }
             if let Some(gb) = planned.boot_disk_size_gb.known() {
-                spec.boot_disk_size_gb = *gb;
+                spec.master.boot_disk_size_gb = *gb;
             }
             spec
         });
         let etcd_version = spec
             .as_ref()
-            .map(|s| s.etcd_version.clone())
+            .map(|s| s.master.etcd_version.clone())
             .unwrap_or_default();
         let judged = plan_check::judge(&self.settings(), spec, async |ctx, until| {
             ha_ops::restore::plan(ctx, choice, until).await

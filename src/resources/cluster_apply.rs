@@ -193,7 +193,7 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
         s.etcd_version = Val::Known(ha_domain::etcd_version::LEGACY.into());
     }
     if s.data_disk_type.is_null() {
-        s.data_disk_type = Val::Known(ha_ops::context::DEFAULT_DATA_DISK_TYPE.into());
+        s.data_disk_type = Val::Known(ha_domain::master_spec::DEFAULT_DATA_DISK_TYPE.into());
     }
     if s.certificate_validity.is_null() {
         s.certificate_validity = Val::Known(ha_domain::certificates::DEFAULT_VALIDITY.into());

@@ -86,7 +86,7 @@ pub async fn cluster(
         image: s(ha_domain::image::LEGACY),
         boot_disk_size_gb: Val::Known(20),
         data_disk_size_gb: Val::Known(20),
-        data_disk_type: Val::Known(ha_ops::context::DEFAULT_DATA_DISK_TYPE.into()),
+        data_disk_type: Val::Known(ha_domain::master_spec::DEFAULT_DATA_DISK_TYPE.into()),
         // What the masters' etcd image says; an unpinned minor is assumed the default, whose plan then judges the
         // change from etcd's own versions (a downgrade from a moved cluster version is refused, not rolled).
         etcd_version: s(a

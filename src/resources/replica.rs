@@ -6,6 +6,7 @@ use ha_domain::replica_drift::{MemberSeen, Repair, ReplicaSeen, VmSeen, replica_
 use async_trait::async_trait;
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::Type;
+use tfplugin_framework::model::TfType;
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
@@ -31,7 +32,7 @@ pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
     Schema::new("One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler with leader election. The second replica puts the cluster's static IP behind a load balancer; removing the penultimate one gives the IP back to the last.")
         .attribute(stable(Attribute::string("id")).description("`<project>/<zone>/<name>`; also the import id."))
-        .attribute(Attribute::typed("cluster", ClusterSpec::value_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`), and so does a move to another subnetwork of the cluster's network (its VM is rebuilt there with a new `internal_ip`, and etcd is told its member's new peer URL: same member, same data). A move to another VPC network is refused at plan (members on two networks cannot reach each other), and another cluster replaces it."))
+        .attribute(Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`), and so does a move to another subnetwork of the cluster's network (its VM is rebuilt there with a new `internal_ip`, and etcd is told its member's new peer URL: same member, same data). A move to another VPC network is refused at plan (members on two networks cannot reach each other), and another cluster replaces it."))
         .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
         .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
         .attribute(Attribute::string("name").optional_computed().description(format!("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas. At most {} characters, so that `<name>-int` (its internal address) and `<name>-pd` (its data disk) fit GCE's 63.", names::MAX_REPLICA_NAME)).validator(string_check("An RFC 1035 name.", names::check_replica_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))

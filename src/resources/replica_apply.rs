@@ -20,7 +20,6 @@ use ha_domain::ids;
 use ha_domain::metadata::metadata_drift;
 use ha_domain::roll::{BUILD_LABEL, Build, DATA_DISK_SIZE};
 use ha_domain::topology::shape_warnings;
-use ha_ops::build::build_of;
 use ha_ops::join::{JoinRequest, Joined, join};
 use ha_ops::leave::leave;
 use ha_ops::lock::{ClusterLock, lock_cluster};
@@ -138,7 +137,7 @@ fn fill(
             .unwrap_or_default(),
     );
     p.drift = Val::Known(Vec::new());
-    p.master_settings = Val::Known(build_of(&ctx.spec).shown());
+    p.master_settings = Val::Known(ctx.spec.master.build().shown());
     p
 }
 
@@ -323,7 +322,7 @@ pub async fn read(
     s.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
     s.external_ip = Val::Known(external);
     s.status = Val::Known(i.status.clone());
-    s.labels = own_labels(&i.labels, &ctx.spec.labels, &s.labels);
+    s.labels = own_labels(&i.labels, &ctx.spec.master.labels, &s.labels);
     match s.startup_metadata.known().filter(|m| !m.is_empty()) {
         Some(wrote) => s.drift = Val::Known(metadata_drift(wrote, &i.metadata)),
         // A state from before the provider recorded it (or a failed create): what the VM carries is the baseline.
@@ -334,7 +333,7 @@ pub async fn read(
     }
     // A state from before builds were recorded: the VM is what the stored spec made of it.
     if s.master_settings.is_null() {
-        s.master_settings = Val::Known(build_of(&ctx.spec).shown());
+        s.master_settings = Val::Known(ctx.spec.master.build().shown());
     }
     // A state from before the data disk's size was part of a build: record the size the disk has, so the plan
     // shows no change for it and a larger `data_disk_size_gb` later is seen (and grows the disk).
@@ -402,7 +401,7 @@ pub async fn update(
         return join_as_new_member(&ctx, stop, restore, p, diags).await;
     }
     if recovered && prior.master_settings.known() == p.master_settings.known() {
-        let old = build_of(&ctx.spec);
+        let old = ctx.spec.master.build();
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
     if let (Some(old), Some(new)) = (prior.master_settings.known(), p.master_settings.known())
@@ -418,13 +417,13 @@ pub async fn update(
     if super::replica_model::moves_subnetwork(&prior, &p) || renewing {
         let old = match prior.master_settings.known() {
             Some(shown) => Build::from_shown(shown),
-            None => build_of(&ctx.spec),
+            None => ctx.spec.master.build(),
         };
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
     // The VM is gone and its data disk is not: the roll's steps create it again on the disk.
     if prior.status.known().is_some_and(|s| s == VM_DELETED) {
-        let old = build_of(&ctx.spec);
+        let old = ctx.spec.master.build();
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
     // Metadata edited by hand is written back first: a VM that is about to start boots from it.
@@ -527,7 +526,7 @@ async fn roll_replica(
         p.etcd_server_private_key = prior.etcd_server_private_key.clone();
     }
     p.startup_metadata = Val::Known(vm.metadata.iter().cloned().collect());
-    p.master_settings = Val::Known(build_of(&ctx.spec).shown());
+    p.master_settings = Val::Known(ctx.spec.master.build().shown());
     p.drift = Val::Known(Vec::new());
     Some(p)
 }

@@ -8,13 +8,14 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tfplugin::value::Type;
-use tfplugin_framework::Val;
+use tfplugin_framework::{Val, typed_object};
 
+use ha_domain::master_spec::{DEFAULT_DATA_DISK_TYPE, MasterSpec};
 use ha_ops::OpError;
-use ha_ops::context::{DEFAULT_DATA_DISK_TYPE, Spec};
+use ha_ops::context::Spec;
 use ha_pki::{CertKey, ClusterCas};
 
+typed_object! {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClusterSpec {
     pub id: Val<String>,
@@ -70,56 +71,9 @@ pub struct ClusterSpec {
     pub backup_prefix: Val<String>,
     pub backup_keep: Val<i64>,
     pub backup_stop_on_failure: Val<bool>,
-}
+}}
 
 impl ClusterSpec {
-    pub fn value_type() -> Type {
-        let s = || Type::String;
-        Type::object([
-            ("id", s()),
-            ("name", s()),
-            ("project", s()),
-            ("region", s()),
-            ("zone", s()),
-            ("multizone", Type::Bool),
-            ("etcd_quorum_read", Type::Bool),
-            ("machine_type", s()),
-            ("image", s()),
-            ("boot_disk_size_gb", Type::Number),
-            ("data_disk_size_gb", Type::Number),
-            ("data_disk_type", s()),
-            ("network", s()),
-            ("subnetwork", s()),
-            ("tags", Type::list(s())),
-            ("labels", Type::map(s())),
-            ("api_port", Type::Number),
-            ("service_cluster_ip_range", s()),
-            ("dns_domain", s()),
-            ("external_ip", s()),
-            ("ca_certificate", s()),
-            ("ca_private_key", s()),
-            ("etcd_peer_ca_certificate", s()),
-            ("etcd_peer_ca_private_key", s()),
-            ("etcd_client_ca_certificate", s()),
-            ("etcd_client_ca_private_key", s()),
-            ("service_account_key", s()),
-            ("deletion_protection", Type::Bool),
-            ("etcd_version", s()),
-            ("kubernetes_version", s()),
-            ("certificate_validity", s()),
-            ("certificate_renew_before", s()),
-            ("service_account", s()),
-            ("service_account_scopes", Type::list(s())),
-            ("restore_generation", Type::Number),
-            ("restore_source", s()),
-            ("restore_snapshot", s()),
-            ("backup_bucket", s()),
-            ("backup_prefix", s()),
-            ("backup_keep", Type::Number),
-            ("backup_stop_on_failure", Type::Bool),
-        ])
-    }
-
     /// A spec stored before `deletion_protection` existed has it null; such a cluster is protected (the
     /// default), and saying so in refreshed state keeps the upgrade's plan empty.
     pub fn fill_from_older_state(&mut self) {
@@ -161,38 +115,54 @@ impl ClusterSpec {
     /// What these settings make of a master, when every one of them is known (they come from configuration, so
     /// they are at plan, even while the cluster's IP and CAs are not).
     pub fn build(&self) -> Option<ha_domain::roll::Build> {
-        let tags = self.tags.known().cloned().unwrap_or_default();
-        let scopes =
-            ha_domain::service_account::scope_urls(self.service_account_scopes.known()?).ok()?;
-        Some(ha_domain::roll::Build::from_settings(
-            &ha_domain::roll::BuildSettings {
-                machine_type: self.machine_type.known()?,
-                data_disk_size_gb: *self.data_disk_size_gb.known()?,
-                image: self.image.known()?,
-                boot_disk_size_gb: *self.boot_disk_size_gb.known()?,
-                tags: &tags,
-                multizone: *self.multizone.known()?,
-                etcd_quorum_read: *self.etcd_quorum_read.known()?,
-                api_port: u16::try_from(*self.api_port.known()?).ok()?,
-                service_range: self.service_cluster_ip_range.known()?.parse().ok()?,
-                dns_domain: self.dns_domain.known()?,
-                // A spec stored before the setting: the masters run the default's image.
-                etcd_version: match &self.etcd_version {
-                    Val::Unknown => return None,
-                    v => v
-                        .known()
-                        .map_or(ha_domain::etcd_version::LEGACY, String::as_str),
-                },
-                kubernetes_version: match &self.kubernetes_version {
-                    Val::Unknown => return None,
-                    v => v
-                        .known()
-                        .map_or(ha_domain::kubernetes_version::LEGACY, String::as_str),
-                },
-                service_account: self.service_account.known()?,
-                service_account_scopes: &scopes,
-            },
-        ))
+        self.master().ok().as_ref().map(MasterSpec::build)
+    }
+
+    /// What every master VM is made of, with the defaults a spec stored before a setting implies; an error names
+    /// the first setting not known yet, or not valid.
+    pub fn master(&self) -> Result<MasterSpec, OpError> {
+        let s = self;
+        let range = need(&s.service_cluster_ip_range, "service range")?;
+        Ok(MasterSpec {
+            machine_type: need(&s.machine_type, "machine_type")?,
+            image: need(&s.image, "image")?,
+            boot_disk_size_gb: need(&s.boot_disk_size_gb, "boot_disk_size_gb")?,
+            data_disk_size_gb: need(&s.data_disk_size_gb, "data_disk_size_gb")?,
+            data_disk_type: s
+                .data_disk_type
+                .known()
+                .cloned()
+                .unwrap_or_else(|| DEFAULT_DATA_DISK_TYPE.to_string()),
+            network: need(&s.network, "network")?,
+            subnetwork: s.subnetwork.known().cloned(),
+            tags: s.tags.known().cloned().unwrap_or_default(),
+            labels: s.labels.known().cloned().unwrap_or_default(),
+            multizone: need(&s.multizone, "multizone")?,
+            etcd_quorum_read: need(&s.etcd_quorum_read, "etcd_quorum_read")?,
+            api_port: u16::try_from(need(&s.api_port, "api_port")?)
+                .map_err(|_| OpError::Other("api_port is not a TCP port".into()))?,
+            service_range: range.parse().map_err(|_| {
+                OpError::Other(format!("service range {range:?} is not an IPv4 range"))
+            })?,
+            dns_domain: need(&s.dns_domain, "dns_domain")?,
+            // A spec stored before these settings: the masters run what every master ran then.
+            etcd_version: need_or(
+                &s.etcd_version,
+                ha_domain::etcd_version::LEGACY,
+                "etcd_version",
+            )?,
+            kubernetes_version: need_or(
+                &s.kubernetes_version,
+                ha_domain::kubernetes_version::LEGACY,
+                "kubernetes_version",
+            )?,
+            service_account: need(&s.service_account, "service_account")?,
+            service_account_scopes: ha_domain::service_account::scope_urls(&need(
+                &s.service_account_scopes,
+                "service_account_scopes",
+            )?)
+            .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
+        })
     }
 
     /// Whether a change from `old` to `self` gives a replica a new identity: another cluster, or another VPC
@@ -220,6 +190,14 @@ impl ClusterSpec {
     }
 }
 
+/// A setting that a spec stored before it existed leaves null: `legacy` then, as the masters made then ran.
+fn need_or(v: &Val<String>, legacy: &str, what: &str) -> Result<String, OpError> {
+    match v {
+        Val::Null => Ok(legacy.to_string()),
+        v => need(v, what),
+    }
+}
+
 fn need<T: Clone>(v: &Val<T>, what: &str) -> Result<T, OpError> {
     v.known().cloned().ok_or_else(|| {
         OpError::Other(format!(
@@ -232,34 +210,13 @@ impl ClusterSpec {
     /// The settings as `ops` takes them: every value known, as at apply time.
     pub fn to_ops(&self) -> Result<Spec, OpError> {
         let s = self;
-        let range = need(&s.service_cluster_ip_range, "service range")?;
         Ok(Spec {
             id: need(&s.id, "id")?,
             name: need(&s.name, "name")?,
             project: need(&s.project, "project")?,
             region: need(&s.region, "region")?,
             zone: need(&s.zone, "zone")?,
-            multizone: need(&s.multizone, "multizone")?,
-            etcd_quorum_read: need(&s.etcd_quorum_read, "etcd_quorum_read")?,
-            machine_type: need(&s.machine_type, "machine_type")?,
-            image: need(&s.image, "image")?,
-            boot_disk_size_gb: need(&s.boot_disk_size_gb, "boot_disk_size_gb")?,
-            data_disk_size_gb: need(&s.data_disk_size_gb, "data_disk_size_gb")?,
-            data_disk_type: s
-                .data_disk_type
-                .known()
-                .cloned()
-                .unwrap_or_else(|| DEFAULT_DATA_DISK_TYPE.to_string()),
-            network: need(&s.network, "network")?,
-            subnetwork: s.subnetwork.known().cloned(),
-            tags: s.tags.known().cloned().unwrap_or_default(),
-            labels: s.labels.known().cloned().unwrap_or_default(),
-            api_port: u16::try_from(need(&s.api_port, "api_port")?)
-                .map_err(|_| OpError::Other("api_port is not a TCP port".into()))?,
-            service_range: range.parse().map_err(|_| {
-                OpError::Other(format!("service range {range:?} is not an IPv4 range"))
-            })?,
-            dns_domain: need(&s.dns_domain, "dns_domain")?,
+            master: s.master()?,
             external_ip: need(&s.external_ip, "external IP")?,
             cas: ClusterCas {
                 cluster_ca: CertKey {
@@ -278,11 +235,6 @@ impl ClusterSpec {
             service_account_key: need(&s.service_account_key, "service account key")?,
             // Unknown or absent (a state from before the setting): protected, the safe side.
             deletion_protection: s.deletion_protection.known() != Some(&false),
-            etcd_version: s
-                .etcd_version
-                .known()
-                .cloned()
-                .unwrap_or_else(|| ha_domain::etcd_version::LEGACY.into()),
             certificate_validity: duration_or(
                 &s.certificate_validity,
                 ha_domain::certificates::DEFAULT_VALIDITY,
@@ -293,17 +245,6 @@ impl ClusterSpec {
                 ha_domain::certificates::DEFAULT_RENEW_BEFORE,
                 "certificate_renew_before",
             )?,
-            kubernetes_version: s
-                .kubernetes_version
-                .known()
-                .cloned()
-                .unwrap_or_else(|| ha_domain::kubernetes_version::LEGACY.into()),
-            service_account: need(&s.service_account, "service_account")?,
-            service_account_scopes: ha_domain::service_account::scope_urls(&need(
-                &s.service_account_scopes,
-                "service_account_scopes",
-            )?)
-            .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
             backup: self.backup_policy(),
             restore_snapshot: self.snapshot_choice(),
             start_empty: self.starts_empty(),
@@ -370,11 +311,12 @@ mod tests {
         assert!(duration_or(&Val::Known("87601h".into()), "1h", "certificate_validity").is_err());
     }
     use super::*;
-    use tfplugin::value::Value;
+    use tfplugin::value::{Type, Value};
+    use tfplugin_framework::model::TfType;
 
     /// A spec with every setting null (unknown to the comparison) but those a case sets.
     fn spec() -> ClusterSpec {
-        let Type::Object { attrs, .. } = ClusterSpec::value_type() else {
+        let Type::Object { attrs, .. } = ClusterSpec::tf_type() else {
             panic!("the spec is an object")
         };
         let v = Value::Object(attrs.keys().map(|k| (k.clone(), Value::Null)).collect());

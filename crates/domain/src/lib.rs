@@ -17,6 +17,7 @@ pub mod kubernetes_version;
 pub mod labels;
 pub mod lock;
 pub mod machine_type;
+pub mod master_spec;
 pub mod metadata;
 pub mod names;
 pub mod network;

@@ -142,70 +142,6 @@ pub fn subnetwork_name(subnetwork: Option<&str>, network: &str) -> String {
         .map_or_else(|| last(network), last)
 }
 
-/// The settings a build is made of: known at plan from configuration alone, before the cluster's IP and CAs.
-pub struct BuildSettings<'a> {
-    pub machine_type: &'a str,
-    pub data_disk_size_gb: i64,
-    pub image: &'a str,
-    pub boot_disk_size_gb: i64,
-    pub tags: &'a [String],
-    pub multizone: bool,
-    pub etcd_quorum_read: bool,
-    pub api_port: u16,
-    pub service_range: ipnet::Ipv4Net,
-    pub dns_domain: &'a str,
-    /// The cluster's `etcd_version`.
-    pub etcd_version: &'a str,
-    /// The cluster's `kubernetes_version`.
-    pub kubernetes_version: &'a str,
-    /// Who the VM runs as, and its scopes as URLs, sorted (`domain::service_account::scope_urls`).
-    pub service_account: &'a str,
-    pub service_account_scopes: &'a [String],
-}
-
-impl Build {
-    /// The one mapping from settings to a build, so plan and apply compare the same strings.
-    pub fn from_settings(s: &BuildSettings<'_>) -> Build {
-        let mut tags = s.tags.to_vec();
-        tags.sort();
-        let mut settings: BTreeMap<String, String> = [
-            ("image", s.image.to_string()),
-            ("boot_disk_size_gb", s.boot_disk_size_gb.to_string()),
-            ("tags", tags.join(",")),
-            ("multizone", s.multizone.to_string()),
-            ("etcd_quorum_read", s.etcd_quorum_read.to_string()),
-            ("api_port", s.api_port.to_string()),
-            ("service_cluster_ip_range", s.service_range.to_string()),
-            ("dns_domain", s.dns_domain.to_string()),
-            ("service_account", s.service_account.to_string()),
-            ("service_account_scopes", s.service_account_scopes.join(",")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        // The etcd image is part of a master. The default's image is left out, so a build made before the version
-        // was a setting (every master ran that image) keeps its digest and `master_settings`: upgrading the
-        // provider rolls no replica, and going back to the default restores the original build.
-        let etcd_image = super::etcd_version::image(s.etcd_version);
-        if etcd_image != super::etcd_version::image(super::etcd_version::LEGACY) {
-            settings.insert(ETCD_IMAGE.into(), etcd_image);
-        }
-        // The Kubernetes release likewise: builds from before the setting ran 1.28.15 and keep their digest. A
-        // version is shown as the patch it runs, so `1.33` and `1.33.5` are the same master.
-        let release = super::kubernetes_version::parse(s.kubernetes_version);
-        if release != super::kubernetes_version::parse(super::kubernetes_version::LEGACY)
-            && let Some(v) = release
-        {
-            settings.insert(KUBERNETES_VERSION.into(), v.to_string());
-        }
-        Build {
-            machine_type: s.machine_type.to_string(),
-            data_disk_gb: Some(s.data_disk_size_gb),
-            settings,
-        }
-    }
-}
-
 /// Siblings of `me` whose own roll was interrupted: their VM is stopped or gone and the target pool no longer
 /// lists them, a state only a roll leaves a replica in (GCE keeps a stopped VM in its pool, and the cluster's
 /// repairs put only running replicas back). Their replicas resume those rolls in the same apply, so at plan they
@@ -587,23 +523,27 @@ mod tests {
     }
 
     fn with_kubernetes(version: &str, account: &str, scopes: &[String], kubernetes: &str) -> Build {
-        let range = "10.0.0.0/16".parse().unwrap();
-        Build::from_settings(&BuildSettings {
-            machine_type: "e2-standard-2",
-            data_disk_size_gb: 20,
-            image: "cos",
+        crate::master_spec::MasterSpec {
+            machine_type: "e2-standard-2".into(),
+            image: "cos".into(),
             boot_disk_size_gb: 20,
-            tags: &[],
+            data_disk_size_gb: 20,
+            data_disk_type: crate::master_spec::DEFAULT_DATA_DISK_TYPE.into(),
+            network: "default".into(),
+            subnetwork: None,
+            tags: vec![],
+            labels: BTreeMap::new(),
             multizone: false,
             etcd_quorum_read: true,
             api_port: 443,
-            service_range: range,
-            dns_domain: "cluster.local",
-            etcd_version: version,
-            kubernetes_version: kubernetes,
-            service_account: account,
-            service_account_scopes: scopes,
-        })
+            service_range: "10.0.0.0/16".parse().unwrap(),
+            dns_domain: "cluster.local".into(),
+            etcd_version: version.into(),
+            kubernetes_version: kubernetes.into(),
+            service_account: account.into(),
+            service_account_scopes: scopes.to_vec(),
+        }
+        .build()
     }
 
     /// GCE sets a VM's service account only while it is stopped, and the kubelet reads its credentials at start:

@@ -7,10 +7,10 @@ use std::net::Ipv4Addr;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, Spec};
+use super::context::ClusterCtx;
 use super::error::Result;
 use super::shared::{JOINING_LABEL, replica_labels};
-use ha_domain::roll::{BUILD_LABEL, Build, BuildSettings};
+use ha_domain::roll::BUILD_LABEL;
 use ha_gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
 use ha_master::{self as master, CaCerts, DATA_DEVICE, InitialState, MasterConfig};
 use ha_pki::ReplicaCerts;
@@ -20,32 +20,12 @@ pub fn data_disk_name(replica: &str) -> String {
     format!("{replica}{}", ha_domain::names::DATA_DISK_SUFFIX)
 }
 
-/// What the cluster's settings make of a master (everything a roll compares), as plain strings.
-pub fn build_of(spec: &Spec) -> Build {
-    Build::from_settings(&BuildSettings {
-        machine_type: &spec.machine_type,
-        data_disk_size_gb: spec.data_disk_size_gb,
-        image: &spec.image,
-        boot_disk_size_gb: spec.boot_disk_size_gb,
-        tags: &spec.tags,
-        multizone: spec.multizone,
-        etcd_quorum_read: spec.etcd_quorum_read,
-        api_port: spec.api_port,
-        service_range: spec.service_range,
-        dns_domain: &spec.dns_domain,
-        etcd_version: &spec.etcd_version,
-        kubernetes_version: &spec.kubernetes_version,
-        service_account: &spec.service_account,
-        service_account_scopes: &spec.service_account_scopes,
-    })
-}
-
 /// The labels a replica VM carries once it is done: the cluster's, the replica's own, the cluster label, and the
 /// build it was made from.
 pub fn vm_labels(ctx: &ClusterCtx, own: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let mut labels = ctx.spec.labels.clone();
+    let mut labels = ctx.spec.master.labels.clone();
     labels.extend(own.clone());
-    labels.insert(BUILD_LABEL.into(), build_of(&ctx.spec).digest());
+    labels.insert(BUILD_LABEL.into(), ctx.spec.master.build().digest());
     replica_labels(&ctx.spec.name, &labels)
 }
 
@@ -69,11 +49,11 @@ pub fn master_config(
         replica_name: who.name.to_string(),
         internal_ip: who.internal_ip,
         static_ip: spec.external_ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
-        api_port: spec.api_port,
-        service_cluster_ip_range: spec.service_range,
-        dns_domain: spec.dns_domain.clone(),
-        etcd_quorum_read: spec.etcd_quorum_read,
-        multizone: spec.multizone,
+        api_port: spec.master.api_port,
+        service_cluster_ip_range: spec.master.service_range,
+        dns_domain: spec.master.dns_domain.clone(),
+        etcd_quorum_read: spec.master.etcd_quorum_read,
+        multizone: spec.master.multizone,
         project: spec.project.clone(),
         zone: who.zone.to_string(),
         initial_cluster,
@@ -82,8 +62,8 @@ pub fn master_config(
         certs: who.certs.clone(),
         service_account_key_pem: spec.service_account_key.clone(),
         data_disk: true,
-        etcd_image: ha_domain::etcd_version::image(&spec.etcd_version),
-        kubernetes: kubernetes_release(&spec.kubernetes_version),
+        etcd_image: ha_domain::etcd_version::image(&spec.master.etcd_version),
+        kubernetes: kubernetes_release(&spec.master.kubernetes_version),
         restore: None,
     }
 }
@@ -140,8 +120,8 @@ pub async fn create_instance(
         }
         DataDisk::Create {
             name,
-            size_gb: spec.data_disk_size_gb,
-            disk_type: spec.data_disk_type.clone(),
+            size_gb: spec.master.data_disk_size_gb,
+            disk_type: spec.master.data_disk_type.clone(),
             device_name,
         }
     } else {
@@ -168,25 +148,25 @@ pub async fn create_instance(
     if joining {
         labels.insert(JOINING_LABEL.into(), "true".into());
     }
-    let mut tags = spec.tags.clone();
+    let mut tags = spec.master.tags.clone();
     tags.push(ctx.names.master_tag.clone());
     let instance = InstanceSpec {
         name: who.name.to_string(),
         zone: who.zone.to_string(),
-        machine_type: spec.machine_type.clone(),
-        image: spec.image.clone(),
-        disk_size_gb: spec.boot_disk_size_gb,
+        machine_type: spec.master.machine_type.clone(),
+        image: spec.master.image.clone(),
+        disk_size_gb: spec.master.boot_disk_size_gb,
         disk_type: None,
-        network: spec.network.clone(),
-        subnetwork: spec.subnetwork.clone(),
+        network: spec.master.network.clone(),
+        subnetwork: spec.master.subnetwork.clone(),
         network_ip: Some(who.internal_ip.to_string()),
         external_ip,
         tags,
         labels,
         metadata: master::metadata_items(cfg),
         service_account: Some(ha_gce::ServiceAccount {
-            email: spec.service_account.clone(),
-            scopes: spec.service_account_scopes.clone(),
+            email: spec.master.service_account.clone(),
+            scopes: spec.master.service_account_scopes.clone(),
         }),
         data_disk: Some(data_disk),
     };

@@ -1,11 +1,9 @@
 //! Everything an operation on one cluster needs: its settings as plain values, its CAs, and clients for the
 //! Compute API and for etcd (with the provider's own etcd client certificate, minted from the cluster's CA).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ipnet::Ipv4Net;
-
+use ha_domain::master_spec::MasterSpec;
 use ha_domain::names::DerivedNames;
 use ha_etcd::{Etcd, EtcdTls};
 use ha_gce::Compute;
@@ -23,37 +21,17 @@ pub struct Spec {
     pub project: String,
     pub region: String,
     pub zone: String,
-    pub multizone: bool,
-    pub etcd_quorum_read: bool,
-    pub machine_type: String,
-    pub image: String,
-    pub boot_disk_size_gb: i64,
-    pub data_disk_size_gb: i64,
-    /// `pd-ssd` unless the cluster says otherwise.
-    pub data_disk_type: String,
-    pub network: String,
-    pub subnetwork: Option<String>,
-    pub tags: Vec<String>,
-    pub labels: BTreeMap<String, String>,
-    pub api_port: u16,
-    pub service_range: Ipv4Net,
-    pub dns_domain: String,
+    /// What every master VM is made of (`domain::master_spec`): a roll compares its build.
+    pub master: MasterSpec,
     pub external_ip: String,
     pub cas: ClusterCas,
     pub service_account_key: String,
     /// While true, no leave removes the cluster's last voting member (`domain::protection`).
     pub deletion_protection: bool,
-    /// The etcd version masters run (`3.4`, `3.5` or a pinned patch): `domain::etcd_version` maps it to an image.
-    pub etcd_version: String,
-    /// The Kubernetes release masters run (`1.35.0`, or `1.35` for the pinned patch): `domain::kubernetes_version`.
-    pub kubernetes_version: String,
     /// How long a replica's certificates live, and how long before expiry a roll renews them
     /// (`domain::certificates`).
     pub certificate_validity: std::time::Duration,
     pub certificate_renew_before: std::time::Duration,
-    /// Who the master VMs run as, and the OAuth scopes as URLs (`domain::service_account`).
-    pub service_account: String,
-    pub service_account_scopes: Vec<String>,
     /// Where snapshots go before a change that touches etcd (`domain::backup`); none without a `backup` block.
     pub backup: Option<ha_domain::backup::Policy>,
     /// The snapshot a replica that finds no etcd member restores (`domain::restore`), when the cluster's
@@ -63,9 +41,6 @@ pub struct Spec {
     /// the cluster had data (`domain::start_empty`).
     pub start_empty: bool,
 }
-
-/// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
-pub const DEFAULT_DATA_DISK_TYPE: &str = "pd-ssd";
 
 impl Spec {
     pub fn names(&self) -> DerivedNames {

@@ -129,7 +129,7 @@ pub async fn await_static_ip(ctx: &super::ClusterCtx, deadline: Instant) -> Resu
         &spec.cas.cluster_ca.cert_pem,
         ip,
         ip,
-        spec.api_port,
+        spec.master.api_port,
         deadline,
     )
     .await?;

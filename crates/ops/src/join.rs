@@ -50,7 +50,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
         .reserve_internal_address(
             &spec.region,
             &internal_address_name(&req.name),
-            spec.subnetwork.as_deref(),
+            spec.master.subnetwork.as_deref(),
             &internal_address_description(&spec.name),
             deadline,
         )

@@ -110,7 +110,7 @@ pub async fn plan(
     let found = resolve(ctx, choice).await?;
     restore::decide(
         &snap.observed,
-        &ctx.spec.etcd_version,
+        &ctx.spec.master.etcd_version,
         found.as_ref(),
         &looked_in(ctx, choice),
     )
@@ -118,8 +118,8 @@ pub async fn plan(
     let found = found.ok_or_else(|| OpError::Other("no snapshot".into()))?;
     restore::room(
         &found,
-        ctx.spec.data_disk_size_gb,
-        ctx.spec.boot_disk_size_gb,
+        ctx.spec.master.data_disk_size_gb,
+        ctx.spec.master.boot_disk_size_gb,
     )
     .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     Ok(found)
@@ -151,6 +151,6 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
             .as_deref()
             .filter(|e| !e.trim().is_empty())
             .map(|_| format!("{}/storage/v1/", ha_storage::origin(&ctx.settings))),
-        bump_revision: ha_domain::restore::revision_bump(&ctx.spec.etcd_version),
+        bump_revision: ha_domain::restore::revision_bump(&ctx.spec.master.etcd_version),
     })
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::adopt::{RecordedCerts, certs_on};
 use super::backup::backup_first;
-use super::build::{build_of, data_disk_name, vm_labels};
+use super::build::{data_disk_name, vm_labels};
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
 use super::execute::{Progress, Replica, Run, ip};
@@ -84,7 +84,7 @@ async fn placement(
             let ip = a.ip.parse().ok()?;
             let sub = match &a.kind {
                 AddressKind::Internal { subnetwork } => {
-                    subnetwork_name(subnetwork.as_deref(), &spec.network)
+                    subnetwork_name(subnetwork.as_deref(), &spec.master.network)
                 }
                 AddressKind::External => return None,
             };
@@ -92,7 +92,7 @@ async fn placement(
         });
     let peer_ip = snap.member_named(name).and_then(|m| m.peer_ip());
     Ok(Placement {
-        want_subnetwork: subnetwork_name(spec.subnetwork.as_deref(), &spec.network),
+        want_subnetwork: subnetwork_name(spec.master.subnetwork.as_deref(), &spec.master.network),
         reserved,
         peer_ip,
     })
@@ -128,7 +128,7 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     if restore_reachability(ctx, &snap, deadline).await? {
         snap = observe(ctx, &[], deadline).await?;
     }
-    let want = build_of(&ctx.spec);
+    let want = ctx.spec.master.build();
     // A VM whose labels were edited by hand is not found by label; it is still this replica.
     let vm = match snap.instances.get(&r.name) {
         Some(i) => Some(i.clone()),

@@ -15,12 +15,14 @@
 mod de;
 mod error;
 mod ser;
+mod typed;
 mod val;
 
 #[cfg(test)]
 mod tests;
 
 pub use error::ModelError;
+pub use typed::TfType;
 pub use val::Val;
 
 use serde::Serialize;

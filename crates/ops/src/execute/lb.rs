@@ -83,7 +83,7 @@ impl Run<'_> {
             name: ctx.names.forwarding_rule.clone(),
             region: spec.region.clone(),
             ip_address: spec.external_ip.clone(),
-            port_range: format!("{0}-{0}", spec.api_port),
+            port_range: format!("{0}-{0}", spec.master.api_port),
             target_pool: ctx.names.target_pool.clone(),
             description: Some(format!("API endpoint of {}", spec.name)),
         };
@@ -202,7 +202,7 @@ impl ReplicaRun<'_> {
             &spec.cas.cluster_ca.cert_pem,
             IpAddr::V4(ip(ext, "the replica's external IP")?),
             IpAddr::V4(me.internal_ip),
-            spec.api_port,
+            spec.master.api_port,
             until,
         )
         .await?;

@@ -332,8 +332,8 @@ pub fn issue_certs(ctx: &ClusterCtx, me: &Replica) -> Result<ReplicaCerts> {
             name: me.name.clone(),
             internal_ip: me.internal_ip,
             static_ip: ip(&spec.external_ip, "the cluster's external IP")?,
-            first_service_ip: master::first_service_ip(&spec.service_range),
-            dns_domain: spec.dns_domain.clone(),
+            first_service_ip: master::first_service_ip(&spec.master.service_range),
+            dns_domain: spec.master.dns_domain.clone(),
             validity: time::Duration::try_from(spec.certificate_validity).map_err(|e| {
                 OpError::Other(format!("certificate_validity is out of range: {e}"))
             })?,

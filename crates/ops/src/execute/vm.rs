@@ -117,7 +117,7 @@ impl ReplicaRun<'_> {
         let c = &ctx.compute;
         let deadline = self.deadline;
         let me = self.me();
-        let gb = spec.data_disk_size_gb;
+        let gb = spec.master.data_disk_size_gb;
         tracing::info!("{}: growing its etcd data disk to {gb} GB", me.name);
         c.grow_disk(&me.zone, &data_disk_name(&me.name), gb, deadline)
             .await?;
@@ -142,8 +142,8 @@ impl ReplicaRun<'_> {
         let c = &ctx.compute;
         let deadline = self.deadline;
         let me = self.me();
-        tracing::info!("{}: machine type {}", me.name, spec.machine_type);
-        c.set_machine_type(&me.zone, &me.name, &spec.machine_type, deadline)
+        tracing::info!("{}: machine type {}", me.name, spec.master.machine_type);
+        c.set_machine_type(&me.zone, &me.name, &spec.master.machine_type, deadline)
             .await?;
         Ok(())
     }
@@ -193,11 +193,14 @@ impl ReplicaRun<'_> {
         let deadline = self.deadline;
         let me = self.me();
         let name = internal_address_name(&me.name);
-        let want = ha_domain::roll::subnetwork_name(spec.subnetwork.as_deref(), &spec.network);
+        let want = ha_domain::roll::subnetwork_name(
+            spec.master.subnetwork.as_deref(),
+            &spec.master.network,
+        );
         // A killed move may have released it already, or reserved it anew.
         if let Some(a) = c.get_address(&spec.region, &name, deadline).await?
             && !matches!(&a.kind, AddressKind::Internal { subnetwork: Some(s) }
-                if ha_domain::roll::subnetwork_name(Some(s), &spec.network) == want)
+                if ha_domain::roll::subnetwork_name(Some(s), &spec.master.network) == want)
         {
             tracing::info!(
                 "{}: releasing its internal IP {} from its old subnetwork",
@@ -210,7 +213,7 @@ impl ReplicaRun<'_> {
             .reserve_internal_address(
                 &spec.region,
                 &name,
-                spec.subnetwork.as_deref(),
+                spec.master.subnetwork.as_deref(),
                 &internal_address_description(&spec.name),
                 deadline,
             )
