@@ -1,7 +1,8 @@
-//! ha-sim: a local Compute Engine v1 REST API on loopback whose VMs run real etcd.
+//! ha-sim: a local Compute Engine v1 (and Secret Manager v1) REST API on loopback whose VMs run real etcd.
 //!
 //! Codemap:
 //! - `api/`: one file per GCE resource; `api/mod.rs` is the route table and the request pipeline.
+//! - `secrets/`: the Secret Manager v1 surface, with IAM on each secret.
 //! - `state/`: the cloud as data (resources, operations, request ids), persisted to `state.json`.
 //! - `ops/`: asynchronous operations (PENDING → RUNNING → DONE) and the transitions they apply.
 //! - `faults/`: failpoints as data and out-of-band events; `admin.rs` exposes them under `/_sim/`.
@@ -24,6 +25,7 @@ pub mod net;
 pub mod ops;
 pub mod provider_methods;
 pub mod reqlog;
+pub mod secrets;
 pub mod server;
 pub mod state;
 pub mod status;

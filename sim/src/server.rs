@@ -31,6 +31,17 @@ async fn api(
     if uri.path() == crate::api::batch::PATH {
         return crate::api::batch::handle(sim, method, headers, body).await;
     }
+    if uri.path().starts_with(crate::secrets::PREFIX) {
+        return crate::secrets::handle(
+            sim,
+            method,
+            uri.path().to_string(),
+            uri.query().map(str::to_string),
+            headers,
+            body,
+        )
+        .await;
+    }
     crate::api::handle(
         sim,
         method,

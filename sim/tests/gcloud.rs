@@ -125,11 +125,18 @@ async fn assert_gcloud_called(sim: &Sim, methods: &[&str]) {
 
 /// Runs gcloud against the sim in a blocking thread (the sim serves on this runtime).
 async fn gcloud(sim: &Sim, args: &[&str]) -> Result<Value, String> {
+    gcloud_as(sim, "sim-token", args).await
+}
+
+/// Runs gcloud with the access token `token` (`sim-sa:<email>` is a service account to the sim's IAM).
+async fn gcloud_as(sim: &Sim, token: &str, args: &[&str]) -> Result<Value, String> {
     let dir = sim.dir.path().join("gcloud");
     std::fs::create_dir_all(&dir).unwrap();
-    let token = dir.join("token");
-    std::fs::write(&token, "sim-token").unwrap();
+    let token_file = dir.join(format!("token-{}", token.replace([':', '@', '.'], "_")));
+    std::fs::write(&token_file, token).unwrap();
+    let token = token_file;
     let endpoint = format!("{}compute/v1/", sim.endpoint);
+    let secrets_endpoint = sim.endpoint.clone();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     tokio::task::spawn_blocking(move || {
         let out = Command::new("gcloud")
@@ -137,6 +144,10 @@ async fn gcloud(sim: &Sim, args: &[&str]) -> Result<Value, String> {
             .arg("--format=json")
             .env("CLOUDSDK_CONFIG", dir.join("config"))
             .env("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE", endpoint)
+            .env(
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER",
+                secrets_endpoint,
+            )
             .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token)
             .env("CLOUDSDK_CORE_PROJECT", PROJECT)
             .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")
@@ -962,4 +973,229 @@ fn gcloud_covers_every_provider_method() {
         untested.is_empty(),
         "the provider calls {untested:?}, which no gcloud test here makes gcloud call"
     );
+}
+
+/// What `gcloud_secrets` makes gcloud call.
+const SECRETS: &[&str] = &[
+    "secretmanager.secrets.create",
+    "secretmanager.secrets.get",
+    "secretmanager.secrets.list",
+    "secretmanager.secrets.patch",
+    "secretmanager.secrets.addVersion",
+    "secretmanager.secrets.versions.access",
+    "secretmanager.secrets.versions.list",
+    "secretmanager.secrets.versions.get",
+    "secretmanager.secrets.versions.disable",
+    "secretmanager.secrets.versions.enable",
+    "secretmanager.secrets.versions.destroy",
+    "secretmanager.secrets.getIamPolicy",
+    "secretmanager.secrets.setIamPolicy",
+    "secretmanager.secrets.delete",
+];
+
+/// The bytes of a `versions access` answer.
+fn payload(answer: &Value) -> Vec<u8> {
+    use base64::Engine as _;
+    let data = answer["payload"]["data"].as_str().expect("payload.data");
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64")
+}
+
+/// `gcloud secrets` against the sim's Secret Manager: a secret's life from creation to deletion, its payload
+/// checked by gcloud's own CRC32C both ways, and IAM on the secret deciding which service account reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcloud_secrets() {
+    let sim = start().await;
+    let masters = "sim-sa:masters@proj.iam.gserviceaccount.com";
+    let other = "sim-sa:other@proj.iam.gserviceaccount.com";
+    let file = sim.dir.path().join("keys.pem");
+    let key = b"-----BEGIN EC PRIVATE KEY-----\nnot a real key\n-----END EC PRIVATE KEY-----\n";
+    std::fs::write(&file, key).unwrap();
+    let file = file.to_str().unwrap().to_string();
+
+    gcloud(
+        &sim,
+        &[
+            "secrets",
+            "create",
+            "m-keys",
+            "--replication-policy=automatic",
+            "--labels=ha-master=prod",
+        ],
+    )
+    .await
+    .unwrap();
+    let err = gcloud(
+        &sim,
+        &[
+            "secrets",
+            "create",
+            "m-keys",
+            "--replication-policy=automatic",
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("already exists"), "{err}");
+    let described = gcloud(&sim, &["secrets", "describe", "m-keys"])
+        .await
+        .unwrap();
+    assert_eq!(described["name"], "projects/proj/secrets/m-keys");
+    assert_eq!(described["labels"]["ha-master"], "prod");
+    gcloud(
+        &sim,
+        &["secrets", "update", "m-keys", "--update-labels=team=infra"],
+    )
+    .await
+    .unwrap();
+    let listed = gcloud(&sim, &["secrets", "list"]).await.unwrap();
+    assert_eq!(listed[0]["labels"]["team"], "infra", "{listed}");
+
+    gcloud(
+        &sim,
+        &[
+            "secrets",
+            "versions",
+            "add",
+            "m-keys",
+            &format!("--data-file={file}"),
+        ],
+    )
+    .await
+    .unwrap();
+    let read = gcloud(
+        &sim,
+        &["secrets", "versions", "access", "latest", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(payload(&read), key);
+
+    // No binding yet: no service account reads it, and the answer does not say whether it exists.
+    let denied = gcloud_as(
+        &sim,
+        masters,
+        &["secrets", "versions", "access", "latest", "--secret=m-keys"],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        denied.contains("PERMISSION_DENIED") || denied.contains("denied"),
+        "{denied}"
+    );
+    gcloud(
+        &sim,
+        &[
+            "secrets",
+            "add-iam-policy-binding",
+            "m-keys",
+            "--member=serviceAccount:masters@proj.iam.gserviceaccount.com",
+            "--role=roles/secretmanager.secretAccessor",
+        ],
+    )
+    .await
+    .unwrap();
+    let policy = gcloud(&sim, &["secrets", "get-iam-policy", "m-keys"])
+        .await
+        .unwrap();
+    assert_eq!(
+        policy["bindings"][0]["role"], "roles/secretmanager.secretAccessor",
+        "{policy}"
+    );
+    let read = gcloud_as(
+        &sim,
+        masters,
+        &["secrets", "versions", "access", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(payload(&read), key);
+    for (who, args) in [
+        (
+            other,
+            vec!["secrets", "versions", "access", "latest", "--secret=m-keys"],
+        ),
+        (
+            masters,
+            vec![
+                "secrets",
+                "versions",
+                "add",
+                "m-keys",
+                "--data-file",
+                file.as_str(),
+            ],
+        ),
+        (masters, vec!["secrets", "get-iam-policy", "m-keys"]),
+    ] {
+        let err = gcloud_as(&sim, who, &args).await.unwrap_err();
+        assert!(err.contains("denied"), "{who} {args:?}: {err}");
+    }
+
+    // A disabled version is not read, an enabled one again is, a destroyed one never again.
+    gcloud(
+        &sim,
+        &["secrets", "versions", "disable", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    let err = gcloud(
+        &sim,
+        &["secrets", "versions", "access", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("DISABLED"), "{err}");
+    gcloud(
+        &sim,
+        &["secrets", "versions", "enable", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    gcloud(
+        &sim,
+        &["secrets", "versions", "access", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    gcloud(
+        &sim,
+        &["secrets", "versions", "destroy", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    let version = gcloud(
+        &sim,
+        &["secrets", "versions", "describe", "1", "--secret=m-keys"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(version["state"], "DESTROYED");
+    let versions = gcloud(&sim, &["secrets", "versions", "list", "m-keys"])
+        .await
+        .unwrap();
+    assert_eq!(versions.as_array().map(Vec::len), Some(1), "{versions}");
+    let err = gcloud(
+        &sim,
+        &["secrets", "versions", "access", "latest", "--secret=m-keys"],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("no versions") || err.contains("NOT_FOUND"),
+        "{err}"
+    );
+
+    gcloud(&sim, &["secrets", "delete", "m-keys"])
+        .await
+        .unwrap();
+    let err = gcloud(&sim, &["secrets", "describe", "m-keys"])
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("not found") || err.contains("NOT_FOUND"),
+        "{err}"
+    );
+    assert_gcloud_called(&sim, SECRETS).await;
 }

@@ -57,6 +57,9 @@ pub struct Cloud {
     /// (`fault client-ip`); None = `fabric::firewall::DEFAULT_CLIENT_IP`, 127.0.0.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_ip: Option<Ipv4Addr>,
+    /// Secret Manager's secrets, by `project/secret` (`crate::secrets`).
+    #[serde(default)]
+    pub secrets: BTreeMap<String, crate::secrets::model::Secret>,
 }
 
 /// Where an IP is allocated from. Internal addresses (instances' `networkIP`, INTERNAL addresses) come from a
