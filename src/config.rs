@@ -174,6 +174,9 @@ pub fn resolve(cfg: &ProviderConfig, env: &HashMap<String, String>) -> Settings 
             env,
             &["GOOGLE_STORAGE_CUSTOM_ENDPOINT"],
         ),
+        // Nothing calls Secret Manager yet: the provider block gains `secret_manager_custom_endpoint` (env
+        // `GOOGLE_SECRET_MANAGER_CUSTOM_ENDPOINT`) with the first call, when replicas' keys move there (#30).
+        secret_manager_endpoint: None,
         universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
         default_labels: cfg.default_labels.known().cloned().unwrap_or_default(),
         user_agent: ha_settings::user_agent(""),

@@ -69,6 +69,12 @@ const LAYERS: &[Layer] = &[
         why: "storage speaks to Google as the same principal as gce, and to nothing above",
     },
     Layer {
+        package: "ha-secrets",
+        may_use: &["ha-gce", "ha-settings"],
+        never: TERRAFORM,
+        why: "secrets speaks to Google as the same principal as gce, and to nothing above",
+    },
+    Layer {
         package: "ha-ops",
         may_use: &[
             "ha-domain",
@@ -236,11 +242,11 @@ fn the_manifest_check_finds_each_wrong_dependency() {
     m["packages"]
         .as_array_mut()
         .unwrap()
-        .push(serde_json::json!({ "name": "ha-secrets", "dependencies": [] }));
+        .push(serde_json::json!({ "name": "ha-unlisted", "dependencies": [] }));
     assert!(
         manifest_violations(&m)
             .iter()
-            .any(|f| f.contains("ha-secrets has no layer"))
+            .any(|f| f.contains("ha-unlisted has no layer"))
     );
 }
 

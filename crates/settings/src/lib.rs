@@ -41,6 +41,8 @@ pub struct Settings {
     pub compute_endpoint: Option<String>,
     /// The Cloud Storage endpoint backups go to (`storage_custom_endpoint`); Google's when unset.
     pub storage_endpoint: Option<String>,
+    /// The Secret Manager endpoint replicas' keys go to (`secret_manager_custom_endpoint`); Google's when unset.
+    pub secret_manager_endpoint: Option<String>,
     /// The Google Cloud universe (`googleapis.com` unless a sovereign cloud's): the Compute endpoint and the
     /// credentials follow it when no endpoint is set.
     pub universe_domain: Option<String>,

@@ -133,7 +133,8 @@ pub fn patch(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
 
 pub fn delete(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
     let s = secret(cloud, req)?;
-    if let Some(etag) = req.query.get("etag")
+    // Google's clients send an empty etag when none is given: no condition, as Secret Manager takes it.
+    if let Some(etag) = req.query.get("etag").filter(|e| !e.is_empty())
         && *etag != s.etag()
     {
         return Err(SmError::failed_precondition(format!(
@@ -323,7 +324,7 @@ pub fn set_iam_policy(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
         }
     }
     let s = secret_mut(cloud, req)?;
-    if let Some(etag) = policy["etag"].as_str()
+    if let Some(etag) = policy["etag"].as_str().filter(|e| !e.is_empty())
         && etag != policy_etag(s.revision)
     {
         return Err(SmError::new(

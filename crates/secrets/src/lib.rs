@@ -1,0 +1,251 @@
+//! The Secret Manager backend: a secret per replica holding the keys its master needs, readable only by the
+//! masters' service account. It knows nothing of Terraform, of etcd or of what the bytes are: it writes a
+//! payload, names who may read it, reads it back and deletes it, and fails with one [`Error`] whose text names
+//! the secret.
+//!
+//! Calls go through Google's official client (`google-cloud-secretmanager-v1`) with the provider's credentials,
+//! so the keys are written as the same principal that makes the VMs. Every payload is sent with its CRC32C,
+//! which Secret Manager checks, and every read is checked against the CRC32C it answers with.
+
+use std::collections::BTreeMap;
+
+use google_cloud_gax::error::rpc::Code;
+use google_cloud_iam_v1::model::{Binding, Policy};
+use google_cloud_secretmanager_v1::client::SecretManagerService;
+use google_cloud_secretmanager_v1::model::{Replication, Secret, SecretPayload, replication};
+
+use ha_settings::Settings;
+
+/// The only role a secret grants: reading its payload, nothing else (not its policy, not adding versions).
+pub const READER_ROLE: &str = "roles/secretmanager.secretAccessor";
+
+/// Why a Secret Manager call failed, naming the secret it was about.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the Secret Manager client could not be set up: {0}")]
+    Setup(String),
+    #[error("{action} secret {secret} failed: {message}")]
+    Call {
+        action: &'static str,
+        secret: String,
+        message: String,
+    },
+    #[error(
+        "secret {secret} answered with a payload whose CRC32C does not match; read it again, and if it persists, add a new version"
+    )]
+    Corrupt { secret: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The Secret Manager origin of a universe, or the provider's `secret_manager_custom_endpoint` written
+/// Google-provider style (`https://host/v1/`) or bare (`http://host:port`).
+pub fn origin(settings: &Settings) -> String {
+    match settings.secret_manager_endpoint.as_deref().map(str::trim) {
+        Some(e) if !e.is_empty() => {
+            let t = e.trim_end_matches('/');
+            t.strip_suffix("/v1")
+                .unwrap_or(t)
+                .trim_end_matches('/')
+                .to_string()
+        }
+        _ => {
+            let domain = settings
+                .universe_domain
+                .as_deref()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .unwrap_or(ha_settings::DEFAULT_UNIVERSE_DOMAIN);
+            format!("https://secretmanager.{domain}")
+        }
+    }
+}
+
+/// A handle on one project's secrets. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Secrets {
+    project: String,
+    client: SecretManagerService,
+}
+
+impl Secrets {
+    /// A client for `project` with the provider's credentials and endpoint. Nothing is called yet.
+    pub async fn connect(settings: &Settings, project: &str) -> Result<Secrets> {
+        let credentials =
+            ha_gce::google_credentials(settings).map_err(|e| Error::Setup(e.to_string()))?;
+        let client = SecretManagerService::builder()
+            .with_endpoint(origin(settings))
+            .with_credentials(credentials)
+            .build()
+            .await
+            .map_err(|e| Error::Setup(e.to_string()))?;
+        Ok(Secrets {
+            project: project.to_string(),
+            client,
+        })
+    }
+
+    /// `projects/{project}/secrets/{id}`.
+    pub fn path(&self, id: &str) -> String {
+        format!("projects/{}/secrets/{id}", self.project)
+    }
+
+    fn failed(
+        &self,
+        action: &'static str,
+        id: &str,
+    ) -> impl Fn(google_cloud_gax::error::Error) -> Error {
+        let secret = self.path(id);
+        move |e| Error::Call {
+            action,
+            secret: secret.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Writes `payload` as the newest version of secret `id`, made with `labels` if it does not exist, and makes
+    /// `reader` (a service account's email) the only principal that may read it. Returns the version's number.
+    ///
+    /// Idempotent as a whole: a secret that exists is kept, its policy set again, and a new version added, so a
+    /// write interrupted anywhere is finished by writing again.
+    pub async fn put(
+        &self,
+        id: &str,
+        labels: &BTreeMap<String, String>,
+        payload: &[u8],
+        reader: &str,
+    ) -> Result<u64> {
+        let created = self
+            .client
+            .create_secret()
+            .set_parent(format!("projects/{}", self.project))
+            .set_secret_id(id)
+            .set_secret(
+                Secret::new()
+                    .set_replication(
+                        Replication::new().set_automatic(replication::Automatic::new()),
+                    )
+                    .set_labels(labels.clone()),
+            )
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(e) if code(&e) == Some(Code::AlreadyExists) => {}
+            Err(e) => return Err(self.failed("creating", id)(e)),
+        }
+        // The policy before the payload: the payload is never readable by anyone but owners and `reader`.
+        self.client
+            .set_iam_policy()
+            .set_resource(self.path(id))
+            .set_policy(
+                Policy::new().set_bindings([Binding::new()
+                    .set_role(READER_ROLE)
+                    .set_members([format!("serviceAccount:{reader}")])]),
+            )
+            .send()
+            .await
+            .map_err(self.failed("setting the readers of", id))?;
+        let version = self
+            .client
+            .add_secret_version()
+            .set_parent(self.path(id))
+            .set_payload(
+                SecretPayload::new()
+                    .set_data(bytes::Bytes::copy_from_slice(payload))
+                    .set_data_crc32c(i64::from(crc32c::crc32c(payload))),
+            )
+            .send()
+            .await
+            .map_err(self.failed("adding a version to", id))?;
+        Ok(version_number(&version.name))
+    }
+
+    /// The payload of version `version` (`None`: the newest enabled one) of secret `id`; `None` when the secret
+    /// or the version does not exist.
+    pub async fn read(&self, id: &str, version: Option<u64>) -> Result<Option<Vec<u8>>> {
+        let name = format!(
+            "{}/versions/{}",
+            self.path(id),
+            version.map_or_else(|| "latest".to_string(), |v| v.to_string())
+        );
+        let answer = match self
+            .client
+            .access_secret_version()
+            .set_name(name)
+            .send()
+            .await
+        {
+            Ok(a) => a,
+            Err(e) if code(&e) == Some(Code::NotFound) => return Ok(None),
+            Err(e) => return Err(self.failed("reading", id)(e)),
+        };
+        let Some(payload) = answer.payload else {
+            return Ok(Some(Vec::new()));
+        };
+        let data = payload.data.to_vec();
+        if let Some(sent) = payload.data_crc32c
+            && sent != i64::from(crc32c::crc32c(&data))
+        {
+            return Err(Error::Corrupt {
+                secret: self.path(id),
+            });
+        }
+        Ok(Some(data))
+    }
+
+    /// The principals a binding lets read secret `id`; `None` when the secret does not exist.
+    pub async fn readers(&self, id: &str) -> Result<Option<Vec<String>>> {
+        let policy = match self
+            .client
+            .get_iam_policy()
+            .set_resource(self.path(id))
+            .send()
+            .await
+        {
+            Ok(p) => p,
+            Err(e) if code(&e) == Some(Code::NotFound) => return Ok(None),
+            Err(e) => return Err(self.failed("reading the readers of", id)(e)),
+        };
+        let mut readers: Vec<String> = policy
+            .bindings
+            .into_iter()
+            .filter(|b| b.role == READER_ROLE || b.role == "roles/secretmanager.admin")
+            .flat_map(|b| b.members)
+            .collect();
+        readers.sort();
+        readers.dedup();
+        Ok(Some(readers))
+    }
+
+    /// Deletes secret `id` with every version; `false` when there was none.
+    pub async fn delete(&self, id: &str) -> Result<bool> {
+        match self
+            .client
+            .delete_secret()
+            .set_name(self.path(id))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if code(&e) == Some(Code::NotFound) => Ok(false),
+            Err(e) => Err(self.failed("deleting", id)(e)),
+        }
+    }
+}
+
+/// The service's status code, when it answered with one.
+fn code(e: &google_cloud_gax::error::Error) -> Option<Code> {
+    e.status().map(|s| s.code)
+}
+
+/// The number at the end of `projects/p/secrets/s/versions/3`.
+fn version_number(name: &str) -> u64 {
+    name.rsplit('/')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

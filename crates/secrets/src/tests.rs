@@ -1,0 +1,123 @@
+//! The backend against ha-sim's Secret Manager (a private sim per test, as the Compute backend's tests use),
+//! through Google's client: what it writes is read back, only by the reader it names.
+
+use super::*;
+use ha_gce::tests::Sim;
+
+fn settings(sim: &Sim) -> Settings {
+    Settings {
+        secret_manager_endpoint: Some(format!("http://127.0.0.1:{}/", sim.port)),
+        ..sim.settings()
+    }
+}
+
+/// The same sim, seen by a service account (`sim-sa:<email>` is that account to the sim's IAM).
+fn as_account(sim: &Sim, email: &str) -> Settings {
+    Settings {
+        auth: ha_settings::Auth::AccessToken(format!("sim-sa:{email}")),
+        ..settings(sim)
+    }
+}
+
+const MASTERS: &str = "masters@proj.iam.gserviceaccount.com";
+
+#[tokio::test]
+async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
+    let sim = Sim::start().await;
+    let owner = Secrets::connect(&settings(&sim), "proj").await.unwrap();
+    let labels = BTreeMap::from([("ha-master".to_string(), "prod".to_string())]);
+    let keys = b"-----BEGIN EC PRIVATE KEY-----\n...\n-----END EC PRIVATE KEY-----\n".to_vec();
+
+    assert_eq!(owner.read("prod-a-keys", None).await.unwrap(), None);
+    assert_eq!(
+        owner
+            .put("prod-a-keys", &labels, &keys, MASTERS)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        owner.read("prod-a-keys", None).await.unwrap(),
+        Some(keys.clone())
+    );
+    assert_eq!(
+        owner.readers("prod-a-keys").await.unwrap(),
+        Some(vec![format!("serviceAccount:{MASTERS}")])
+    );
+
+    let masters = Secrets::connect(&as_account(&sim, MASTERS), "proj")
+        .await
+        .unwrap();
+    assert_eq!(
+        masters.read("prod-a-keys", Some(1)).await.unwrap(),
+        Some(keys.clone())
+    );
+    let other = Secrets::connect(
+        &as_account(&sim, "other@proj.iam.gserviceaccount.com"),
+        "proj",
+    )
+    .await
+    .unwrap();
+    let refused = other
+        .read("prod-a-keys", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("prod-a-keys") && refused.contains("denied"),
+        "{refused}"
+    );
+    assert!(
+        masters
+            .put("prod-a-keys", &labels, b"x", MASTERS)
+            .await
+            .is_err(),
+        "a reader writes nothing"
+    );
+
+    // Writing again keeps the secret, sets the same single reader and adds the newest version.
+    let renewed = b"renewed".to_vec();
+    assert_eq!(
+        owner
+            .put("prod-a-keys", &labels, &renewed, MASTERS)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        owner.read("prod-a-keys", None).await.unwrap(),
+        Some(renewed)
+    );
+    assert_eq!(
+        owner.read("prod-a-keys", Some(1)).await.unwrap(),
+        Some(keys)
+    );
+
+    assert!(owner.delete("prod-a-keys").await.unwrap());
+    assert!(!owner.delete("prod-a-keys").await.unwrap());
+    assert_eq!(owner.readers("prod-a-keys").await.unwrap(), None);
+}
+
+#[test]
+fn the_endpoint_is_the_origin_however_it_is_written() {
+    let with = |e: Option<&str>, universe: Option<&str>| {
+        origin(&Settings {
+            secret_manager_endpoint: e.map(String::from),
+            universe_domain: universe.map(String::from),
+            ..Settings::default()
+        })
+    };
+    assert_eq!(with(None, None), "https://secretmanager.googleapis.com");
+    assert_eq!(
+        with(None, Some("example.eu")),
+        "https://secretmanager.example.eu"
+    );
+    assert_eq!(
+        with(Some("http://127.0.0.1:8787/"), None),
+        "http://127.0.0.1:8787"
+    );
+    assert_eq!(
+        with(Some("https://secretmanager.googleapis.com/v1/"), None),
+        "https://secretmanager.googleapis.com"
+    );
+}
