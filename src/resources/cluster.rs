@@ -86,7 +86,7 @@ pub fn schema() -> Schema {
             attributes: vec![
                 Attribute::string("bucket").required().description("The Cloud Storage bucket's name (no `gs://`). The provider does not create it: give it versioning or a retention policy as your backups need.").validator(string_check("A Cloud Storage bucket name.", ha_domain::backup::check_bucket)),
                 Attribute::string("prefix").optional().description("A path in the bucket the cluster's snapshots go under, e.g. `clusters`; they land in `<prefix>/<cluster name>/`. Defaults to the bucket's root.").validator(string_check("A path inside the bucket.", ha_domain::backup::check_prefix)),
-                Attribute::number("keep").optional().description(format!("How many of the cluster's snapshots to keep: after each upload, older ones are deleted (objects that are not the provider's snapshots are never touched). 1 to {}; defaults to {}.", ha_domain::backup::MAX_KEEP, ha_domain::backup::DEFAULT_KEEP)),
+                Attribute::number("keep").optional().description(format!("How many of the cluster's snapshots to keep: after each upload, older ones are deleted (objects that are not the provider's snapshots are never touched), except the newest from before the cluster's etcd started over (founded again or restored to an older revision), which is kept beyond this count. 1 to {}; defaults to {}.", ha_domain::backup::MAX_KEEP, ha_domain::backup::DEFAULT_KEEP)),
                 Attribute::bool("stop_on_failure").optional().description("Whether a backup that cannot be taken, checked or uploaded stops the change before anything moves (the default, `true`), naming the bucket and what failed; `false` logs the failure and goes on."),
             ],
         })

@@ -97,15 +97,37 @@ pub fn newest<'a>(names: &'a [String], cluster_prefix: &str) -> Option<&'a str> 
         .map(String::as_str)
 }
 
-/// The cluster's snapshots to delete so that the newest `keep` remain.
+/// The revision a snapshot's name records (`…-rev<revision>.db`).
+fn revision_of(name: &str) -> Option<i64> {
+    name.strip_suffix(".db")?
+        .rsplit_once("-rev")?
+        .1
+        .parse()
+        .ok()
+}
+
+/// The cluster's snapshots to delete so that the newest `keep` remain, less any that ends a history: a snapshot
+/// whose next one (in time) has a lower revision. etcd's revision only grows, so a drop means the cluster was
+/// founded again (a new, empty etcd starts near revision 1) or restored to an older state; the snapshot before
+/// the drop is the last of the data that was there, the one a restore of that data wants, and pruning keeps it
+/// however many snapshots of the new history follow.
 pub fn to_prune(names: &[String], cluster_prefix: &str, keep: u32) -> Vec<String> {
     let mut ours: Vec<&String> = names
         .iter()
         .filter(|n| is_snapshot(n, cluster_prefix))
         .collect();
     ours.sort();
+    let ends_history = |i: usize| {
+        matches!(
+            (ours.get(i).and_then(|n| revision_of(n)), ours.get(i + 1).and_then(|n| revision_of(n))),
+            (Some(this), Some(next)) if next < this
+        )
+    };
     let excess = ours.len().saturating_sub(keep.max(1) as usize);
-    ours.into_iter().take(excess).cloned().collect()
+    (0..excess)
+        .filter(|&i| !ends_history(i))
+        .map(|i| ours[i].clone())
+        .collect()
 }
 
 /// What a checked snapshot is.
@@ -376,8 +398,55 @@ mod tests {
             vec![object_name("backups", "prod", 1_763_000_000, 5)]
         );
         assert_eq!(to_prune(&names, &p, 3), Vec::<String>::new());
-        // keep = 0 is refused at validate; here it still keeps the newest.
-        assert_eq!(to_prune(&names, &p, 0).len(), 2);
+        // keep = 0 is refused at validate; here it still keeps the newest, and `a`, the last before the revision
+        // went back from 12 to 9.
+        assert_eq!(
+            to_prune(&names, &p, 0),
+            vec![object_name("backups", "prod", 1_763_000_000, 5)]
+        );
+    }
+
+    /// A cluster founded again (or restored to an older state) starts a new history at a lower revision: pruning
+    /// keeps the newest snapshot of every earlier history, whatever `keep` says, and counts only the rest.
+    #[test]
+    fn pruning_keeps_the_last_snapshot_before_each_drop_of_the_revision() {
+        let p = cluster_prefix("b", "prod");
+        let at = |minute: i64, rev: i64| object_name("b", "prod", 1_764_000_000 + minute * 60, rev);
+        let pruned = |revs: &[(i64, i64)], keep: u32| -> Vec<String> {
+            let names: Vec<String> = revs.iter().map(|&(m, r)| at(m, r)).collect();
+            to_prune(&names, &p, keep)
+        };
+        let cases: &[(&str, &[(i64, i64)], u32, &[(i64, i64)])] = &[
+            (
+                "one history: the oldest go",
+                &[(0, 10), (1, 20), (2, 30)],
+                1,
+                &[(0, 10), (1, 20)],
+            ),
+            (
+                "founded again: the last of the old data stays",
+                &[(0, 100), (1, 900), (2, 3), (3, 8), (4, 15)],
+                2,
+                &[(0, 100), (2, 3)],
+            ),
+            (
+                "founded twice: the last of each earlier history stays",
+                &[(0, 500), (1, 4), (2, 9), (3, 2), (4, 6)],
+                1,
+                &[(1, 4), (3, 2)],
+            ),
+            (
+                "a rewind by a restore is a drop too",
+                &[(0, 50), (1, 80), (2, 60)],
+                1,
+                &[(0, 50)],
+            ),
+            ("within keep, nothing goes", &[(0, 900), (1, 3)], 2, &[]),
+        ];
+        for (what, revs, keep, want) in cases {
+            let want: Vec<String> = want.iter().map(|&(m, r)| at(m, r)).collect();
+            assert_eq!(pruned(revs, *keep), want, "{what}");
+        }
     }
 
     fn world(members: &[(&str, bool, bool)]) -> Observed {
