@@ -416,7 +416,9 @@ mod tests {
             let names: Vec<String> = revs.iter().map(|&(m, r)| at(m, r)).collect();
             to_prune(&names, &p, keep)
         };
-        let cases: &[(&str, &[(i64, i64)], u32, &[(i64, i64)])] = &[
+        // (what, snapshots as (minute, revision), keep, the ones pruned)
+        type Case<'a> = (&'a str, &'a [(i64, i64)], u32, &'a [(i64, i64)]);
+        let cases: &[Case] = &[
             (
                 "one history: the oldest go",
                 &[(0, 10), (1, 20), (2, 30)],
