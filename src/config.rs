@@ -31,22 +31,150 @@ pub struct ProviderConfig {
 }
 
 pub fn schema() -> Schema {
-    Schema::new("The `ha` provider runs highly-available Kubernetes masters on Google Compute Engine. Its settings follow Google's provider: every one may also come from the usual `GOOGLE_*` environment variables.")
-        .attribute(Attribute::string("project").optional().description("Default project for clusters that set none. Env: `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`."))
-        .attribute(Attribute::string("region").optional().description("Default region for clusters that set none. Env: `GOOGLE_REGION`, `GCLOUD_REGION`, `CLOUDSDK_COMPUTE_REGION`."))
-        .attribute(Attribute::string("zone").optional().description("Default primary zone for clusters that set none. Env: `GOOGLE_ZONE`, `GCLOUD_ZONE`, `CLOUDSDK_COMPUTE_ZONE`."))
-        .attribute(Attribute::string("credentials").optional().sensitive().description("Path to, or contents of, a service account key or other credentials JSON. Env: `GOOGLE_CREDENTIALS`, `GOOGLE_CLOUD_KEYFILE_JSON`, `GCLOUD_KEYFILE_JSON`, `GOOGLE_APPLICATION_CREDENTIALS`. Without it, Application Default Credentials are used. Conflicts with `access_token`."))
-        .attribute(Attribute::string("access_token").optional().sensitive().description("An OAuth 2.0 access token to use as is. Env: `GOOGLE_OAUTH_ACCESS_TOKEN`. Conflicts with `credentials`."))
-        .attribute(Attribute::string("impersonate_service_account").optional().description("A service account email to impersonate with the credentials above. Env: `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`."))
-        .attribute(Attribute::string("compute_custom_endpoint").optional().description("Base URL of the Compute Engine API, e.g. `http://127.0.0.1:8787/compute/v1/` for `ha-sim`. Env: `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint.").validator(string_check("An http(s) URL.", check_endpoint)))
-        .attribute(Attribute::string("storage_custom_endpoint").optional().description("Base URL of the Cloud Storage API that cluster backups go to, e.g. `http://127.0.0.1:4443/storage/v1/` for a local emulator. Env: `GOOGLE_STORAGE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint (`https://storage.<universe_domain>`).").validator(string_check("An http(s) URL.", check_storage_endpoint)))
-        .attribute(Attribute::string("universe_domain").optional().description("The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.").validator(string_check("A DNS domain like `googleapis.com`.", check_universe_domain)))
-        .attribute(Attribute::string("etcd_dial_timeout").optional().description("How long to wait when connecting to a master's etcd. Defaults to `10s`.").validator(duration()))
-        .attribute(Attribute::string("drain_delay").optional().description("How long a replica that leaves the load balancer (to be rolled or removed) keeps serving before it stops, so the pool change reaches every forwarder and requests in flight finish, as kops waits after draining a master. Defaults to `5s`.").validator(duration()))
-        .attribute(Attribute::string("roll_soak").optional().description("How long each rolled replica must stay healthy (its etcd member healthy and its API serving, checked three times over this span; any failed check starts the count again) before the next replica of a roll is touched, as Cluster API's `minReadySeconds` and kops' validation after each master. A longer soak catches a master that fails only after a while, at the cost of a longer roll. Defaults to `3s`.").validator(duration()))
-        .attribute(Attribute::string("lock_ttl").optional().description("How long an apply that holds a cluster's lock may go without renewing it before another apply takes it over. The holder renews it three times per `lock_ttl`; one that was killed (a CI job cancelled, a laptop closed) stops, and the next apply waits this long. Shorter means a faster resume after a kill, longer means more tolerance for a slow Compute API. At least `3s`. Defaults to `30s`.").validator(string_check("A duration of at least `3s`, like `30s`.", check_lock_ttl)))
-        .attribute(Attribute::typed("default_labels", tfplugin::value::Type::map(tfplugin::value::Type::String)).optional().description("Labels every cluster of this provider puts on its GCE objects, as Google's provider's `default_labels`: a cluster's own `labels` win on the same key, and each cluster shows the result in `effective_labels`. Changing them updates the clusters' replica VMs in place (no roll). GCE's rules apply, as for a cluster's `labels`.").validator(crate::resources::labels_validator()))
-        .attribute(Attribute::bool("etcd_via_internal_ip").optional().description("Reach etcd through the masters' internal IPs instead of their external ones, for Terraform running inside the VPC. Defaults to `false`."))
+    Schema::new(
+        "The `ha` provider runs highly-available Kubernetes masters on Google Compute Engine. Its settings \
+         follow Google's provider: every one may also come from the usual `GOOGLE_*` environment variables.",
+    )
+    .attribute(Attribute::string("project").optional().description(
+        "Default project for clusters that set none. Env: `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`, \
+         `GCLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`.",
+    ))
+    .attribute(Attribute::string("region").optional().description(
+        "Default region for clusters that set none. Env: `GOOGLE_REGION`, `GCLOUD_REGION`, \
+         `CLOUDSDK_COMPUTE_REGION`.",
+    ))
+    .attribute(Attribute::string("zone").optional().description(
+        "Default primary zone for clusters that set none. Env: `GOOGLE_ZONE`, `GCLOUD_ZONE`, \
+         `CLOUDSDK_COMPUTE_ZONE`.",
+    ))
+    .attribute(
+        Attribute::string("credentials")
+            .optional()
+            .sensitive()
+            .description(
+                "Path to, or contents of, a service account key or other credentials JSON. Env: \
+                 `GOOGLE_CREDENTIALS`, `GOOGLE_CLOUD_KEYFILE_JSON`, `GCLOUD_KEYFILE_JSON`, \
+                 `GOOGLE_APPLICATION_CREDENTIALS`. Without it, Application Default Credentials are used. \
+                 Conflicts with `access_token`.",
+            ),
+    )
+    .attribute(
+        Attribute::string("access_token")
+            .optional()
+            .sensitive()
+            .description(
+                "An OAuth 2.0 access token to use as is. Env: `GOOGLE_OAUTH_ACCESS_TOKEN`. Conflicts with \
+                 `credentials`.",
+            ),
+    )
+    .attribute(
+        Attribute::string("impersonate_service_account")
+            .optional()
+            .description(
+                "A service account email to impersonate with the credentials above. Env: \
+                 `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`.",
+            ),
+    )
+    .attribute(
+        Attribute::string("compute_custom_endpoint")
+            .optional()
+            .description(
+                "Base URL of the Compute Engine API, e.g. `http://127.0.0.1:8787/compute/v1/` for `ha-sim`. \
+                 Env: `GOOGLE_COMPUTE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint.",
+            )
+            .validator(string_check("An http(s) URL.", check_endpoint)),
+    )
+    .attribute(
+        Attribute::string("storage_custom_endpoint")
+            .optional()
+            .description(
+                "Base URL of the Cloud Storage API that cluster backups go to, e.g. \
+                 `http://127.0.0.1:4443/storage/v1/` for a local emulator. Env: \
+                 `GOOGLE_STORAGE_CUSTOM_ENDPOINT`. Defaults to Google's endpoint \
+                 (`https://storage.<universe_domain>`).",
+            )
+            .validator(string_check("An http(s) URL.", check_storage_endpoint)),
+    )
+    .attribute(
+        Attribute::string("universe_domain")
+            .optional()
+            .description(
+                "The Google Cloud universe to work in, e.g. a sovereign cloud's domain. Without \
+                 `compute_custom_endpoint`, the Compute API is `https://compute.<universe_domain>`. Env: \
+                 `GOOGLE_CLOUD_UNIVERSE_DOMAIN`. Defaults to `googleapis.com`.",
+            )
+            .validator(string_check(
+                "A DNS domain like `googleapis.com`.",
+                check_universe_domain,
+            )),
+    )
+    .attribute(
+        Attribute::string("etcd_dial_timeout")
+            .optional()
+            .description(
+                "How long to wait when connecting to a master's etcd. Defaults to `10s`.",
+            )
+            .validator(duration()),
+    )
+    .attribute(
+        Attribute::string("drain_delay")
+            .optional()
+            .description(
+                "How long a replica that leaves the load balancer (to be rolled or removed) keeps serving \
+                 before it stops, so the pool change reaches every forwarder and requests in flight finish, \
+                 as kops waits after draining a master. Defaults to `5s`.",
+            )
+            .validator(duration()),
+    )
+    .attribute(
+        Attribute::string("roll_soak")
+            .optional()
+            .description(
+                "How long each rolled replica must stay healthy (its etcd member healthy and its API \
+                 serving, checked three times over this span; any failed check starts the count again) \
+                 before the next replica of a roll is touched, as Cluster API's `minReadySeconds` and kops' \
+                 validation after each master. A longer soak catches a master that fails only after a \
+                 while, at the cost of a longer roll. Defaults to `3s`.",
+            )
+            .validator(duration()),
+    )
+    .attribute(
+        Attribute::string("lock_ttl")
+            .optional()
+            .description(
+                "How long an apply that holds a cluster's lock may go without renewing it before another \
+                 apply takes it over. The holder renews it three times per `lock_ttl`; one that was killed \
+                 (a CI job cancelled, a laptop closed) stops, and the next apply waits this long. Shorter \
+                 means a faster resume after a kill, longer means more tolerance for a slow Compute API. At \
+                 least `3s`. Defaults to `30s`.",
+            )
+            .validator(string_check(
+                "A duration of at least `3s`, like `30s`.",
+                check_lock_ttl,
+            )),
+    )
+    .attribute(
+        Attribute::typed(
+            "default_labels",
+            tfplugin::value::Type::map(tfplugin::value::Type::String),
+        )
+        .optional()
+        .description(
+            "Labels every cluster of this provider puts on its GCE objects, as Google's provider's \
+             `default_labels`: a cluster's own `labels` win on the same key, and each cluster shows the \
+             result in `effective_labels`. Changing them updates the clusters' replica VMs in place (no \
+             roll). GCE's rules apply, as for a cluster's `labels`.",
+        )
+        .validator(crate::resources::labels_validator()),
+    )
+    .attribute(
+        Attribute::bool("etcd_via_internal_ip")
+            .optional()
+            .description(
+                "Reach etcd through the masters' internal IPs instead of their external ones, for Terraform \
+                 running inside the VPC. Defaults to `false`.",
+            ),
+    )
 }
 
 fn check_lock_ttl(s: &str) -> Result<(), (String, String)> {
@@ -63,7 +191,11 @@ fn check_endpoint(s: &str) -> Result<(), (String, String)> {
     if s.starts_with("https://") || s.starts_with("http://") {
         Ok(())
     } else {
-        Err((format!("Invalid endpoint {s:?}"), "Write the Compute API base as a URL, like `https://compute.googleapis.com/compute/v1/`.".into()))
+        Err((
+            format!("Invalid endpoint {s:?}"),
+            "Write the Compute API base as a URL, like `https://compute.googleapis.com/compute/v1/`."
+                .into(),
+        ))
     }
 }
 
@@ -71,7 +203,11 @@ fn check_storage_endpoint(s: &str) -> Result<(), (String, String)> {
     if s.starts_with("https://") || s.starts_with("http://") {
         Ok(())
     } else {
-        Err((format!("Invalid endpoint {s:?}"), "Write the Cloud Storage API base as a URL, like `https://storage.googleapis.com/storage/v1/`.".into()))
+        Err((
+            format!("Invalid endpoint {s:?}"),
+            "Write the Cloud Storage API base as a URL, like `https://storage.googleapis.com/storage/v1/`."
+                .into(),
+        ))
     }
 }
 
@@ -86,7 +222,12 @@ fn check_universe_domain(s: &str) -> Result<(), (String, String)> {
     if s.contains('.') && s.split('.').all(label_ok) {
         Ok(())
     } else {
-        Err((format!("Invalid universe domain {s:?}"), "Write the bare domain of the universe, like `googleapis.com`, without a scheme, a service name or a path.".into()))
+        Err((
+            format!("Invalid universe domain {s:?}"),
+            "Write the bare domain of the universe, like `googleapis.com`, without a scheme, a service name \
+             or a path."
+                .into(),
+        ))
     }
 }
 

@@ -26,14 +26,16 @@ pub fn all() -> Vec<FunctionHandle> {
         Arc::new(NumberFunction {
             name: "quorum",
             summary: "Members etcd needs for a majority",
-            description: "Returns ⌊n/2⌋+1: how many of `n` etcd members must be up for the control plane to work.",
+            description: "Returns ⌊n/2⌋+1: how many of `n` etcd members must be up for the control plane to \
+                          work.",
             params: &[("n", "The number of replicas (etcd members).")],
             call: |args| count(args).map(|n| quorum::quorum(n) as f64),
         }),
         Arc::new(NumberFunction {
             name: "fault_tolerance",
             summary: "Members etcd can lose and keep working",
-            description: "Returns `n - quorum(n)`: how many of `n` etcd members may fail. Note that 2 tolerates 0, like 1.",
+            description: "Returns `n - quorum(n)`: how many of `n` etcd members may fail. Note that 2 \
+                          tolerates 0, like 1.",
             params: &[("n", "The number of replicas (etcd members).")],
             call: |args| count(args).map(|n| quorum::fault_tolerance(n) as f64),
         }),

@@ -43,23 +43,91 @@ enum Kind {
 fn schema(kind: Kind) -> Schema {
     let intro = match kind {
         Kind::Ephemeral => {
-            "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster CA, and a kubeconfig that uses it. Ephemeral (Terraform 1.10 or later): the credential is made for one run and never written to the plan or the state. Feed it to a write-only attribute, a provider block or a provisioner; docs/guides/kubectl.md shows how to keep a kubeconfig file fresh, as the certificate expires after `validity`."
+            "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster \
+             CA, and a kubeconfig that uses it. Ephemeral (Terraform 1.10 or later): the credential is made \
+             for one run and never written to the plan or the state. Feed it to a write-only attribute, a \
+             provider block or a provisioner; docs/guides/kubectl.md shows how to keep a kubeconfig file \
+             fresh, as the certificate expires after `validity`."
         }
         Kind::DataSource => {
-            "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster CA, and a kubeconfig that uses it. For clients without ephemeral resources (OpenTofu before 1.11): **the certificate, its private key and the kubeconfig are stored in the state**, like the cluster's CA keys in `spec`, and a new certificate is minted at every refresh. Keep `validity` short; on Terraform 1.10 or later use the ephemeral resource `ha_admin_credentials` instead."
+            "Mints a short-lived admin client certificate for a cluster's API server, signed by the cluster \
+             CA, and a kubeconfig that uses it. For clients without ephemeral resources (OpenTofu before \
+             1.11): **the certificate, its private key and the kubeconfig are stored in the state**, like \
+             the cluster's CA keys in `spec`, and a new certificate is minted at every refresh. Keep \
+             `validity` short; on Terraform 1.10 or later use the ephemeral resource `ha_admin_credentials` \
+             instead."
         }
     };
     Schema::new(intro)
-        .attribute(Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type()).required().sensitive().description("The cluster: `cluster = ha_master_cluster.<name>.spec`. Its CA signs the certificate, and its static IP and `api_port` are the server."))
-        .attribute(Attribute::string("validity").optional().description("How long the certificate is valid, as a duration (`30m`, `1h`), between 5m and 24h. Defaults to `1h`. Kubernetes cannot revoke a client certificate, so keep it short.").validator(duration()))
-        .attribute(Attribute::string("user").optional().description("The Kubernetes user the certificate names (its CN). Defaults to `kubernetes-admin`, as kubeadm's admin.conf."))
-        .attribute(Attribute::typed("groups", Type::list(Type::String)).optional().description("The Kubernetes groups the certificate names (its O), at most one. Defaults to `[\"system:masters\"]`, which RBAC lets do anything; `[]` names none, so only the user's own bindings apply."))
-        .attribute(Attribute::string("client_certificate_pem").computed().description("The client certificate, PEM."))
-        .attribute(Attribute::string("client_key_pem").computed().sensitive().description("The client certificate's private key (PKCS#8), PEM."))
-        .attribute(Attribute::string("ca_certificate_pem").computed().description("The cluster CA certificate, PEM: what verifies the API server."))
-        .attribute(Attribute::string("server").computed().description("The API server's URL: `https://<static IP>:<api_port>`."))
-        .attribute(Attribute::string("kubeconfig").computed().sensitive().description("A kubeconfig (YAML) with one cluster, user and current context named after the cluster, the PEMs inlined: write it to a file and run `kubectl --kubeconfig <file> version`."))
-        .attribute(Attribute::string("expires_at").computed().description("When the certificate expires (RFC 3339, UTC)."))
+        .attribute(
+            Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type())
+                .required()
+                .sensitive()
+                .description(
+                    "The cluster: `cluster = ha_master_cluster.<name>.spec`. Its CA signs the certificate, \
+                     and its static IP and `api_port` are the server.",
+                ),
+        )
+        .attribute(
+            Attribute::string("validity")
+                .optional()
+                .description(
+                    "How long the certificate is valid, as a duration (`30m`, `1h`), between 5m and 24h. \
+                     Defaults to `1h`. Kubernetes cannot revoke a client certificate, so keep it short.",
+                )
+                .validator(duration()),
+        )
+        .attribute(Attribute::string("user").optional().description(
+            "The Kubernetes user the certificate names (its CN). Defaults to `kubernetes-admin`, as \
+             kubeadm's admin.conf.",
+        ))
+        .attribute(
+            Attribute::typed("groups", Type::list(Type::String))
+                .optional()
+                .description(
+                    "The Kubernetes groups the certificate names (its O), at most one. Defaults to \
+                     `[\"system:masters\"]`, which RBAC lets do anything; `[]` names none, so only the \
+                     user's own bindings apply.",
+                ),
+        )
+        .attribute(
+            Attribute::string("client_certificate_pem")
+                .computed()
+                .description("The client certificate, PEM."),
+        )
+        .attribute(
+            Attribute::string("client_key_pem")
+                .computed()
+                .sensitive()
+                .description("The client certificate's private key (PKCS#8), PEM."),
+        )
+        .attribute(
+            Attribute::string("ca_certificate_pem")
+                .computed()
+                .description(
+                    "The cluster CA certificate, PEM: what verifies the API server.",
+                ),
+        )
+        .attribute(
+            Attribute::string("server")
+                .computed()
+                .description("The API server's URL: `https://<static IP>:<api_port>`."),
+        )
+        .attribute(
+            Attribute::string("kubeconfig")
+                .computed()
+                .sensitive()
+                .description(
+                    "A kubeconfig (YAML) with one cluster, user and current context named after the \
+                     cluster, the PEMs inlined: write it to a file and run `kubectl --kubeconfig <file> \
+                     version`.",
+                ),
+        )
+        .attribute(
+            Attribute::string("expires_at")
+                .computed()
+                .description("When the certificate expires (RFC 3339, UTC)."),
+        )
 }
 
 /// Checks what can be checked from configuration alone, each at its attribute.
@@ -130,7 +198,8 @@ fn mint(mut m: AdminCredentialsModel, diags: &mut Diagnostics) -> Option<AdminCr
         diags.attr_error(
             at("cluster"),
             "The cluster has no address or CA yet",
-            "`cluster` must be an applied cluster's `spec` (`ha_master_cluster.<name>.spec`), with its static IP, `api_port` and CA certificate.",
+            "`cluster` must be an applied cluster's `spec` (`ha_master_cluster.<name>.spec`), with its \
+             static IP, `api_port` and CA certificate.",
         );
         return None;
     };
@@ -138,7 +207,9 @@ fn mint(mut m: AdminCredentialsModel, diags: &mut Diagnostics) -> Option<AdminCr
         diags.attr_error(
             at("cluster"),
             format!("Cannot sign an admin certificate for cluster {name:?}"),
-            "The cluster CA's private key is not in this state: the cluster was imported, and masters never hold CA keys, so import could not recover it. Restore the state the cluster was created with, or use a credential issued elsewhere by the cluster CA.",
+            "The cluster CA's private key is not in this state: the cluster was imported, and masters never \
+             hold CA keys, so import could not recover it. Restore the state the cluster was created with, \
+             or use a credential issued elsewhere by the cluster CA.",
         );
         return None;
     }

@@ -13,4 +13,6 @@ pub(crate) fn with_advice(e: &OpError) -> String {
 }
 
 /// What to do after a passing failure of the Compute API: every step observes what exists first.
-const RUN_AGAIN: &str = "This is a passing failure of the Compute Engine API, not of your configuration: run apply again. Everything this apply made is in state or is found again by name, so the next apply resumes where this one stopped.";
+const RUN_AGAIN: &str = "This is a passing failure of the Compute Engine API, not of your configuration: \
+                         run apply again. Everything this apply made is in state or is found again by name, \
+                         so the next apply resumes where this one stopped.";

@@ -12,7 +12,8 @@ use tfplugin::diag::Diagnostics;
 use tokio_util::sync::CancellationToken;
 
 /// What the user reads when an apply stopped because Terraform asked the provider to stop.
-pub const INTERRUPTED: &str = "Interrupted: Terraform asked the provider to stop. What was made so far is saved in state; run apply again to finish.";
+pub const INTERRUPTED: &str = "Interrupted: Terraform asked the provider to stop. What was made so far is \
+                               saved in state; run apply again to finish.";
 
 /// Runs `work` to completion, or until the provider is asked to stop: `None` then, and `work` is dropped where
 /// it stood. A stop that came before the call wins, so no new work starts after Ctrl-C.

@@ -33,64 +33,489 @@ fn n(v: i64) -> Value {
 
 pub fn schema() -> Schema {
     let cidrs = || string_check("Each entry is a CIDR range.", network::check_cidr);
-    Schema::new("A highly-available Kubernetes control plane's shared parts on Google Compute Engine: the static external IP that kubelets and users talk to, firewall rules, the API server and etcd CAs, and the settings every `ha_master_replica` inherits. Replicas join it with `cluster = ha_master_cluster.<name>.spec`.")
-        .attribute(Attribute::string("id").computed().description("`<project>/<region>/<name>`; also the import id.").modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("name").required().description("The cluster's name. GCE objects are named after it (`<name>-ip`, `<name>-etcd`, …), so it follows GCE's naming rules and is at most 51 characters.").validator(string_check("An RFC 1035 name.", names::check_cluster_name)).modifier(requires_replace()))
-        .attribute(Attribute::string("project").optional_computed().description("The project. Defaults to the provider's `project`.").modifier(requires_replace()).modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("region").optional_computed().description("The region of the static IP and load balancer; every replica is in it. Defaults to the region of `zone`, else the provider's `region`.").validator(string_check("A GCE region.", zones::check_region)).modifier(requires_replace()).modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("zone").optional_computed().description("The primary zone: where replicas go unless `multizone` is on. Defaults to the provider's `zone`.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
-        .attribute(Attribute::bool("multizone").default(Value::Bool(false)).description("Allow replicas in any zone of the region (and set `multizone` in the masters' cloud config). With one zone, a zone outage takes the control plane down."))
-        .attribute(Attribute::bool("etcd_quorum_read").default(Value::Bool(true)).description("Make the API servers read from etcd with quorum (linearizable) reads, so a replica never serves stale data after a partition. Only `true` is accepted: kube-apiserver has always read with quorum since Kubernetes 1.13 and has no way to turn it off, so `false` is refused at validate rather than silently ignored. The attribute stays so the setting of kube-up's `ENABLE_ETCD_QUORUM_READ` has a visible home and a clear answer."))
-        .attribute(Attribute::string("machine_type").default(s("e2-standard-2")).description("Machine type of every replica.").validator(string_check("A GCE machine type.", machine_type::check_machine_type)))
-        .attribute(Attribute::string("image").optional_computed().description(format!("Boot image of every replica (an image or image family URL). It must run the master startup contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of `kubernetes_version`, which the masters install at first boot from the distribution and pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an existing one keeps its image (a cluster made before this default ran `{}`, which has no apt and no kubelet: set an image that runs the contract, which rolls the replicas one at a time).", ha_domain::image::DEFAULT_FOR_NEW, ha_domain::image::LEGACY)))
-        .attribute(Attribute::number("boot_disk_size_gb").default(n(20)).description("Boot disk size of every replica, in GB."))
-        .attribute(Attribute::number("data_disk_size_gb").default(n(20)).description("Size of each replica's etcd data disk (`<replica>-pd`), in GB. Growing it rolls the replicas one at a time: each disk grows while its VM is rebuilt on it, and the new VM grows the filesystem. GCE never shrinks a disk, so a smaller value is refused at plan."))
-        .attribute(Attribute::string("data_disk_type").default(s(ha_domain::master_spec::DEFAULT_DATA_DISK_TYPE)).description("Type of each replica's etcd data disk: `pd-ssd` (as kops uses for etcd: etcd is sensitive to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created with; the type applies to replicas created later.").validator(string_check("A persistent disk type.", network::check_disk_type)))
-        .attribute(Attribute::string("network").default(s("default")).description("The VPC network of the masters and firewall rules. On the `default` network GCE's `default-allow-internal` rule admits the whole VPC to every port, so the masters-only etcd peer rule restricts nothing there: plan warns. See docs/guides/network.md. Changing it on a cluster that has replicas is refused at plan: a master's internal IP, and so its etcd member, cannot move in place.").modifier(requires_replace()))
-        .attribute(Attribute::string("subnetwork").optional().description("The subnetwork of the masters (a name or a URL), for custom-mode networks; unset, the network's own subnetwork in the region (auto mode). Changing it to another subnetwork of the same network rolls the replicas one at a time: each VM is rebuilt there on its etcd data disk, its reserved internal IP moves to the new subnetwork, and etcd is told its member's new peer URL, so every member keeps its id and data. The subnetwork must exist (the provider never creates one)."))
-        .attribute(Attribute::typed("tags", Type::set(Type::String)).optional().description("Extra network tags for every replica. The provider adds `<name>-master`, which its firewall rules target."))
-        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description(format!("Labels for every GCE object of the cluster. GCE's rules apply: keys are 1-63 characters starting with a lowercase letter, keys and values contain only lowercase letters, digits, `_` and `-`, and at most {} labels (GCE's 64 less room for the provider's own). Keys starting with `ha-master-` or `ha-lock-` are the provider's own (e.g. `ha-master-cluster`) and are refused.", ha_domain::labels::MAX_USER_LABELS)).validator(super::labels_validator()))
-        .attribute(Attribute::typed("effective_labels", Type::map(Type::String)).computed().description("The labels the cluster's replica VMs carry (with the provider's own): the provider's `default_labels` with this cluster's `labels` over them. A change of either shows here and updates the VMs in place."))
-        .attribute(Attribute::typed("api_source_ranges", Type::list(Type::String)).default(Value::List(vec![s("0.0.0.0/0")])).description("CIDR ranges allowed to reach the API port on the static IP and on every replica's external IP. They must include where Terraform runs (the provider checks `/healthz` on the static IP after creating or deleting a replica), and your users and nodes. The default, `0.0.0.0/0`, opens the API to the whole Internet: plan warns when a create or a change sets it. See docs/guides/network.md.").validator(cidrs()))
-        .attribute(Attribute::typed("etcd_client_source_ranges", Type::list(Type::String)).required().description("CIDR ranges allowed to reach etcd's client port 2379 (mutual TLS) on every replica's external IP. They must include where Terraform runs, since the provider reads and changes etcd membership through it: from outside them, plan refuses to add, remove or roll a replica. Plan warns about `0.0.0.0/0`. See docs/guides/network.md.").validator(cidrs()))
-        .attribute(Attribute::number("api_port").default(n(443)).description("The API server's port on the static IP."))
-        .attribute(Attribute::string("service_cluster_ip_range").default(s("10.0.0.0/16")).description("The Kubernetes service range. Its first address is in every API server certificate.").validator(string_check("An IPv4 CIDR range.", network::check_service_range)))
-        .attribute(Attribute::string("dns_domain").default(s("cluster.local")).description("The cluster's DNS domain, for the API server certificate's `kubernetes.default.svc.<domain>` name."))
-        .attribute(Attribute::string("external_ip").computed().description("The static external IP. It never changes for the life of the cluster: it moves between the only replica and the load balancer.").modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("endpoint").computed().description("`https://<external_ip>[:<api_port>]`: the API endpoint for kubeconfigs.").modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("ca_certificate").computed().description("PEM of the cluster CA that signs API server certificates (public).").modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("etcd_peer_ca_certificate").computed().description("PEM of the CA for etcd peer (member to member) mutual TLS.").modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("etcd_client_ca_certificate").computed().description("PEM of the CA for etcd client mutual TLS.").modifier(use_state_for_unknown()))
-        .attribute(Attribute::typed("spec", <ClusterSpec as TfType>::tf_type()).computed().sensitive().description("Everything a replica inherits, including CA keys: pass it to replicas as `cluster = ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters."))
-        .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found out of shape in the load balancer and static IP, one sentence each (empty when in shape): with one replica it holds the static IP and no load balancer exists; with two or more, a forwarding rule on the static IP sends to a target pool of exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, and the apply puts the shape right."))
-        .attribute(Attribute::bool("deletion_protection").default(Value::Bool(true)).description("While true (the default), destroying the cluster is refused at plan, and no apply removes the cluster's last voting etcd member (the last copy of the control plane's data), whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. Removing replicas down to one stays allowed. Set it to false and apply before destroying the cluster on purpose."))
-        .attribute(Attribute::string("kubernetes_version").optional_computed().description(format!("The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against the version each master was built with, so a roll that stopped half way is finished first) and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.", ha_domain::kubernetes_version::DEFAULT_FOR_NEW)).validator(string_check("A supported Kubernetes version.", ha_domain::kubernetes_version::check)))
-        .attribute(Attribute::string("certificate_validity").default(s(ha_domain::certificates::DEFAULT_VALIDITY)).description("How long the certificates a replica is built with live (API server, etcd peer and server, the components' client certificates), as a duration such as `8760h` (one year, as kubeadm) or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. Changing it rolls nothing.").validator(tfplugin_framework::validator::duration_within(ha_domain::certificates::MAX_LIFETIME)))
-        .attribute(Attribute::string("certificate_renew_before").default(s(ha_domain::certificates::DEFAULT_RENEW_BEFORE)).description("How long before its certificates expire a replica is renewed: once a replica's `certificates_expire_at` is this close, plan shows a roll of that replica (new leaf certificates from the same CAs, naming the same IPs; the same etcd member and data), and any roll of it renews them. The default is 30 days. Plan warns of certificates expiring within 30 days even outside this window. Must be shorter than `certificate_validity`.").validator(tfplugin_framework::validator::duration_within(ha_domain::certificates::MAX_LIFETIME)))
-        .attribute(Attribute::string("etcd_version").optional_computed().description("The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.24, `registry.k8s.io/etcd:3.5.24-0`), or that pinned patch; `\"3.5.1\"`, the 3.5 pin before 3.5.24, stays selectable by its patch. Unset, a new cluster runs the etcd its `kubernetes_version` calls for (`\"3.5\"` for every release the provider runs: kubeadm pins 3.5 up to Kubernetes 1.33 and 3.6, which the provider does not run yet, from 1.34) and an existing one keeps what it runs (a cluster made before this setting runs `\"3.4\"`). Changing it rolls the replicas one at a time, each restarting on the new etcd with its data (see each replica's `master_settings`). An upgrade moves one minor at a time and only from a healthy cluster whose members all run the older minor; going back is allowed while etcd's cluster version is still the older minor, and refused once every member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. See docs/guides/upgrades.md.").validator(string_check("A supported etcd version.", ha_domain::etcd_version::check)))
-        .attribute(Attribute::string("service_account").default(s(ha_domain::service_account::DEFAULT_EMAIL)).description("The service account every master VM runs as: `default` (the project's default Compute Engine service account, as kube-up gives masters) or a service account's email. The kubelet, controller-manager and cluster autoscaler on a master use it to call Google's APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on it. A change rolls the replicas one at a time (GCE sets a VM's service account only while it is stopped).").validator(string_check("`default` or a service account's email.", ha_domain::service_account::check_email)))
-        .attribute(Attribute::typed("service_account_scopes", Type::list(Type::String)).default(Value::List(ha_domain::service_account::DEFAULT_SCOPES.iter().map(|x| s(x)).collect())).description("The OAuth scopes of the masters' service account, as URLs or gcloud's aliases (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). The default is kube-up's master scopes. A change rolls the replicas one at a time.").validator(string_check("A scope URL or a gcloud scope alias.", |x| ha_domain::service_account::scope_url(x).map(|_| ()))))
-        .block(SingleBlock {
-            name: "restore",
-            description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after it lost quorum for good; the plan says exactly what it will do, and refuses when etcd still has quorum or can get it back without one. See docs/guides/disaster-recovery.md.".into(),
-            attributes: vec![
-                Attribute::number("generation").required().description("Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: the same number never recovers again."),
-                Attribute::string("source").required().description(format!("Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written after the snapshot is lost. `\"{}\"`: for a cluster with no replica VM left, start a new, empty etcd on purpose; without it, plan refuses to found an empty etcd where the cluster had data (its load balancer, a replica's state or a snapshot says so), and the snapshots are kept.", ha_domain::recovery::SURVIVING_MEMBER, ha_domain::restore::SNAPSHOT, ha_domain::start_empty::EMPTY)),
-                Attribute::string("snapshot").optional().description("With `source = \"snapshot\"`: the snapshot to restore, as `gs://<bucket>/<object>`. Defaults to the cluster's newest snapshot in its `backup` bucket (plan names the one it will use). The master VMs' service account needs read access to it."),
-            ],
-        })
-        .attribute(Attribute::string("last_backup").computed().description("The newest etcd snapshot of this cluster in the `backup` bucket, as `gs://<bucket>/<object>`, read at refresh (replicas take the snapshots, so it shows after the next refresh). Null without a `backup` block or before the first backup.").modifier(use_state_for_unknown()))
-        .block(SingleBlock {
-            name: "backup",
-            description: "Backups of etcd to Cloud Storage, as kops' etcd-manager takes them. Before every change that touches etcd (a replica joining or leaving, a roll, a version change, a certificate renewal), the provider takes a snapshot from a healthy member (a follower when there is one), checks it (size, its SHA-256 trailer, the bbolt header, a revision that did not go back while it was taken), uploads it as `<prefix>/<cluster>/etcd-<time>-rev<revision>.db` with metadata (cluster, member, revision, etcd version, time, the change), and deletes the cluster's snapshots beyond `keep`. The plan of such a change says a backup will be taken. The provider's credentials need `roles/storage.objectAdmin` on the bucket; `storage_custom_endpoint` in the provider block points elsewhere. See docs/guides/disaster-recovery.md.".into(),
-            attributes: vec![
-                Attribute::string("bucket").required().description("The Cloud Storage bucket's name (no `gs://`). The provider does not create it: give it versioning or a retention policy as your backups need.").validator(string_check("A Cloud Storage bucket name.", ha_domain::backup::check_bucket)),
-                Attribute::string("prefix").optional().description("A path in the bucket the cluster's snapshots go under, e.g. `clusters`; they land in `<prefix>/<cluster name>/`. Defaults to the bucket's root.").validator(string_check("A path inside the bucket.", ha_domain::backup::check_prefix)),
-                Attribute::number("keep").optional().description(format!("How many of the cluster's snapshots to keep: after each upload, older ones are deleted (objects that are not the provider's snapshots are never touched), except the newest from before the cluster's etcd started over (founded again or restored to an older revision), which is kept beyond this count. 1 to {}; defaults to {}.", ha_domain::backup::MAX_KEEP, ha_domain::backup::DEFAULT_KEEP)),
-                Attribute::bool("stop_on_failure").optional().description("Whether a backup that cannot be taken, checked or uploaded stops the change before anything moves (the default, `true`), naming the bucket and what failed; `false` logs the failure and goes on."),
-            ],
-        })
-        .block(timeouts_block(&["create", "update", "delete"], "create 10m, update 10m, delete 10m"))
+    Schema::new(
+        "A highly-available Kubernetes control plane's shared parts on Google Compute Engine: the static \
+         external IP that kubelets and users talk to, firewall rules, the API server and etcd CAs, and the \
+         settings every `ha_master_replica` inherits. Replicas join it with `cluster = \
+         ha_master_cluster.<name>.spec`.",
+    )
+    .attribute(
+        Attribute::string("id")
+            .computed()
+            .description("`<project>/<region>/<name>`; also the import id.")
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("name")
+            .required()
+            .description(
+                "The cluster's name. GCE objects are named after it (`<name>-ip`, `<name>-etcd`, …), so it \
+                 follows GCE's naming rules and is at most 51 characters.",
+            )
+            .validator(string_check("An RFC 1035 name.", names::check_cluster_name))
+            .modifier(requires_replace()),
+    )
+    .attribute(
+        Attribute::string("project")
+            .optional_computed()
+            .description("The project. Defaults to the provider's `project`.")
+            .modifier(requires_replace())
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("region")
+            .optional_computed()
+            .description(
+                "The region of the static IP and load balancer; every replica is in it. Defaults to the \
+                 region of `zone`, else the provider's `region`.",
+            )
+            .validator(string_check("A GCE region.", zones::check_region))
+            .modifier(requires_replace())
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("zone")
+            .optional_computed()
+            .description(
+                "The primary zone: where replicas go unless `multizone` is on. Defaults to the provider's \
+                 `zone`.",
+            )
+            .validator(string_check("A GCE zone.", zones::check_zone))
+            .modifier(requires_replace())
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::bool("multizone")
+            .default(Value::Bool(false))
+            .description(
+                "Allow replicas in any zone of the region (and set `multizone` in the masters' cloud \
+                 config). With one zone, a zone outage takes the control plane down.",
+            ),
+    )
+    .attribute(
+        Attribute::bool("etcd_quorum_read")
+            .default(Value::Bool(true))
+            .description(
+                "Make the API servers read from etcd with quorum (linearizable) reads, so a replica never \
+                 serves stale data after a partition. Only `true` is accepted: kube-apiserver has always \
+                 read with quorum since Kubernetes 1.13 and has no way to turn it off, so `false` is \
+                 refused at validate rather than silently ignored. The attribute stays so the setting of \
+                 kube-up's `ENABLE_ETCD_QUORUM_READ` has a visible home and a clear answer.",
+            ),
+    )
+    .attribute(
+        Attribute::string("machine_type")
+            .default(s("e2-standard-2"))
+            .description("Machine type of every replica.")
+            .validator(string_check(
+                "A GCE machine type.",
+                machine_type::check_machine_type,
+            )),
+    )
+    .attribute(
+        Attribute::string("image")
+            .optional_computed()
+            .description(format!(
+                "Boot image of every replica (an image or image family URL). It must run the master startup \
+                 contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of \
+                 `kubernetes_version`, which the masters install at first boot from the distribution and \
+                 pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an \
+                 existing one keeps its image (a cluster made before this default ran `{}`, which has no \
+                 apt and no kubelet: set an image that runs the contract, which rolls the replicas one at a \
+                 time).",
+                ha_domain::image::DEFAULT_FOR_NEW,
+                ha_domain::image::LEGACY
+            )),
+    )
+    .attribute(
+        Attribute::number("boot_disk_size_gb")
+            .default(n(20))
+            .description("Boot disk size of every replica, in GB."),
+    )
+    .attribute(
+        Attribute::number("data_disk_size_gb")
+            .default(n(20))
+            .description(
+                "Size of each replica's etcd data disk (`<replica>-pd`), in GB. Growing it rolls the \
+                 replicas one at a time: each disk grows while its VM is rebuilt on it, and the new VM \
+                 grows the filesystem. GCE never shrinks a disk, so a smaller value is refused at plan.",
+            ),
+    )
+    .attribute(
+        Attribute::string("data_disk_type")
+            .default(s(ha_domain::master_spec::DEFAULT_DATA_DISK_TYPE))
+            .description(
+                "Type of each replica's etcd data disk: `pd-ssd` (as kops uses for etcd: etcd is sensitive \
+                 to disk latency), `pd-balanced` or `pd-standard`. A replica keeps the disk it was created \
+                 with; the type applies to replicas created later.",
+            )
+            .validator(string_check(
+                "A persistent disk type.",
+                network::check_disk_type,
+            )),
+    )
+    .attribute(
+        Attribute::string("network")
+            .default(s("default"))
+            .description(
+                "The VPC network of the masters and firewall rules. On the `default` network GCE's \
+                 `default-allow-internal` rule admits the whole VPC to every port, so the masters-only etcd \
+                 peer rule restricts nothing there: plan warns. See docs/guides/network.md. Changing it on \
+                 a cluster that has replicas is refused at plan: a master's internal IP, and so its etcd \
+                 member, cannot move in place.",
+            )
+            .modifier(requires_replace()),
+    )
+    .attribute(Attribute::string("subnetwork").optional().description(
+        "The subnetwork of the masters (a name or a URL), for custom-mode networks; unset, the network's \
+         own subnetwork in the region (auto mode). Changing it to another subnetwork of the same network \
+         rolls the replicas one at a time: each VM is rebuilt there on its etcd data disk, its reserved \
+         internal IP moves to the new subnetwork, and etcd is told its member's new peer URL, so every \
+         member keeps its id and data. The subnetwork must exist (the provider never creates one).",
+    ))
+    .attribute(
+        Attribute::typed("tags", Type::set(Type::String))
+            .optional()
+            .description(
+                "Extra network tags for every replica. The provider adds `<name>-master`, which its \
+                 firewall rules target.",
+            ),
+    )
+    .attribute(
+        Attribute::typed("labels", Type::map(Type::String))
+            .optional()
+            .description(format!(
+                "Labels for every GCE object of the cluster. GCE's rules apply: keys are 1-63 characters \
+                 starting with a lowercase letter, keys and values contain only lowercase letters, digits, \
+                 `_` and `-`, and at most {} labels (GCE's 64 less room for the provider's own). Keys \
+                 starting with `ha-master-` or `ha-lock-` are the provider's own (e.g. `ha-master-cluster`) \
+                 and are refused.",
+                ha_domain::labels::MAX_USER_LABELS
+            ))
+            .validator(super::labels_validator()),
+    )
+    .attribute(
+        Attribute::typed("effective_labels", Type::map(Type::String))
+            .computed()
+            .description(
+                "The labels the cluster's replica VMs carry (with the provider's own): the provider's \
+                 `default_labels` with this cluster's `labels` over them. A change of either shows here and \
+                 updates the VMs in place.",
+            ),
+    )
+    .attribute(
+        Attribute::typed("api_source_ranges", Type::list(Type::String))
+            .default(Value::List(vec![s("0.0.0.0/0")]))
+            .description(
+                "CIDR ranges allowed to reach the API port on the static IP and on every replica's external \
+                 IP. They must include where Terraform runs (the provider checks `/healthz` on the static \
+                 IP after creating or deleting a replica), and your users and nodes. The default, \
+                 `0.0.0.0/0`, opens the API to the whole Internet: plan warns when a create or a change \
+                 sets it. See docs/guides/network.md.",
+            )
+            .validator(cidrs()),
+    )
+    .attribute(
+        Attribute::typed("etcd_client_source_ranges", Type::list(Type::String))
+            .required()
+            .description(
+                "CIDR ranges allowed to reach etcd's client port 2379 (mutual TLS) on every replica's \
+                 external IP. They must include where Terraform runs, since the provider reads and changes \
+                 etcd membership through it: from outside them, plan refuses to add, remove or roll a \
+                 replica. Plan warns about `0.0.0.0/0`. See docs/guides/network.md.",
+            )
+            .validator(cidrs()),
+    )
+    .attribute(
+        Attribute::number("api_port")
+            .default(n(443))
+            .description("The API server's port on the static IP."),
+    )
+    .attribute(
+        Attribute::string("service_cluster_ip_range")
+            .default(s("10.0.0.0/16"))
+            .description(
+                "The Kubernetes service range. Its first address is in every API server certificate.",
+            )
+            .validator(string_check(
+                "An IPv4 CIDR range.",
+                network::check_service_range,
+            )),
+    )
+    .attribute(
+        Attribute::string("dns_domain")
+            .default(s("cluster.local"))
+            .description(
+                "The cluster's DNS domain, for the API server certificate's \
+                 `kubernetes.default.svc.<domain>` name.",
+            ),
+    )
+    .attribute(
+        Attribute::string("external_ip")
+            .computed()
+            .description(
+                "The static external IP. It never changes for the life of the cluster: it moves between the \
+                 only replica and the load balancer.",
+            )
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("endpoint")
+            .computed()
+            .description(
+                "`https://<external_ip>[:<api_port>]`: the API endpoint for kubeconfigs.",
+            )
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("ca_certificate")
+            .computed()
+            .description(
+                "PEM of the cluster CA that signs API server certificates (public).",
+            )
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("etcd_peer_ca_certificate")
+            .computed()
+            .description("PEM of the CA for etcd peer (member to member) mutual TLS.")
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("etcd_client_ca_certificate")
+            .computed()
+            .description("PEM of the CA for etcd client mutual TLS.")
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::typed("spec", <ClusterSpec as TfType>::tf_type())
+            .computed()
+            .sensitive()
+            .description(
+                "Everything a replica inherits, including CA keys: pass it to replicas as `cluster = \
+                 ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters.",
+            ),
+    )
+    .attribute(
+        Attribute::typed("drift", Type::list(Type::String))
+            .computed()
+            .description(
+                "What refresh found out of shape in the load balancer and static IP, one sentence each \
+                 (empty when in shape): with one replica it holds the static IP and no load balancer \
+                 exists; with two or more, a forwarding rule on the static IP sends to a target pool of \
+                 exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, \
+                 and the apply puts the shape right.",
+            ),
+    )
+    .attribute(
+        Attribute::bool("deletion_protection")
+            .default(Value::Bool(true))
+            .description(
+                "While true (the default), destroying the cluster is refused at plan, and no apply removes \
+                 the cluster's last voting etcd member (the last copy of the control plane's data), \
+                 whatever the plan says: e.g. `-replace` of every replica leaves the last one and says why. \
+                 Removing replicas down to one stays allowed. Set it to false and apply before destroying \
+                 the cluster on purpose.",
+            ),
+    )
+    .attribute(
+        Attribute::string("kubernetes_version")
+            .optional_computed()
+            .description(format!(
+                "The Kubernetes release every master runs (kube-apiserver, kube-controller-manager, \
+                 kube-scheduler, the cluster-autoscaler and, from 1.30, Google's cloud-controller-manager): \
+                 `1.<minor>.<patch>` of a minor from 1.28 to 1.36, e.g. `\"1.35.0\"`, or `1.<minor>` for \
+                 the patch the provider pins. Unset, a new cluster runs `{}` and an existing one keeps what \
+                 it runs (a cluster made before this setting runs `1.28.15`). Changing it rolls the \
+                 replicas one at a time (see each replica's `master_settings`). Plan refuses, naming the \
+                 rule, an upgrade of more than one minor (Kubernetes' version-skew policy, judged against \
+                 the version each master was built with, so a roll that stopped half way is finished first) \
+                 and any minor downgrade; a patch may go back. See docs/guides/upgrades.md.",
+                ha_domain::kubernetes_version::DEFAULT_FOR_NEW
+            ))
+            .validator(string_check(
+                "A supported Kubernetes version.",
+                ha_domain::kubernetes_version::check,
+            )),
+    )
+    .attribute(
+        Attribute::string("certificate_validity")
+            .default(s(ha_domain::certificates::DEFAULT_VALIDITY))
+            .description(
+                "How long the certificates a replica is built with live (API server, etcd peer and server, \
+                 the components' client certificates), as a duration such as `8760h` (one year, as kubeadm) \
+                 or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. \
+                 Changing it rolls nothing.",
+            )
+            .validator(tfplugin_framework::validator::duration_within(
+                ha_domain::certificates::MAX_LIFETIME,
+            )),
+    )
+    .attribute(
+        Attribute::string("certificate_renew_before")
+            .default(s(ha_domain::certificates::DEFAULT_RENEW_BEFORE))
+            .description(
+                "How long before its certificates expire a replica is renewed: once a replica's \
+                 `certificates_expire_at` is this close, plan shows a roll of that replica (new leaf \
+                 certificates from the same CAs, naming the same IPs; the same etcd member and data), and \
+                 any roll of it renews them. The default is 30 days. Plan warns of certificates expiring \
+                 within 30 days even outside this window. Must be shorter than `certificate_validity`.",
+            )
+            .validator(tfplugin_framework::validator::duration_within(
+                ha_domain::certificates::MAX_LIFETIME,
+            )),
+    )
+    .attribute(
+        Attribute::string("etcd_version")
+            .optional_computed()
+            .description(
+                "The etcd version every master runs: a minor, `\"3.4\"` (etcd 3.4.13, image \
+                 `registry.k8s.io/etcd:3.4.13-0`) or `\"3.5\"` (etcd 3.5.24, \
+                 `registry.k8s.io/etcd:3.5.24-0`), or that pinned patch; `\"3.5.1\"`, the 3.5 pin before \
+                 3.5.24, stays selectable by its patch. Unset, a new cluster runs the etcd its \
+                 `kubernetes_version` calls for (`\"3.5\"` for every release the provider runs: kubeadm \
+                 pins 3.5 up to Kubernetes 1.33 and 3.6, which the provider does not run yet, from 1.34) \
+                 and an existing one keeps what it runs (a cluster made before this setting runs \
+                 `\"3.4\"`). Changing it rolls the replicas one at a time, each restarting on the new etcd \
+                 with its data (see each replica's `master_settings`). An upgrade moves one minor at a time \
+                 and only from a healthy cluster whose members all run the older minor; going back is \
+                 allowed while etcd's cluster version is still the older minor, and refused once every \
+                 member has run the newer one (etcd cannot downgrade its data). Plan reads both from etcd. \
+                 See docs/guides/upgrades.md.",
+            )
+            .validator(string_check(
+                "A supported etcd version.",
+                ha_domain::etcd_version::check,
+            )),
+    )
+    .attribute(
+        Attribute::string("service_account")
+            .default(s(ha_domain::service_account::DEFAULT_EMAIL))
+            .description(
+                "The service account every master VM runs as: `default` (the project's default Compute \
+                 Engine service account, as kube-up gives masters) or a service account's email. The \
+                 kubelet, controller-manager and cluster autoscaler on a master use it to call Google's \
+                 APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on \
+                 it. A change rolls the replicas one at a time (GCE sets a VM's service account only while \
+                 it is stopped).",
+            )
+            .validator(string_check(
+                "`default` or a service account's email.",
+                ha_domain::service_account::check_email,
+            )),
+    )
+    .attribute(
+        Attribute::typed("service_account_scopes", Type::list(Type::String))
+            .default(Value::List(
+                ha_domain::service_account::DEFAULT_SCOPES
+                    .iter()
+                    .map(|x| s(x))
+                    .collect(),
+            ))
+            .description(
+                "The OAuth scopes of the masters' service account, as URLs or gcloud's aliases \
+                 (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). The \
+                 default is kube-up's master scopes. A change rolls the replicas one at a time.",
+            )
+            .validator(string_check("A scope URL or a gcloud scope alias.", |x| {
+                ha_domain::service_account::scope_url(x).map(|_| ())
+            })),
+    )
+    .block(SingleBlock {
+        name: "restore",
+        description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after \
+                      it lost quorum for good; the plan says exactly what it will do, and refuses when etcd \
+                      still has quorum or can get it back without one. See docs/guides/disaster-recovery.md."
+            .into(),
+        attributes: vec![
+            Attribute::number("generation").required().description(
+                "Raise it (by one) to run a recovery; lowering it is refused. Leave it as it is afterwards: \
+                 the same number never recovers again.",
+            ),
+            Attribute::string("source").required().description(format!(
+                "Where the data comes from. `\"{}\"`: the one etcd member that still runs with its data \
+                 becomes a one-member cluster (etcd's `--force-new-cluster`, no snapshot, nothing it holds \
+                 is lost), and the replicas whose members were lost rejoin as new members. `\"{}\"`: for a \
+                 cluster with no replica VM left, etcd is restored from a Cloud Storage snapshot \
+                 (`snapshot`, or the newest in the `backup` bucket) as a new cluster; what was written \
+                 after the snapshot is lost. `\"{}\"`: for a cluster with no replica VM left, start a new, \
+                 empty etcd on purpose; without it, plan refuses to found an empty etcd where the cluster \
+                 had data (its load balancer, a replica's state or a snapshot says so), and the snapshots \
+                 are kept.",
+                ha_domain::recovery::SURVIVING_MEMBER,
+                ha_domain::restore::SNAPSHOT,
+                ha_domain::start_empty::EMPTY
+            )),
+            Attribute::string("snapshot").optional().description(
+                "With `source = \"snapshot\"`: the snapshot to restore, as `gs://<bucket>/<object>`. \
+                 Defaults to the cluster's newest snapshot in its `backup` bucket (plan names the one it \
+                 will use). The master VMs' service account needs read access to it.",
+            ),
+        ],
+    })
+    .attribute(
+        Attribute::string("last_backup")
+            .computed()
+            .description(
+                "The newest etcd snapshot of this cluster in the `backup` bucket, as \
+                 `gs://<bucket>/<object>`, read at refresh (replicas take the snapshots, so it shows after \
+                 the next refresh). Null without a `backup` block or before the first backup.",
+            )
+            .modifier(use_state_for_unknown()),
+    )
+    .block(SingleBlock {
+        name: "backup",
+        description: "Backups of etcd to Cloud Storage, as kops' etcd-manager takes them. Before every \
+                      change that touches etcd (a replica joining or leaving, a roll, a version change, a \
+                      certificate renewal), the provider takes a snapshot from a healthy member (a follower \
+                      when there is one), checks it (size, its SHA-256 trailer, the bbolt header, a \
+                      revision that did not go back while it was taken), uploads it as \
+                      `<prefix>/<cluster>/etcd-<time>-rev<revision>.db` with metadata (cluster, member, \
+                      revision, etcd version, time, the change), and deletes the cluster's snapshots beyond \
+                      `keep`. The plan of such a change says a backup will be taken. The provider's \
+                      credentials need `roles/storage.objectAdmin` on the bucket; `storage_custom_endpoint` \
+                      in the provider block points elsewhere. See docs/guides/disaster-recovery.md."
+            .into(),
+        attributes: vec![
+            Attribute::string("bucket")
+                .required()
+                .description(
+                    "The Cloud Storage bucket's name (no `gs://`). The provider does not create it: give it \
+                     versioning or a retention policy as your backups need.",
+                )
+                .validator(string_check(
+                    "A Cloud Storage bucket name.",
+                    ha_domain::backup::check_bucket,
+                )),
+            Attribute::string("prefix")
+                .optional()
+                .description(
+                    "A path in the bucket the cluster's snapshots go under, e.g. `clusters`; they land in \
+                     `<prefix>/<cluster name>/`. Defaults to the bucket's root.",
+                )
+                .validator(string_check(
+                    "A path inside the bucket.",
+                    ha_domain::backup::check_prefix,
+                )),
+            Attribute::number("keep").optional().description(format!(
+                "How many of the cluster's snapshots to keep: after each upload, older ones are deleted \
+                 (objects that are not the provider's snapshots are never touched), except the newest from \
+                 before the cluster's etcd started over (founded again or restored to an older revision), \
+                 which is kept beyond this count. 1 to {}; defaults to {}.",
+                ha_domain::backup::MAX_KEEP,
+                ha_domain::backup::DEFAULT_KEEP
+            )),
+            Attribute::bool("stop_on_failure").optional().description(
+                "Whether a backup that cannot be taken, checked or uploaded stops the change before \
+                 anything moves (the default, `true`), naming the bucket and what failed; `false` logs the \
+                 failure and goes on.",
+            ),
+        ],
+    })
+    .block(timeouts_block(
+        &["create", "update", "delete"],
+        "create 10m, update 10m, delete 10m",
+    ))
 }
 
 impl ClusterResource {
@@ -110,15 +535,30 @@ impl ClusterResource {
         if p.project.is_unknown() && config.project.is_null() {
             match settings.project {
                 Some(v) => p.project = Val::Known(v),
-                None => diags.attr_error(AttributePath::attr("project"), "No project", "Set `project` on this cluster or in the provider block, or export GOOGLE_PROJECT."),
+                None => diags.attr_error(
+                    AttributePath::attr("project"),
+                    "No project",
+                    "Set `project` on this cluster or in the provider block, or export GOOGLE_PROJECT.",
+                ),
             }
         }
         // Null as well as unknown: an imported cluster whose replicas span zones has no primary zone in state,
         // and UseStateForUnknown carries that null over.
         if (p.zone.is_unknown() || p.zone.is_null()) && config.zone.is_null() {
             match settings.zone {
-                Some(z) if p.region.known().is_none_or(|r| zones::region_of(&z) == Some(r.as_str())) => p.zone = Val::Known(z),
-                _ => diags.attr_error(AttributePath::attr("zone"), "No primary zone", "Set `zone` on this cluster (a zone of its region, like `europe-west1-b`) or in the provider block, or export GOOGLE_ZONE."),
+                Some(z)
+                    if p.region
+                        .known()
+                        .is_none_or(|r| zones::region_of(&z) == Some(r.as_str())) =>
+                {
+                    p.zone = Val::Known(z)
+                }
+                _ => diags.attr_error(
+                    AttributePath::attr("zone"),
+                    "No primary zone",
+                    "Set `zone` on this cluster (a zone of its region, like `europe-west1-b`) or in the \
+                     provider block, or export GOOGLE_ZONE.",
+                ),
             }
         }
         if p.region.is_unknown() && config.region.is_null() {
@@ -308,8 +748,13 @@ impl ClusterResource {
             Err(e) => {
                 diags.push(
                     Diagnostic::error(
-                        format!("Cannot read which Kubernetes version the masters of cluster {name} run"),
-                        format!("{e}. The version-skew rules need every master's version before an upgrade is planned; run plan again once Compute answers."),
+                        format!(
+                            "Cannot read which Kubernetes version the masters of cluster {name} run"
+                        ),
+                        format!(
+                            "{e}. The version-skew rules need every master's version before an upgrade is \
+                             planned; run plan again once Compute answers."
+                        ),
                     )
                     .at(at),
                 );
@@ -342,7 +787,10 @@ impl ClusterResource {
             diags.push(
                 Diagnostic::error(
                     format!("restore.generation cannot go back from {old} to {new}"),
-                    format!("The generation counts the recoveries asked for; a recovery runs when it goes up. Set it back to {old}."),
+                    format!(
+                        "The generation counts the recoveries asked for; a recovery runs when it goes up. \
+                         Set it back to {old}."
+                    ),
                 )
                 .at(at),
             );
@@ -521,7 +969,11 @@ impl Resource for ClusterResource {
             diags.attr_error(
                 AttributePath::attr("backup").then_attr("keep"),
                 format!("backup.keep is {keep}"),
-                format!("Keep between 1 and {} snapshots: the newest is the one a restore needs, and each is as large as etcd's database.", ha_domain::backup::MAX_KEEP),
+                format!(
+                    "Keep between 1 and {} snapshots: the newest is the one a restore needs, and each is as \
+                     large as etcd's database.",
+                    ha_domain::backup::MAX_KEEP
+                ),
             );
         }
         if let Val::Known(r) = &c.restore {
@@ -535,7 +987,12 @@ impl Resource for ClusterResource {
                 diags.attr_error(
                     AttributePath::attr("restore").then_attr("source"),
                     format!("Unknown restore source {source:?}"),
-                    format!("`restore.source` must be \"{SURVIVING_MEMBER}\" (recover etcd from the member that survives with its data), \"{SNAPSHOT}\" (restore a Cloud Storage snapshot when no member survives) or \"{EMPTY}\" (start a new, empty etcd on purpose when no member survives)."),
+                    format!(
+                        "`restore.source` must be \"{SURVIVING_MEMBER}\" (recover etcd from the member that \
+                         survives with its data), \"{SNAPSHOT}\" (restore a Cloud Storage snapshot when no \
+                         member survives) or \"{EMPTY}\" (start a new, empty etcd on purpose when no member \
+                         survives)."
+                    ),
                 );
             }
             let at = AttributePath::attr("restore").then_attr("snapshot");
@@ -544,7 +1001,10 @@ impl Resource for ClusterResource {
                     diags.attr_error(
                         at,
                         "restore.snapshot is set for another source",
-                        format!("A snapshot is restored only with `source = \"{SNAPSHOT}\"`; remove `snapshot`, or set the source."),
+                        format!(
+                            "A snapshot is restored only with `source = \"{SNAPSHOT}\"`; remove `snapshot`, \
+                             or set the source."
+                        ),
                     );
                 } else if let Err(m) = ha_domain::restore::parse_url(url) {
                     diags.attr_error(at, "restore.snapshot is not a Cloud Storage object", m);
@@ -554,7 +1014,9 @@ impl Resource for ClusterResource {
                 diags.attr_error(
                     AttributePath::attr("restore").then_attr("source"),
                     "No snapshot to restore is named",
-                    "With `source = \"snapshot\"` and no `backup` block, name the snapshot: `snapshot = \"gs://<bucket>/<object>\"`. With a `backup` block, the newest of the cluster's snapshots there is restored.",
+                    "With `source = \"snapshot\"` and no `backup` block, name the snapshot: `snapshot = \
+                     \"gs://<bucket>/<object>\"`. With a `backup` block, the newest of the cluster's \
+                     snapshots there is restored.",
                 );
             }
             if let Some(g) = r.generation.known()
@@ -594,7 +1056,10 @@ impl Resource for ClusterResource {
             diags.attr_error(
                 AttributePath::attr("zone"),
                 format!("Zone {zone:?} is not in region {region:?}"),
-                format!("The primary zone must be in the cluster's region. Use a zone of {region} (like {region}-b), or leave `region` out to take it from the zone."),
+                format!(
+                    "The primary zone must be in the cluster's region. Use a zone of {region} (like \
+                     {region}-b), or leave `region` out to take it from the zone."
+                ),
             );
         }
         for (attr, v, min) in [
@@ -615,7 +1080,8 @@ impl Resource for ClusterResource {
             diags.attr_error(
                 AttributePath::attr("etcd_quorum_read"),
                 "Quorum reads cannot be turned off",
-                "kube-apiserver has always read from etcd with quorum since Kubernetes 1.13, so `etcd_quorum_read = false` cannot be honoured. Remove the setting or set it to true.",
+                "kube-apiserver has always read from etcd with quorum since Kubernetes 1.13, so \
+                 `etcd_quorum_read = false` cannot be honoured. Remove the setting or set it to true.",
             );
         }
         if let Some(port) = c.api_port.known()
@@ -673,7 +1139,8 @@ impl Resource for ClusterResource {
             diags.warning(
                 format!("Cluster {name} is out of shape"),
                 format!(
-                    "Refresh found: {} The apply puts the load balancer and static IP back as the replicas call for.",
+                    "Refresh found: {} The apply puts the load balancer and static IP back as the replicas \
+                     call for.",
                     drift.join(" ")
                 ),
             );
@@ -725,7 +1192,12 @@ impl Resource for ClusterResource {
             diags.attr_error(
                 AttributePath::attr("deletion_protection"),
                 format!("Cluster {name} is protected from deletion"),
-                format!("Destroying ha_master_cluster {name} deletes its static IP, CAs and firewall rules, and with them every replica's etcd data is gone for good. `deletion_protection` is on, so nothing was planned. To destroy it on purpose, set `deletion_protection = false` on the cluster, run `terraform apply`, then destroy."),
+                format!(
+                    "Destroying ha_master_cluster {name} deletes its static IP, CAs and firewall rules, and \
+                     with them every replica's etcd data is gone for good. `deletion_protection` is on, so \
+                     nothing was planned. To destroy it on purpose, set `deletion_protection = false` on \
+                     the cluster, run `terraform apply`, then destroy."
+                ),
             );
         }
     }

@@ -175,7 +175,8 @@ async fn read_last_backup(settings: &Settings, s: &mut ClusterModel, diags: &mut
         Err(e) => diags.warning(
             format!("Could not list the backups of cluster {name}"),
             format!(
-                "{}. `last_backup` keeps the value it had. Check that bucket {} exists and that the provider's credentials may list its objects.",
+                "{}. `last_backup` keeps the value it had. Check that bucket {} exists and that the \
+                 provider's credentials may list its objects.",
                 e.explain(),
                 policy.bucket
             ),

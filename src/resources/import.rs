@@ -226,10 +226,24 @@ pub struct ReplicaListConfig {
 
 pub fn replica_list_schema() -> tfplugin_framework::Schema {
     use tfplugin_framework::{Attribute, Schema};
-    Schema::new("Finds the master VMs of a cluster (those labelled `ha-master-cluster=<cluster>`) in a region, for `terraform query`. Each result has the replica's identity, so `terraform query -generate-config-out` can write import blocks for them.")
-        .attribute(Attribute::string("cluster").required().description("The cluster's name."))
-        .attribute(Attribute::string("region").optional().description("The cluster's region. Defaults to the provider's `region`, else the region of its `zone`."))
-        .attribute(Attribute::string("project").optional().description("The project. Defaults to the provider's `project`."))
+    Schema::new(
+        "Finds the master VMs of a cluster (those labelled `ha-master-cluster=<cluster>`) in a region, for \
+         `terraform query`. Each result has the replica's identity, so `terraform query \
+         -generate-config-out` can write import blocks for them.",
+    )
+    .attribute(
+        Attribute::string("cluster")
+            .required()
+            .description("The cluster's name."),
+    )
+    .attribute(Attribute::string("region").optional().description(
+        "The cluster's region. Defaults to the provider's `region`, else the region of its `zone`.",
+    ))
+    .attribute(
+        Attribute::string("project")
+            .optional()
+            .description("The project. Defaults to the provider's `project`."),
+    )
 }
 
 /// The replicas of a cluster as GCE shows them: what import would read, but the etcd member id and the

@@ -30,31 +30,168 @@ impl ReplicaResource {
 
 pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
-    Schema::new("One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler with leader election. The second replica puts the cluster's static IP behind a load balancer; removing the penultimate one gives the IP back to the last.")
-        .attribute(stable(Attribute::string("id")).description("`<project>/<zone>/<name>`; also the import id."))
-        .attribute(Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type()).required().sensitive().description("The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in place (see `master_settings`), and so does a move to another subnetwork of the cluster's network (its VM is rebuilt there with a new `internal_ip`, and etcd is told its member's new peer URL: same member, same data). A move to another VPC network is refused at plan (members on two networks cannot reach each other), and another cluster replaces it."))
-        .attribute(stable(Attribute::string("cluster_id")).description("The id of the cluster this replica belongs to."))
-        .attribute(Attribute::string("zone").optional_computed().description("The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's region needs `multizone = true` on the cluster.").validator(string_check("A GCE zone.", zones::check_zone)).modifier(requires_replace()).modifier(use_state_for_unknown()))
-        .attribute(Attribute::string("name").optional_computed().description(format!("The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas. At most {} characters, so that `<name>-int` (its internal address) and `<name>-pd` (its data disk) fit GCE's 63.", names::MAX_REPLICA_NAME)).validator(string_check("An RFC 1035 name.", names::check_replica_name)).modifier(requires_replace()).modifier(use_state_for_unknown()))
-        .attribute(Attribute::typed("labels", Type::map(Type::String)).optional().description("Labels for this replica's VM, added to the cluster's labels. Changed in place. GCE's rules apply, as for the cluster's `labels`; keys starting with `ha-master-` or `ha-lock-` are the provider's own and are refused.").validator(super::labels_validator()))
-        .attribute(stable(Attribute::string("instance_id")).description("GCE's numeric id of the VM."))
-        .attribute(stable(Attribute::string("self_link")).description("The VM's URL."))
-        .attribute(stable(Attribute::string("internal_ip")).description("The VM's internal IP; in its API server and etcd certificates."))
-        .attribute(Attribute::string("external_ip").computed().description("The VM's external IP: the cluster's static IP while it is the only replica, otherwise an ephemeral one (never in a certificate)."))
-        .attribute(Attribute::bool("holds_static_ip").computed().description("Whether this VM holds the cluster's static IP directly (true only for a sole replica)."))
-        .attribute(stable(Attribute::string("etcd_member_id")).description("The etcd member id, in hex. Empty after refresh when etcd answers without this replica's member (removed out of band): the plan then replaces the replica."))
-        .attribute(Attribute::string("status").computed().description("GCE's status of the VM as refresh found it (`RUNNING`, `TERMINATED`, …), or `DELETED` when the VM is gone but its etcd data disk and member remain. Planned `RUNNING`: an apply starts a stopped or crashed VM again, or creates a deleted one again on its data disk, and waits until its etcd member is healthy."))
-        .attribute(stable(Attribute::string("api_server_certificate")).description("PEM of the API server's serving certificate: the static IP, the internal IP, the first service IP and the `kubernetes` DNS names."))
-        .attribute(stable(Attribute::string("api_server_private_key")).sensitive().description("Its private key."))
-        .attribute(stable(Attribute::string("etcd_peer_certificate")).description("PEM of the etcd peer certificate (mutual TLS between members)."))
-        .attribute(stable(Attribute::string("etcd_peer_private_key")).sensitive().description("Its private key."))
-        .attribute(stable(Attribute::string("etcd_server_certificate")).description("PEM of the etcd client-port serving certificate."))
-        .attribute(stable(Attribute::string("etcd_server_private_key")).sensitive().description("Its private key."))
-        .attribute(stable(Attribute::string("certificates_expire_at")).description("When the first of the replica's certificates expires (RFC 3339, UTC). They all come from one issue, when the VM is built, and live the cluster's `certificate_validity`. Within the cluster's `certificate_renew_before` of this time, plan shows a roll of the replica that renews them (planned unknown here), and warns of certificates expiring within 30 days."))
-        .attribute(stable(Attribute::typed("startup_metadata", Type::map(Type::String))).sensitive().description("The VM's metadata as the provider wrote it: `user-data` (the startup configuration, which holds the replica's private keys; see docs/master-config.md) and `cluster-name`. The provider owns the whole set."))
-        .attribute(Attribute::typed("drift", Type::list(Type::String)).computed().description("What refresh found changed by hand in the VM's metadata, one sentence per item (removed, changed or added). Planned empty: an apply writes `startup_metadata` back; the VM reads it at its next boot."))
-        .attribute(Attribute::typed("master_settings", Type::map(Type::String)).computed().description("What this replica's master is made of, from the cluster's settings: `machine_type`, `image`, `boot_disk_size_gb`, `data_disk_size_gb`, `tags` and the settings a master reads at boot (`multizone`, `etcd_quorum_read`, `api_port`, `service_cluster_ip_range`, `dns_domain`), `etcd_image` once the cluster's `etcd_version` is not the default, and `kubernetes_version` once the cluster runs another release than 1.28.15 (what masters ran before the setting). When the cluster changes any of them, the plan shows the change here and the apply rolls this replica in place, one replica of the cluster at a time: a machine type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd data disk and internal IP (a larger `data_disk_size_gb` grows the disk first), so etcd restarts as the same member with its data."))
-        .block(timeouts_block(&["create", "update", "delete"], "create 20m, update 10m, delete 20m"))
+    Schema::new(
+        "One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught \
+         up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler \
+         with leader election. The second replica puts the cluster's static IP behind a load balancer; \
+         removing the penultimate one gives the IP back to the last.",
+    )
+    .attribute(
+        stable(Attribute::string("id"))
+            .description("`<project>/<zone>/<name>`; also the import id."),
+    )
+    .attribute(
+        Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type())
+            .required()
+            .sensitive()
+            .description(
+                "The cluster to join: `cluster = ha_master_cluster.<name>.spec`. A change to what a master \
+                 is made of (machine type, image, boot disk, tags, boot-time settings) rolls the replica in \
+                 place (see `master_settings`), and so does a move to another subnetwork of the cluster's \
+                 network (its VM is rebuilt there with a new `internal_ip`, and etcd is told its member's \
+                 new peer URL: same member, same data). A move to another VPC network is refused at plan \
+                 (members on two networks cannot reach each other), and another cluster replaces it.",
+            ),
+    )
+    .attribute(
+        stable(Attribute::string("cluster_id"))
+            .description("The id of the cluster this replica belongs to."),
+    )
+    .attribute(
+        Attribute::string("zone")
+            .optional_computed()
+            .description(
+                "The replica's zone. Defaults to the cluster's primary zone; another zone of the cluster's \
+                 region needs `multizone = true` on the cluster.",
+            )
+            .validator(string_check("A GCE zone.", zones::check_zone))
+            .modifier(requires_replace())
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("name")
+            .optional_computed()
+            .description(format!(
+                "The VM's name. Defaults to `<cluster>-<three random letters>`, as kube-up names replicas. \
+                 At most {} characters, so that `<name>-int` (its internal address) and `<name>-pd` (its \
+                 data disk) fit GCE's 63.",
+                names::MAX_REPLICA_NAME
+            ))
+            .validator(string_check("An RFC 1035 name.", names::check_replica_name))
+            .modifier(requires_replace())
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::typed("labels", Type::map(Type::String))
+            .optional()
+            .description(
+                "Labels for this replica's VM, added to the cluster's labels. Changed in place. GCE's rules \
+                 apply, as for the cluster's `labels`; keys starting with `ha-master-` or `ha-lock-` are \
+                 the provider's own and are refused.",
+            )
+            .validator(super::labels_validator()),
+    )
+    .attribute(stable(Attribute::string("instance_id")).description("GCE's numeric id of the VM."))
+    .attribute(stable(Attribute::string("self_link")).description("The VM's URL."))
+    .attribute(stable(Attribute::string("internal_ip")).description(
+        "The VM's internal IP; in its API server and etcd certificates.",
+    ))
+    .attribute(Attribute::string("external_ip").computed().description(
+        "The VM's external IP: the cluster's static IP while it is the only replica, otherwise an ephemeral \
+         one (never in a certificate).",
+    ))
+    .attribute(Attribute::bool("holds_static_ip").computed().description(
+        "Whether this VM holds the cluster's static IP directly (true only for a sole replica).",
+    ))
+    .attribute(stable(Attribute::string("etcd_member_id")).description(
+        "The etcd member id, in hex. Empty after refresh when etcd answers without this replica's member \
+         (removed out of band): the plan then replaces the replica.",
+    ))
+    .attribute(Attribute::string("status").computed().description(
+        "GCE's status of the VM as refresh found it (`RUNNING`, `TERMINATED`, …), or `DELETED` when the VM \
+         is gone but its etcd data disk and member remain. Planned `RUNNING`: an apply starts a stopped or \
+         crashed VM again, or creates a deleted one again on its data disk, and waits until its etcd member \
+         is healthy.",
+    ))
+    .attribute(
+        stable(Attribute::string("api_server_certificate")).description(
+            "PEM of the API server's serving certificate: the static IP, the internal IP, the first service \
+             IP and the `kubernetes` DNS names.",
+        ),
+    )
+    .attribute(
+        stable(Attribute::string("api_server_private_key"))
+            .sensitive()
+            .description("Its private key."),
+    )
+    .attribute(
+        stable(Attribute::string("etcd_peer_certificate")).description(
+            "PEM of the etcd peer certificate (mutual TLS between members).",
+        ),
+    )
+    .attribute(
+        stable(Attribute::string("etcd_peer_private_key"))
+            .sensitive()
+            .description("Its private key."),
+    )
+    .attribute(
+        stable(Attribute::string("etcd_server_certificate"))
+            .description("PEM of the etcd client-port serving certificate."),
+    )
+    .attribute(
+        stable(Attribute::string("etcd_server_private_key"))
+            .sensitive()
+            .description("Its private key."),
+    )
+    .attribute(
+        stable(Attribute::string("certificates_expire_at")).description(
+            "When the first of the replica's certificates expires (RFC 3339, UTC). They all come from one \
+             issue, when the VM is built, and live the cluster's `certificate_validity`. Within the \
+             cluster's `certificate_renew_before` of this time, plan shows a roll of the replica that \
+             renews them (planned unknown here), and warns of certificates expiring within 30 days.",
+        ),
+    )
+    .attribute(
+        stable(Attribute::typed(
+            "startup_metadata",
+            Type::map(Type::String),
+        ))
+        .sensitive()
+        .description(
+            "The VM's metadata as the provider wrote it: `user-data` (the startup configuration, which \
+             holds the replica's private keys; see docs/master-config.md) and `cluster-name`. The provider \
+             owns the whole set.",
+        ),
+    )
+    .attribute(
+        Attribute::typed("drift", Type::list(Type::String))
+            .computed()
+            .description(
+                "What refresh found changed by hand in the VM's metadata, one sentence per item (removed, \
+                 changed or added). Planned empty: an apply writes `startup_metadata` back; the VM reads it \
+                 at its next boot.",
+            ),
+    )
+    .attribute(
+        Attribute::typed("master_settings", Type::map(Type::String))
+            .computed()
+            .description(
+                "What this replica's master is made of, from the cluster's settings: `machine_type`, \
+                 `image`, `boot_disk_size_gb`, `data_disk_size_gb`, `tags` and the settings a master reads \
+                 at boot (`multizone`, `etcd_quorum_read`, `api_port`, `service_cluster_ip_range`, \
+                 `dns_domain`), `etcd_image` once the cluster's `etcd_version` is not the default, and \
+                 `kubernetes_version` once the cluster runs another release than 1.28.15 (what masters ran \
+                 before the setting). When the cluster changes any of them, the plan shows the change here \
+                 and the apply rolls this replica in place, one replica of the cluster at a time: a machine \
+                 type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd \
+                 data disk and internal IP (a larger `data_disk_size_gb` grows the disk first), so etcd \
+                 restarts as the same member with its data.",
+            ),
+    )
+    .block(timeouts_block(
+        &["create", "update", "delete"],
+        "create 20m, update 10m, delete 20m",
+    ))
 }
 
 /// What refresh recorded of a replica, as `domain::replica_drift` reads it: an empty `instance_id` is a VM gone
@@ -154,7 +291,12 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
         } else if gone {
             diags.warning(
                 format!("Replica {name} comes back in a new, empty etcd"),
-                format!("The VM and data disk of {name} are gone, and the cluster starts a new, empty etcd (`restore.source = \"empty\"`). {name} is created again in its zone on a new data disk: if it is the first replica to apply, it founds the new cluster; otherwise it joins it as a new member."),
+                format!(
+                    "The VM and data disk of {name} are gone, and the cluster starts a new, empty etcd \
+                     (`restore.source = \"empty\"`). {name} is created again in its zone on a new data \
+                     disk: if it is the first replica to apply, it founds the new cluster; otherwise it \
+                     joins it as a new member."
+                ),
             );
         }
         // A replica whose VM still exists makes the cluster's plan refuse the restore.
@@ -169,7 +311,11 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
     if gone {
         diags.warning(
             format!("Replica {name} rejoins etcd as a new member after the recovery"),
-            format!("The VM of {name} is gone, and the cluster's recovery drops its etcd member. Once the cluster has recovered, {name} joins again in its zone as a new member (a learner first, promoted once caught up), on a new data disk: what it held is on the survivor."),
+            format!(
+                "The VM of {name} is gone, and the cluster's recovery drops its etcd member. Once the \
+                 cluster has recovered, {name} joins again in its zone as a new member (a learner first, \
+                 promoted once caught up), on a new data disk: what it held is on the survivor."
+            ),
         );
         p.etcd_member_id = Val::Unknown;
         p.self_link = Val::Unknown;
@@ -308,7 +454,10 @@ fn check_can_sign(r: &ReplicaModel, diags: &mut Diagnostics) {
         diags.attr_error(
             AttributePath::attr("cluster"),
             format!("Cluster {name} was imported without its CA private keys"),
-            "A new replica needs certificates signed by the cluster's CAs, whose private keys lived only in the state the cluster was created with (masters never hold them), so import could not recover them. The imported replicas keep running and can be refreshed, repaired and removed. To add one, restore the state that holds the keys, or create a new cluster and move the workload.",
+            "A new replica needs certificates signed by the cluster's CAs, whose private keys lived only in \
+             the state the cluster was created with (masters never hold them), so import could not recover \
+             them. The imported replicas keep running and can be refreshed, repaired and removed. To add \
+             one, restore the state that holds the keys, or create a new cluster and move the workload.",
         );
     }
 }

@@ -150,7 +150,9 @@ async fn check_founding(
         Err(e) => {
             diags.warning(
                 "Could not list the cluster's snapshots while planning",
-                format!("{e}. The apply lists them again before it founds etcd, and refuses if it cannot."),
+                format!(
+                    "{e}. The apply lists them again before it founds etcd, and refuses if it cannot."
+                ),
             );
             None
         }
@@ -258,11 +260,15 @@ pub async fn check_roll(
             .cloned()
             .unwrap_or_default();
         summary = format!("{summary} (its certificates expire at {expires} and are renewed)");
-        detail.push_str(" The rebuilt VM gets new leaf certificates from the cluster's CAs, naming the same IPs, so clients and the other members keep trusting it.");
+        detail.push_str(
+            " The rebuilt VM gets new leaf certificates from the cluster's CAs, naming the same IPs, so \
+             clients and the other members keep trusting it.",
+        );
     }
     if !resuming.is_empty() {
         detail.push_str(&format!(
-            " The roll of {} was interrupted (stopped and out of the load balancer): this apply resumes it, and {name} rolls once that member is healthy again.",
+            " The roll of {} was interrupted (stopped and out of the load balancer): this apply resumes it, \
+             and {name} rolls once that member is healthy again.",
             resuming.join(", ")
         ));
     }

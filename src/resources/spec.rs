@@ -201,7 +201,8 @@ fn need_or(v: &Val<String>, legacy: &str, what: &str) -> Result<String, OpError>
 fn need<T: Clone>(v: &Val<T>, what: &str) -> Result<T, OpError> {
     v.known().cloned().ok_or_else(|| {
         OpError::Other(format!(
-            "the cluster's {what} is not known yet; apply the cluster first (Terraform does when the replica references `ha_master_cluster.<name>.spec`)"
+            "the cluster's {what} is not known yet; apply the cluster first (Terraform does when the \
+             replica references `ha_master_cluster.<name>.spec`)"
         ))
     })
 }
