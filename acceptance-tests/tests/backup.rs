@@ -4,7 +4,8 @@
 //! etcd's own `etcdutl` reads back with every key, old snapshots are pruned to `keep`, and `last_backup` names
 //! the newest after a refresh. With a bucket that does not exist, a grow is refused before anything moves, with
 //! a sentence that names the bucket. With every VM and disk deleted, plan and apply refuse to found an empty etcd
-//! over the cluster's data, naming the newest snapshot (#32); `restore { source = "empty" }` starts it empty on
+//! over the cluster's data, naming the newest snapshot (#32), and so does the apply of a grow's plan saved before
+//! the loss; `restore { source = "empty" }` starts it empty on
 //! purpose, and the pre-loss snapshot is still in the bucket afterwards.
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use acceptance_tests::{FakeGcs, Sim, for_each_client};
 
 const B: &str = "europe-west1-b";
 const C: &str = "europe-west1-c";
+const D: &str = "europe-west1-d";
 const BUCKET: &str = "ha-backups";
 const PREFIX: &str = "clusters/walk/";
 const KEYS: usize = 1000;
@@ -184,17 +186,43 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         ws.apply();
         check(client, &ws, &sim, 2);
 
-        // Every VM and data disk deleted out of band: plan and apply refuse to found an empty etcd over the
-        // cluster's data, naming the evidence and the newest snapshot, instead of quietly founding a new cluster.
+        // A grow planned while the cluster is whole and applied from the saved plan after every VM and data disk
+        // was deleted out of band: refused, and nothing left behind. Both clients plan each resource again when
+        // they apply a saved plan, so the refusal is the replica's plan check seeing the loss; the join's own
+        // check (`ha_ops::restore::check_founding`) stays behind it for a loss during the apply itself, which no
+        // scenario reaches yet (taking it out fails no test).
+        set_vars(&ws, &[B, C, D], &[("machine_type", "e2-standard-4")]);
+        ws.run(&["plan", "-input=false", "-no-color", "-out=grow.tfplan"])
+            .assert_success();
         let pre_loss = gcs
             .list(BUCKET, PREFIX)
             .into_iter()
             .map(|o| o.name)
             .max()
             .expect("snapshots before the loss");
+        let addresses_before = sim.names("addresses");
         for (zone, vm) in replicas_by_zone(&ws) {
             delete_vm_and_disk(&sim, &zone, &vm);
         }
+        ws.run(&["apply", "-input=false", "-no-color", "grow.tfplan"])
+            .assert_failure()
+            .assert_contains("Cluster walk had data, and this apply would start it empty: refused")
+            .assert_contains(&format!("its newest snapshot is gs://{BUCKET}/{pre_loss}"));
+        assert!(
+            sim.names("instances").is_empty() && sim.names("disks").is_empty(),
+            "[{label}] the refused saved plan made a VM or disk: {:?} {:?}",
+            sim.names("instances"),
+            sim.names("disks")
+        );
+        assert_eq!(
+            sim.names("addresses"),
+            addresses_before,
+            "[{label}] the refused saved plan left an address behind"
+        );
+        set_vars(&ws, &[B, C], &[("machine_type", "e2-standard-4")]);
+
+        // Plan and apply of the configuration as it was refuse too, naming the evidence and the newest snapshot,
+        // instead of quietly founding a new cluster.
         for command in ["plan", "apply"] {
             let mut args = vec![command, "-input=false", "-no-color"];
             if command == "apply" {
