@@ -198,21 +198,28 @@ pub fn parse_query(q: Option<&str>) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn authorized(sim: &Sim, headers: &HeaderMap) -> bool {
-    let Some(token) = headers
+/// The bearer token of a request, trimmed.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
-    else {
-        return false;
-    };
+        .map(str::trim)
+}
+
+/// Whether `token` is the sim's credentials: the one `--require-token` names, or any without it.
+pub fn accepted(sim: &Sim, token: &str) -> bool {
     match &sim.cfg.require_token {
-        Some(want) => token.trim() == want,
-        None => !token.trim().is_empty(),
+        Some(want) => token == want,
+        None => !token.is_empty(),
     }
+}
+
+fn authorized(sim: &Sim, headers: &HeaderMap) -> bool {
+    bearer_token(headers).is_some_and(|t| accepted(sim, t))
 }
 
 /// The whole request pipeline for `/compute/v1/...`.

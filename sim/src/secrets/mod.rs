@@ -283,22 +283,11 @@ fn capture(pattern: &str, tail: &str) -> Option<(String, String)> {
 
 /// The caller, from the bearer token; `None` when it is not accepted.
 fn principal(sim: &Sim, headers: &HeaderMap) -> Option<Principal> {
-    let token = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })?
-        .trim();
+    let token = crate::api::bearer_token(headers)?;
     if let Some(email) = token.strip_prefix(SERVICE_ACCOUNT_TOKEN) {
         return (!email.is_empty()).then(|| Principal::ServiceAccount(email.to_string()));
     }
-    let accepted = match &sim.cfg.require_token {
-        Some(want) => token == want,
-        None => !token.is_empty(),
-    };
-    accepted.then_some(Principal::Owner)
+    crate::api::accepted(sim, token).then_some(Principal::Owner)
 }
 
 /// The whole pipeline for a request under [`PREFIX`].
@@ -328,10 +317,13 @@ pub async fn handle(
             "The requested URL {path} was not found on this server."
         ))),
         (Some(who), Some((route, (secret, version)))) => {
-            serve(
-                &sim, route, &path, project, secret, version, query, who, &body,
-            )
-            .await
+            let target = Target {
+                project: project.to_string(),
+                secret,
+                version,
+                who,
+            };
+            serve(&sim, route, &path, target, query.as_deref(), &body).await
         }
     };
     let response = match result {
@@ -356,16 +348,20 @@ pub async fn handle(
     response
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a request is about and who makes it.
+struct Target {
+    project: String,
+    secret: String,
+    version: String,
+    who: Principal,
+}
+
 async fn serve(
     sim: &Arc<Sim>,
     route: &Route,
     path: &str,
-    project: &str,
-    secret: String,
-    version: String,
-    query: Option<String>,
-    who: Principal,
+    target: Target,
+    query: Option<&str>,
     body: &Bytes,
 ) -> SmResult<Value> {
     let effects = sim.faults().on_request(&RequestFacts {
@@ -393,12 +389,12 @@ async fn serve(
             .map_err(|e| SmError::invalid(format!("Invalid JSON payload received. {e}")))?
     };
     let req = SmReq {
-        project: project.to_string(),
-        secret,
-        version,
-        query: crate::api::parse_query(query.as_deref()),
+        project: target.project,
+        secret: target.secret,
+        version: target.version,
+        query: crate::api::parse_query(query),
         body,
-        who,
+        who: target.who,
     };
     let mut cloud = sim.cloud();
     let resource = path.strip_prefix("/v1/").unwrap_or(path);
