@@ -21,6 +21,7 @@ pub struct ProviderConfig {
     pub impersonate_service_account: Val<String>,
     pub compute_custom_endpoint: Val<String>,
     pub storage_custom_endpoint: Val<String>,
+    pub secret_manager_custom_endpoint: Val<String>,
     pub universe_domain: Val<String>,
     pub etcd_dial_timeout: Val<String>,
     pub etcd_via_internal_ip: Val<bool>,
@@ -94,6 +95,17 @@ pub fn schema() -> Schema {
                  (`https://storage.<universe_domain>`).",
             )
             .validator(string_check("An http(s) URL.", check_storage_endpoint)),
+    )
+    .attribute(
+        Attribute::string("secret_manager_custom_endpoint")
+            .optional()
+            .description(
+                "Base URL of the Secret Manager API that replicas' keys go to, e.g. \
+                 `http://127.0.0.1:8787/v1/` for `ha-sim`. Env: `GOOGLE_SECRET_MANAGER_CUSTOM_ENDPOINT`. \
+                 Defaults to Google's endpoint (`https://secretmanager.<universe_domain>`). The masters fetch \
+                 their keys from the same endpoint, so it must be one they reach too.",
+            )
+            .validator(string_check("An http(s) URL.", check_secret_manager_endpoint)),
     )
     .attribute(
         Attribute::string("universe_domain")
@@ -211,6 +223,18 @@ fn check_storage_endpoint(s: &str) -> Result<(), (String, String)> {
     }
 }
 
+fn check_secret_manager_endpoint(s: &str) -> Result<(), (String, String)> {
+    if s.starts_with("https://") || s.starts_with("http://") {
+        Ok(())
+    } else {
+        Err((
+            format!("Invalid endpoint {s:?}"),
+            "Write the Secret Manager API base as a URL, like `https://secretmanager.googleapis.com/v1/`."
+                .into(),
+        ))
+    }
+}
+
 fn check_universe_domain(s: &str) -> Result<(), (String, String)> {
     let label_ok = |l: &str| {
         !l.is_empty()
@@ -315,9 +339,11 @@ pub fn resolve(cfg: &ProviderConfig, env: &HashMap<String, String>) -> Settings 
             env,
             &["GOOGLE_STORAGE_CUSTOM_ENDPOINT"],
         ),
-        // Nothing calls Secret Manager yet: the provider block gains `secret_manager_custom_endpoint` (env
-        // `GOOGLE_SECRET_MANAGER_CUSTOM_ENDPOINT`) with the first call, when replicas' keys move there (#30).
-        secret_manager_endpoint: None,
+        secret_manager_endpoint: pick(
+            &cfg.secret_manager_custom_endpoint,
+            env,
+            &["GOOGLE_SECRET_MANAGER_CUSTOM_ENDPOINT"],
+        ),
         universe_domain: pick(&cfg.universe_domain, env, &["GOOGLE_CLOUD_UNIVERSE_DOMAIN"]),
         default_labels: cfg.default_labels.known().cloned().unwrap_or_default(),
         user_agent: ha_settings::user_agent(""),
@@ -364,6 +390,7 @@ mod tests {
             impersonate_service_account: Val::Null,
             compute_custom_endpoint: Val::Null,
             storage_custom_endpoint: Val::Null,
+            secret_manager_custom_endpoint: Val::Null,
             universe_domain: Val::Null,
             etcd_dial_timeout: Val::Null,
             etcd_via_internal_ip: Val::Null,

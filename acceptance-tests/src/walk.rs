@@ -82,6 +82,7 @@ provider "ha" {{
   project                 = "walk"
   zone                    = "{primary_zone}"
   compute_custom_endpoint = "{url}"
+  secret_manager_custom_endpoint = "{url}"
   access_token            = "sim-token"
   drain_delay             = "500ms" # ha-sim's load balancers take 100 ms to see a pool change
   roll_soak               = "600ms" # still three checks after each rolled replica, 200 ms apart

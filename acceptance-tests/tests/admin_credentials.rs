@@ -29,6 +29,7 @@ provider "ha" {{
   project                 = "creds"
   zone                    = "europe-west1-b"
   compute_custom_endpoint = "{url}"
+  secret_manager_custom_endpoint = "{url}"
   access_token            = "sim-token"
 }}
 

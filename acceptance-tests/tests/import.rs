@@ -113,6 +113,7 @@ provider "ha" {{
   project                 = "walk"
   zone                    = "{B}"
   compute_custom_endpoint = "{url}"
+  secret_manager_custom_endpoint = "{url}"
   access_token            = "sim-token"
 }}
 
@@ -363,6 +364,7 @@ provider "ha" {{
   project                 = "walk"
   zone                    = "{B}"
   compute_custom_endpoint = "{url}"
+  secret_manager_custom_endpoint = "{url}"
   access_token            = "sim-token"
 }}
 "#,

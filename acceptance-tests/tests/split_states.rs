@@ -37,6 +37,7 @@ provider "ha" {{
   project                 = "split"
   zone                    = "europe-west1-b"
   compute_custom_endpoint = "{url}"
+  secret_manager_custom_endpoint = "{url}"
   access_token            = "sim-token"
 }}
 "#,

@@ -16,6 +16,14 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     sim.get(&format!("zones/{z}")).await;
     sim.get("regions").await;
     sim.get(&format!("regions/{r}")).await;
+    // The project, for its default service account.
+    let project = sim.get("").await.body;
+    assert!(
+        project["defaultServiceAccount"]
+            .as_str()
+            .is_some_and(|e| e.ends_with("-compute@developer.gserviceaccount.com")),
+        "{project}"
+    );
     // Addresses and instances, with access configs (static and ephemeral), metadata and labels.
     sim.ok(
         "POST",

@@ -62,7 +62,7 @@ pub async fn cluster(
         return None;
     }
     let c = compute(settings, project, diags).await?;
-    let a = match adopt_cluster(&c, region, name, Instant::now() + IMPORT_TIMEOUT).await {
+    let a = match adopt_cluster(settings, &c, region, name, Instant::now() + IMPORT_TIMEOUT).await {
         Ok(a) => a,
         Err(e) => {
             diags.error(format!("Could not import cluster {name}"), e.to_string());

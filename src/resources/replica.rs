@@ -443,6 +443,19 @@ fn plan_certificates(
     }
 }
 
+/// A VM an earlier release made keeps its keys in metadata until it is rebuilt (`domain::key_placement`).
+fn warn_of_keys_in_metadata(prior: &ReplicaModel, p: &ReplicaModel, diags: &mut Diagnostics) {
+    let Some(wrote) = prior.startup_metadata.known() else {
+        return;
+    };
+    if ha_domain::key_placement::in_metadata(wrote) {
+        let name = prior.name.known().cloned().unwrap_or_default();
+        let (summary, detail) =
+            ha_domain::key_placement::warning(&name, p.startup_metadata.is_unknown());
+        diags.warning(summary, detail);
+    }
+}
+
 /// A new replica needs certificates signed by the cluster's CAs. An imported cluster has no CA keys (masters
 /// never hold them, so import cannot recover them): say so at plan instead of failing half-way through a join.
 fn check_can_sign(r: &ReplicaModel, diags: &mut Diagnostics) {
@@ -548,6 +561,7 @@ impl Resource for ReplicaResource {
                 plan_roll(prior, p);
                 let now = time::OffsetDateTime::now_utc().unix_timestamp();
                 let renewing = plan_certificates(prior, p, now, diags);
+                warn_of_keys_in_metadata(prior, p, diags);
                 super::replica_guard::check_roll(&self.settings(), prior, p, renewing, diags).await;
             }
         }

@@ -63,6 +63,7 @@ provider "ha" {{
   project                 = "bench"
   zone                    = "europe-west1-b"
   compute_custom_endpoint = "{url}"
+  secret_manager_custom_endpoint = "{url}"
   access_token            = "bench"
 }}
 resource "ha_master_cluster" "c" {{

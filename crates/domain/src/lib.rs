@@ -12,6 +12,7 @@ pub mod exposure;
 pub mod guard;
 pub mod ids;
 pub mod image;
+pub mod key_placement;
 pub mod kubeconfig;
 pub mod kubernetes_version;
 pub mod labels;

@@ -72,6 +72,12 @@ pub fn check_replica_name(name: &str) -> Result<(), Problem> {
     })
 }
 
+/// The Secret Manager secret that holds a replica's keys. Secrets are per project and instances per zone, so the
+/// zone is part of the name; at most 59 + 1 + 63 + 5 characters, well under Secret Manager's 255.
+pub fn keys_secret(replica: &str, zone: &str) -> String {
+    format!("{replica}-{zone}-keys")
+}
+
 /// The GCE objects a cluster owns, named from the cluster's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DerivedNames {

@@ -75,6 +75,9 @@ pub enum ReplicaStep {
     DeleteDataDisk,
     /// Release the replica's reserved internal IP, if still reserved.
     ReleaseInternalAddress,
+    /// Delete the replica's secret in Secret Manager (its keys, `names::keys_secret`), if it exists; only once
+    /// its VM is gone.
+    DeleteKeys,
     /// A move to another subnetwork, once the VM is gone: the reserved internal IP is released from the old
     /// subnetwork and reserved again (same name) in the cluster's; the steps after it use the new IP.
     MoveInternalAddress,

@@ -272,9 +272,10 @@ pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
         }
     }
     // Once the VM is gone GCE lets its data disk go (a replica leaving takes its etcd data with it), and its
-    // internal IP. Neither is observed: both steps accept "already gone".
+    // internal IP; its keys go with it. None is observed: each step accepts "already gone".
     steps.push(ReplicaStep::DeleteDataDisk.into());
     steps.push(ReplicaStep::ReleaseInternalAddress.into());
+    steps.push(ReplicaStep::DeleteKeys.into());
     Ok(steps)
 }
 
@@ -531,7 +532,8 @@ mod tests {
                 ReplicaStep::RemoveMember { id: 3 },
                 ReplicaStep::DeleteInstance,
                 ReplicaStep::DeleteDataDisk,
-                ReplicaStep::ReleaseInternalAddress
+                ReplicaStep::ReleaseInternalAddress,
+                ReplicaStep::DeleteKeys
             ]
         );
     }
@@ -558,7 +560,8 @@ mod tests {
                 ClusterStep::DeletePool,
                 ClusterStep::DeleteHealthCheck,
                 ReplicaStep::DeleteDataDisk,
-                ReplicaStep::ReleaseInternalAddress
+                ReplicaStep::ReleaseInternalAddress,
+                ReplicaStep::DeleteKeys
             ]
         );
     }
@@ -595,7 +598,8 @@ mod tests {
             steps![
                 ReplicaStep::DeleteInstance,
                 ReplicaStep::DeleteDataDisk,
-                ReplicaStep::ReleaseInternalAddress
+                ReplicaStep::ReleaseInternalAddress,
+                ReplicaStep::DeleteKeys
             ]
         );
     }

@@ -16,6 +16,7 @@ mod firewalls;
 mod forwarding;
 mod instance_ops;
 mod instances;
+mod projects;
 mod target_pools;
 mod types;
 mod zones;
@@ -53,6 +54,7 @@ struct Clients {
     target_pools: client::TargetPools,
     http_health_checks: client::HttpHealthChecks,
     zones: client::Zones,
+    projects: client::Projects,
     regions: client::Regions,
     zone_operations: client::ZoneOperations,
     region_operations: client::RegionOperations,
@@ -136,6 +138,7 @@ impl Compute {
             target_pools: build!(TargetPools),
             http_health_checks: build!(HttpHealthChecks),
             zones: build!(Zones),
+            projects: build!(Projects),
             regions: build!(Regions),
             zone_operations: build!(ZoneOperations),
             region_operations: build!(RegionOperations),

@@ -7,7 +7,7 @@ use super::manifests::{self, component_kubeconfig_path};
 use super::{CloudProvider, MasterConfig, dns_service_ip, paths};
 use ha_pki::CertKey;
 
-const KEY_MODE: &str = "0600";
+use super::keys::KEY_MODE;
 const FILE_MODE: &str = "0644";
 /// Run by root from `runcmd`; readable by all like the rest of the configuration, and holds no secret.
 const SCRIPT_MODE: &str = "0755";

@@ -14,6 +14,9 @@ mod addons;
 mod boot_tests;
 mod host;
 pub mod k8s;
+pub mod keys;
+#[cfg(test)]
+mod keys_tests;
 mod manifests;
 pub mod read;
 #[cfg(test)]
@@ -26,6 +29,7 @@ mod runtime_tests;
 pub mod tests;
 
 pub use k8s::{CloudConfig, Kubeconfig, KubeletConfiguration, Pod, WriteFile};
+pub use keys::KeyBundle;
 
 use ha_pki::{ClusterCas, ReplicaCerts};
 use ipnet::Ipv4Net;
@@ -167,6 +171,18 @@ impl From<&ClusterCas> for CaCerts {
     }
 }
 
+/// How a master gets its private keys (docs/master-config.md §10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyDelivery {
+    /// Written by cloud-init from `user-data`, as every master made before Secret Manager: whoever may read the
+    /// instance (`roles/compute.viewer`) or reach its metadata server reads them. Only for a VM made that way that
+    /// is not being rebuilt.
+    InMetadata,
+    /// Fetched at first boot from `secret` (`projects/<project>/secrets/<id>`) at the Secret Manager `origin`
+    /// (`https://secretmanager.googleapis.com`), by the VM's service account; see [`keys`].
+    SecretManager { secret: String, origin: String },
+}
+
 /// Everything one master's startup configuration depends on.
 #[derive(Clone, PartialEq, Eq)]
 pub struct MasterConfig {
@@ -203,6 +219,8 @@ pub struct MasterConfig {
     /// The snapshot etcd's data is restored from before etcd first starts; only with
     /// [`InitialState::RestoreFromSnapshot`].
     pub restore: Option<SnapshotRestore>,
+    /// Where the private keys travel: in `user-data`, or in the replica's secret.
+    pub keys: KeyDelivery,
 }
 
 /// Where a restoring master fetches its snapshot, with the VM's own service account (`gcloud storage cp`).
@@ -305,10 +323,35 @@ pub fn dns_service_ip(range: &Ipv4Net) -> Ipv4Addr {
 
 /// The `#cloud-config` user-data: every file of the contract, plus what a real VM needs to start the kubelet.
 pub fn render_user_data(cfg: &MasterConfig) -> String {
+    let (write_files, fetch) = match &cfg.keys {
+        KeyDelivery::InMetadata => (host::files(cfg), None),
+        KeyDelivery::SecretManager { secret, origin } => {
+            let (keys, mut public): (Vec<WriteFile>, Vec<WriteFile>) =
+                host::files(cfg).into_iter().partition(keys::is_key_file);
+            let bundle = keys::bundle(&keys.iter().collect::<Vec<_>>());
+            public.insert(
+                0,
+                WriteFile {
+                    path: keys::FETCH_SCRIPT.into(),
+                    content: keys::FETCH_SCRIPT_TEXT.into(),
+                    owner: "root:root".into(),
+                    permissions: "0755".into(),
+                },
+            );
+            let fetch = argv(&[
+                "sh",
+                keys::FETCH_SCRIPT,
+                secret,
+                &bundle.sha256,
+                origin.trim_end_matches('/'),
+            ]);
+            (public, Some(fetch))
+        }
+    };
     let cloud = CloudConfig {
         // monit restarts a wedged kubelet; the image may not ship it.
         packages: vec!["monit".into()],
-        write_files: host::files(cfg),
+        write_files,
         fs_setup: if cfg.data_disk {
             vec![k8s::FsSetup {
                 label: DATA_DEVICE.into(),
@@ -332,7 +375,8 @@ pub fn render_user_data(cfg: &MasterConfig) -> String {
             vec![]
         },
         runcmd: {
-            let mut cmds = Vec::new();
+            // The keys first: nothing after it may start without them (the script retries until it has them).
+            let mut cmds: Vec<Vec<String>> = fetch.into_iter().collect();
             // A data disk grown by a roll is attached to a new VM: its first boot grows the filesystem to the
             // disk (online, ext4), after cloud-init's `mounts`. On a disk already filled, resize2fs does nothing.
             if cfg.data_disk {
@@ -359,6 +403,19 @@ pub fn render_user_data(cfg: &MasterConfig) -> String {
 
 fn argv(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
+}
+
+/// The bundle the replica's secret must hold for [`KeyDelivery::SecretManager`] (`None` when the keys are in
+/// `user-data`): the same bytes, and so the same digest, that [`render_user_data`] names.
+pub fn key_bundle(cfg: &MasterConfig) -> Option<KeyBundle> {
+    match cfg.keys {
+        KeyDelivery::InMetadata => None,
+        KeyDelivery::SecretManager { .. } => {
+            let files = host::files(cfg);
+            let keys: Vec<&WriteFile> = files.iter().filter(|f| keys::is_key_file(f)).collect();
+            Some(keys::bundle(&keys))
+        }
+    }
 }
 
 /// Instance metadata items: `user-data` (the contract) and `cluster-name` (informational).

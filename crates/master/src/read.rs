@@ -5,16 +5,38 @@
 use std::collections::BTreeMap;
 
 use super::k8s::{CloudConfig, KubeletConfiguration};
+use super::keys::FETCH_SCRIPT;
 use super::paths;
 
-/// The files of one master's `#cloud-config`, by guest path.
+/// The files of one master's `#cloud-config`, by guest path; for a master whose keys are in Secret Manager,
+/// with the secret they are in until [`MasterFiles::add_keys`] adds them.
 #[derive(Clone, PartialEq, Eq)]
-pub struct MasterFiles(BTreeMap<String, String>);
+pub struct MasterFiles {
+    files: BTreeMap<String, String>,
+    keys_in: Option<KeysIn>,
+}
+
+/// The secret a master's keys are in, and the digest its bundle must have (the fetch script's arguments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeysIn {
+    /// `projects/<project>/secrets/<id>`.
+    pub secret: String,
+    pub sha256: String,
+}
+
+impl KeysIn {
+    /// The project and secret id of [`Self::secret`].
+    pub fn project_and_id(&self) -> Option<(&str, &str)> {
+        let rest = self.secret.strip_prefix("projects/")?;
+        let (project, id) = rest.split_once("/secrets/")?;
+        Some((project, id))
+    }
+}
 
 // Holds private keys: print only the paths.
 impl std::fmt::Debug for MasterFiles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
+        f.debug_set().entries(self.files.keys()).finish()
     }
 }
 
@@ -25,18 +47,43 @@ pub fn read_user_data(user_data: &str) -> Result<MasterFiles, String> {
         .ok_or("the user-data is not a #cloud-config document")?;
     let cloud: CloudConfig = serde_norway::from_str(body)
         .map_err(|e| format!("the user-data does not parse as cloud-config: {e}"))?;
-    Ok(MasterFiles(
-        cloud
+    let keys_in = cloud.runcmd.iter().find_map(|c| match c.as_slice() {
+        [_, script, secret, sha256, _] if script == FETCH_SCRIPT => Some(KeysIn {
+            secret: secret.clone(),
+            sha256: sha256.clone(),
+        }),
+        _ => None,
+    });
+    Ok(MasterFiles {
+        files: cloud
             .write_files
             .into_iter()
             .map(|f| (f.path, f.content))
             .collect(),
-    ))
+        keys_in,
+    })
 }
 
 impl MasterFiles {
     pub fn get(&self, path: &str) -> Option<&str> {
-        self.0.get(path).map(String::as_str)
+        self.files.get(path).map(String::as_str)
+    }
+
+    /// Where the master's keys are, when they are not among its files.
+    pub fn keys_in(&self) -> Option<&KeysIn> {
+        self.keys_in.as_ref()
+    }
+
+    /// Adds the keys from the bundle read from [`Self::keys_in`]'s secret, checked against its digest.
+    pub fn add_keys(&mut self, tar: &[u8]) -> Result<(), String> {
+        let Some(keys_in) = &self.keys_in else {
+            return Err("this master's keys are in its user-data, not in a secret".into());
+        };
+        let files = super::keys::unpack(tar, &keys_in.sha256)
+            .map_err(|e| format!("{}: {e}", keys_in.secret))?;
+        self.files.extend(files);
+        self.keys_in = None;
+        Ok(())
     }
 
     /// A file the contract requires, or a sentence naming it.

@@ -48,6 +48,7 @@ pub(super) fn config_for(
         etcd_image: "registry.k8s.io/etcd:3.4.13-0".into(),
         kubernetes: crate::KubernetesRelease::legacy(),
         restore: None,
+        keys: KeyDelivery::InMetadata,
     }
 }
 

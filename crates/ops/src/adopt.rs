@@ -141,6 +141,33 @@ pub(super) fn files_of(vm: &InstanceInfo) -> Result<MasterFiles> {
     read_user_data(ud).map_err(|e| other(format!("VM {}: {e}", vm.name)))
 }
 
+/// [`files_of`] with the master's keys: from its user-data, or read from the secret it fetched them from (as the
+/// provider's principal, which owns the secret).
+pub(super) async fn files_with_keys(settings: &Settings, vm: &InstanceInfo) -> Result<MasterFiles> {
+    let mut files = files_of(vm)?;
+    let Some(keys_in) = files.keys_in().cloned() else {
+        return Ok(files);
+    };
+    let (project, id) = keys_in.project_and_id().ok_or_else(|| {
+        other(format!(
+            "VM {}: its keys are in {:?}, which is not a secret's name",
+            vm.name, keys_in.secret
+        ))
+    })?;
+    let secrets = ha_secrets::Secrets::connect(settings, project).await?;
+    let tar = secrets.read(id, None).await?.ok_or_else(|| {
+        other(format!(
+            "VM {} fetched its keys from secret {}, which no longer exists: the VM cannot be read back. Rebuild \
+             it (a roll writes the secret again), or delete the VM if it is no longer a replica",
+            vm.name, keys_in.secret
+        ))
+    })?;
+    files
+        .add_keys(&tar)
+        .map_err(|e| other(format!("VM {}: {e}", vm.name)))?;
+    Ok(files)
+}
+
 /// The replica certificates state records (the others live only on the VM), as a VM's startup configuration
 /// carries them.
 pub struct RecordedCerts {
@@ -162,18 +189,35 @@ impl RecordedCerts {
 impl RecordedCerts {
     /// When the first of them expires (Unix seconds); `None` when one does not parse.
     pub fn expire_at(&self) -> Option<i64> {
-        [&self.api_server, &self.etcd_peer, &self.etcd_server]
-            .iter()
-            .map(|c| ha_pki::not_after_unix(&c.cert_pem).ok())
-            .collect::<Option<Vec<i64>>>()?
-            .into_iter()
-            .min()
+        first_expiry(
+            [&self.api_server, &self.etcd_peer, &self.etcd_server].map(|c| c.cert_pem.as_str()),
+        )
     }
 }
 
+fn first_expiry<'a>(pems: impl IntoIterator<Item = &'a str>) -> Option<i64> {
+    pems.into_iter()
+        .map(|pem| ha_pki::not_after_unix(pem).ok())
+        .collect::<Option<Vec<i64>>>()?
+        .into_iter()
+        .min()
+}
+
+/// When the first of the certificates state records for VM `vm` expires, read from its public files alone.
+pub fn certs_expire_on(vm: &InstanceInfo) -> Option<i64> {
+    let files = files_of(vm).ok()?;
+    let pems = [
+        paths::APISERVER_CRT,
+        paths::ETCD_PEER_CRT,
+        paths::ETCD_SERVER_CRT,
+    ]
+    .map(|p| files.get(p));
+    first_expiry(pems.into_iter().collect::<Option<Vec<&str>>>()?)
+}
+
 /// The certificates replica VM `vm` runs with, read from its startup configuration.
-pub fn certs_on(vm: &InstanceInfo) -> Result<RecordedCerts> {
-    let files = files_of(vm)?;
+pub async fn certs_on(settings: &Settings, vm: &InstanceInfo) -> Result<RecordedCerts> {
+    let files = files_with_keys(settings, vm).await?;
     Ok(RecordedCerts {
         api_server: cert_key(&files, paths::APISERVER_CRT, paths::APISERVER_KEY)?,
         etcd_peer: cert_key(&files, paths::ETCD_PEER_CRT, paths::ETCD_PEER_KEY)?,
@@ -189,6 +233,7 @@ fn cert_key(files: &MasterFiles, crt: &str, key: &str) -> Result<CertKey> {
 }
 
 pub async fn adopt_cluster(
+    settings: &Settings,
     cloud: &Cloud,
     region: &str,
     name: &str,
@@ -225,7 +270,7 @@ pub async fn adopt_cluster(
             "cluster {name} has no replica VM in {region} (none carries the label {CLUSTER_LABEL}={name} or is named {name} or {name}-xyz). Its CA certificates and service-account key exist only on its masters (and in the state that was lost), so they cannot be recovered: create the cluster anew instead"
         )));
     };
-    let files = files_of(vm)?;
+    let files = files_with_keys(settings, vm).await?;
     let file = |p: &str| files.require(p).map(str::to_string).map_err(other);
     let zones: Vec<(String, String)> = replicas
         .iter()
@@ -333,7 +378,7 @@ pub async fn adopt_replica(
             "there is no VM {name} in {zone} to import (the id is <project>/<zone>/<name>)"
         ))
     })?;
-    let files = files_of(&vm)?;
+    let files = files_with_keys(settings, &vm).await?;
     let cluster = vm
         .labels
         .get(CLUSTER_LABEL)
@@ -388,6 +433,7 @@ pub async fn adopt_replica(
 /// The provider's etcd client credential for an imported cluster (no etcd client CA key in state): the API
 /// server's client certificate from a replica's configuration. Kept per cluster for the provider's lifetime.
 pub async fn etcd_client_from_replicas(
+    settings: &Settings,
     c: &Compute,
     region: &str,
     cluster: &str,
@@ -405,15 +451,20 @@ pub async fn etcd_client_from_replicas(
     }
     let deadline = Instant::now() + Duration::from_secs(60);
     let replicas = replicas_of(c, region, cluster, deadline).await?;
-    let found = replicas.iter().find_map(|vm| {
-        let files = files_of(vm).ok()?;
-        cert_key(
+    let mut found = None;
+    for vm in &replicas {
+        let Ok(files) = files_with_keys(settings, vm).await else {
+            continue;
+        };
+        if let Ok(ck) = cert_key(
             &files,
             paths::ETCD_APISERVER_CLIENT_CRT,
             paths::ETCD_APISERVER_CLIENT_KEY,
-        )
-        .ok()
-    });
+        ) {
+            found = Some(ck);
+            break;
+        }
+    }
     let ck = found.ok_or_else(|| {
         other(format!(
             "cluster {cluster} was imported without its etcd client CA key, and no replica VM in {region} holds an etcd client certificate to manage etcd with"

@@ -12,7 +12,7 @@ use super::error::Result;
 use super::shared::{JOINING_LABEL, replica_labels};
 use ha_domain::roll::BUILD_LABEL;
 use ha_gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
-use ha_master::{self as master, CaCerts, DATA_DEVICE, InitialState, MasterConfig};
+use ha_master::{self as master, CaCerts, DATA_DEVICE, InitialState, KeyDelivery, MasterConfig};
 use ha_pki::ReplicaCerts;
 
 /// A replica's etcd data disk: it outlives the VM, so the VM can be rebuilt on the same data.
@@ -65,7 +65,53 @@ pub fn master_config(
         etcd_image: ha_domain::etcd_version::image(&spec.master.etcd_version),
         kubernetes: kubernetes_release(&spec.master.kubernetes_version),
         restore: None,
+        // Every VM made from now on fetches its keys; only VMs made before keep theirs in metadata.
+        keys: KeyDelivery::SecretManager {
+            secret: format!(
+                "projects/{}/secrets/{}",
+                spec.project,
+                ha_domain::names::keys_secret(who.name, who.zone)
+            ),
+            origin: ha_secrets::origin(&ctx.settings),
+        },
     }
+}
+
+/// Writes the replica's keys to its secret, readable by the masters' service account alone, before its VM is
+/// made: the VM's first boot reads them. Writing the same keys again (a resumed step) adds nothing.
+async fn write_keys(
+    ctx: &ClusterCtx,
+    who: &Identity<'_>,
+    bundle: &master::KeyBundle,
+    deadline: Instant,
+) -> Result<()> {
+    let spec = &ctx.spec;
+    // An IAM binding names an email; the instance's `default` is the project's default account.
+    let reader = match spec.master.service_account.as_str() {
+        ha_domain::service_account::DEFAULT_EMAIL => {
+            ctx.compute.default_service_account(deadline).await?
+        }
+        email => email.to_string(),
+    };
+    let id = ha_domain::names::keys_secret(who.name, who.zone);
+    let labels = replica_labels(&spec.name, &BTreeMap::new());
+    let secrets = ha_secrets::Secrets::connect(&ctx.settings, &spec.project).await?;
+    let version = secrets.put(&id, &labels, &bundle.tar, &reader).await?;
+    tracing::info!(
+        "{}: keys in secret {id} (version {version}), readable by {reader}",
+        who.name
+    );
+    Ok(())
+}
+
+/// Deletes the replica's secret (`ReplicaStep::DeleteKeys`); nothing to do when there is none (a replica made
+/// before Secret Manager, or a delete that already ran).
+pub async fn delete_keys(ctx: &ClusterCtx, replica: &str, zone: &str) -> Result<()> {
+    let secrets = ha_secrets::Secrets::connect(&ctx.settings, &ctx.spec.project).await?;
+    secrets
+        .delete(&ha_domain::names::keys_secret(replica, zone))
+        .await?;
+    Ok(())
 }
 
 /// The release the domain picks for `version`, as the master renders it.
@@ -104,6 +150,9 @@ pub async fn create_instance(
     deadline: Instant,
 ) -> Result<InstanceInfo> {
     master::check(cfg)?;
+    if let Some(bundle) = master::key_bundle(cfg) {
+        write_keys(ctx, who, &bundle, deadline).await?;
+    }
     let spec = &ctx.spec;
     let name = data_disk_name(who.name);
     let device_name = DATA_DEVICE.to_string();

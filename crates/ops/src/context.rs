@@ -73,7 +73,8 @@ impl ClusterCtx {
         // An imported cluster has no CA keys in state (they are never on a master): its etcd client certificate
         // comes from a replica's configuration instead of being minted.
         let client = if spec.cas.etcd_client_ca.key_pem.is_empty() {
-            super::adopt::etcd_client_from_replicas(&compute, &spec.region, &spec.name).await?
+            super::adopt::etcd_client_from_replicas(settings, &compute, &spec.region, &spec.name)
+                .await?
         } else {
             pki::provider_etcd_client(&spec.cas)?
         };

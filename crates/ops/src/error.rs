@@ -13,6 +13,8 @@ pub enum OpError {
     Pki(#[from] ha_pki::PkiError),
     #[error("{0}")]
     Storage(#[from] ha_storage::Error),
+    #[error("{0}")]
+    Secrets(#[from] ha_secrets::Error),
     #[error("the master configuration is invalid: {0}")]
     Master(#[from] ha_master::MasterError),
     /// A change the domain refuses (quorum): summary and what to do.

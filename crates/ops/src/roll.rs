@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::adopt::{RecordedCerts, certs_on};
+use super::adopt::{RecordedCerts, certs_expire_on, certs_on};
 use super::backup::backup_first;
 use super::build::{data_disk_name, vm_labels};
 use super::context::ClusterCtx;
@@ -59,10 +59,7 @@ fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
                 .unwrap_or_else(|| prior.digest()),
         ),
         has_data_disk: vm.attached_disks.contains_key(DATA_DEVICE),
-        certificates_due: certs_on(vm)
-            .ok()
-            .and_then(|c| c.expire_at())
-            .is_some_and(|t| t <= due_by),
+        certificates_due: certs_expire_on(vm).is_some_and(|t| t <= due_by),
         subnetwork: subnetwork_name(vm.subnetwork.as_deref(), &vm.network),
         internal_ip: vm.internal_ip.as_deref().and_then(|s| s.parse().ok()),
     }
@@ -210,7 +207,7 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     }
     let certs = match certs {
         Some(issued) => Some(RecordedCerts::of(&issued)),
-        None => certs_on(&now).ok(),
+        None => certs_on(&ctx.settings, &now).await.ok(),
     };
     Ok(Rolled {
         instance: now,

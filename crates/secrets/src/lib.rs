@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use google_cloud_gax::error::rpc::Code;
+use google_cloud_gax::options::RequestOptionsBuilder;
 use google_cloud_iam_v1::model::{Binding, Policy};
 use google_cloud_secretmanager_v1::client::SecretManagerService;
 use google_cloud_secretmanager_v1::model::{Replication, Secret, SecretPayload, replication};
@@ -66,6 +67,8 @@ pub fn origin(settings: &Settings) -> String {
 pub struct Secrets {
     project: String,
     client: SecretManagerService,
+    /// Sent with every request, as the Compute backend does (`ha_settings::user_agent`).
+    user_agent: String,
 }
 
 impl Secrets {
@@ -82,6 +85,7 @@ impl Secrets {
         Ok(Secrets {
             project: project.to_string(),
             client,
+            user_agent: settings.user_agent.clone(),
         })
     }
 
@@ -103,11 +107,12 @@ impl Secrets {
         }
     }
 
-    /// Writes `payload` as the newest version of secret `id`, made with `labels` if it does not exist, and makes
+    /// Makes `payload` the one live version of secret `id` (made with `labels` if it does not exist), and
     /// `reader` (a service account's email) the only principal that may read it. Returns the version's number.
     ///
-    /// Idempotent as a whole: a secret that exists is kept, its policy set again, and a new version added, so a
-    /// write interrupted anywhere is finished by writing again.
+    /// Idempotent as a whole, so a write interrupted anywhere is finished by writing again: a secret that exists
+    /// is kept and its policy set again; a newest version that already holds `payload` is kept rather than added
+    /// again; and every older version is destroyed, so keys a rebuilt VM no longer uses cannot be read.
     pub async fn put(
         &self,
         id: &str,
@@ -127,6 +132,7 @@ impl Secrets {
                     )
                     .set_labels(labels.clone()),
             )
+            .with_user_agent(self.user_agent.clone())
             .send()
             .await;
         match created {
@@ -143,27 +149,70 @@ impl Secrets {
                     .set_role(READER_ROLE)
                     .set_members([format!("serviceAccount:{reader}")])]),
             )
+            .with_user_agent(self.user_agent.clone())
             .send()
             .await
             .map_err(self.failed("setting the readers of", id))?;
-        let version = self
+        let newest = match self.access(id, None).await? {
+            Some((number, data)) if data == payload => number,
+            _ => {
+                let version = self
+                    .client
+                    .add_secret_version()
+                    .set_parent(self.path(id))
+                    .set_payload(
+                        SecretPayload::new()
+                            .set_data(bytes::Bytes::copy_from_slice(payload))
+                            .set_data_crc32c(i64::from(crc32c::crc32c(payload))),
+                    )
+                    .with_user_agent(self.user_agent.clone())
+                    .send()
+                    .await
+                    .map_err(self.failed("adding a version to", id))?;
+                version_number(&version.name)
+            }
+        };
+        self.destroy_older(id, newest).await?;
+        Ok(newest)
+    }
+
+    /// Destroys every version of secret `id` older than `newest` that is not destroyed yet.
+    async fn destroy_older(&self, id: &str, newest: u64) -> Result<()> {
+        use google_cloud_gax::paginator::ItemPaginator;
+        use google_cloud_secretmanager_v1::model::secret_version::State;
+        let mut versions = self
             .client
-            .add_secret_version()
+            .list_secret_versions()
             .set_parent(self.path(id))
-            .set_payload(
-                SecretPayload::new()
-                    .set_data(bytes::Bytes::copy_from_slice(payload))
-                    .set_data_crc32c(i64::from(crc32c::crc32c(payload))),
-            )
-            .send()
-            .await
-            .map_err(self.failed("adding a version to", id))?;
-        Ok(version_number(&version.name))
+            .with_user_agent(self.user_agent.clone())
+            .by_item();
+        let mut old = Vec::new();
+        while let Some(v) = versions.next().await {
+            let v = v.map_err(self.failed("listing the versions of", id))?;
+            if v.state != State::Destroyed && version_number(&v.name) < newest {
+                old.push(v.name);
+            }
+        }
+        for name in old {
+            self.client
+                .destroy_secret_version()
+                .set_name(name)
+                .with_user_agent(self.user_agent.clone())
+                .send()
+                .await
+                .map_err(self.failed("destroying an old version of", id))?;
+        }
+        Ok(())
     }
 
     /// The payload of version `version` (`None`: the newest enabled one) of secret `id`; `None` when the secret
     /// or the version does not exist.
     pub async fn read(&self, id: &str, version: Option<u64>) -> Result<Option<Vec<u8>>> {
+        Ok(self.access(id, version).await?.map(|(_, data)| data))
+    }
+
+    /// [`Self::read`], with the number of the version read.
+    async fn access(&self, id: &str, version: Option<u64>) -> Result<Option<(u64, Vec<u8>)>> {
         let name = format!(
             "{}/versions/{}",
             self.path(id),
@@ -173,6 +222,7 @@ impl Secrets {
             .client
             .access_secret_version()
             .set_name(name)
+            .with_user_agent(self.user_agent.clone())
             .send()
             .await
         {
@@ -180,8 +230,9 @@ impl Secrets {
             Err(e) if code(&e) == Some(Code::NotFound) => return Ok(None),
             Err(e) => return Err(self.failed("reading", id)(e)),
         };
+        let number = version_number(&answer.name);
         let Some(payload) = answer.payload else {
-            return Ok(Some(Vec::new()));
+            return Ok(Some((number, Vec::new())));
         };
         let data = payload.data.to_vec();
         if let Some(sent) = payload.data_crc32c
@@ -191,7 +242,7 @@ impl Secrets {
                 secret: self.path(id),
             });
         }
-        Ok(Some(data))
+        Ok(Some((number, data)))
     }
 
     /// The principals a binding lets read secret `id`; `None` when the secret does not exist.
@@ -200,6 +251,7 @@ impl Secrets {
             .client
             .get_iam_policy()
             .set_resource(self.path(id))
+            .with_user_agent(self.user_agent.clone())
             .send()
             .await
         {
@@ -224,6 +276,7 @@ impl Secrets {
             .client
             .delete_secret()
             .set_name(self.path(id))
+            .with_user_agent(self.user_agent.clone())
             .send()
             .await
         {

@@ -75,7 +75,15 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
         "a reader writes nothing"
     );
 
-    // Writing again keeps the secret, sets the same single reader and adds the newest version.
+    // The same payload again (a resumed write) adds nothing.
+    assert_eq!(
+        owner
+            .put("prod-a-keys", &labels, &keys, MASTERS)
+            .await
+            .unwrap(),
+        1
+    );
+    // Another keeps the secret and its single reader, adds the newest version and destroys the old one.
     let renewed = b"renewed".to_vec();
     assert_eq!(
         owner
@@ -88,10 +96,12 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
         owner.read("prod-a-keys", None).await.unwrap(),
         Some(renewed)
     );
-    assert_eq!(
-        owner.read("prod-a-keys", Some(1)).await.unwrap(),
-        Some(keys)
-    );
+    let destroyed = owner
+        .read("prod-a-keys", Some(1))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(destroyed.contains("DESTROYED"), "{destroyed}");
 
     assert!(owner.delete("prod-a-keys").await.unwrap());
     assert!(!owner.delete("prod-a-keys").await.unwrap());

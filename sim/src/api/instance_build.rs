@@ -139,11 +139,7 @@ pub fn service_accounts(req: &Req, accounts: Option<&mut serde_json::Value>) -> 
             )));
         }
         if email == "default" {
-            account["email"] = format!(
-                "{}-compute@developer.gserviceaccount.com",
-                project_number(&req.project)
-            )
-            .into();
+            account["email"] = super::projects::default_service_account(&req.project).into();
         }
         let scopes = account["scopes"].as_array().cloned().unwrap_or_default();
         for (k, scope) in scopes.iter().enumerate() {
@@ -161,7 +157,7 @@ pub fn service_accounts(req: &Req, accounts: Option<&mut serde_json::Value>) -> 
 }
 
 /// A stable 12-digit project number for a project id (GCE's numbers are opaque; this one only has to stay the same).
-fn project_number(project: &str) -> u64 {
+pub(crate) fn project_number(project: &str) -> u64 {
     let h = project.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });

@@ -17,6 +17,7 @@ pub mod instance_meta;
 pub mod instance_request;
 pub mod instances;
 pub mod operations;
+pub mod projects;
 pub mod subnetworks;
 pub mod target_pools;
 pub mod zones;
@@ -111,6 +112,7 @@ fn routes() -> impl Iterator<Item = &'static Route> {
         target_pools::ROUTES,
         forwarding_rules::ROUTES,
         zones::ROUTES,
+        projects::ROUTES,
         operations::ROUTES,
     ]
     .into_iter()
@@ -124,7 +126,11 @@ pub fn route_apis() -> Vec<&'static str> {
 
 /// Matches `path` (after the project) against a pattern, capturing `{x}` segments.
 fn capture(pattern: &'static str, segs: &[&str]) -> Option<Vec<(&'static str, String)>> {
-    let pat: Vec<&'static str> = pattern.split('/').collect();
+    // The project itself (`projects.get`) has no segments after it.
+    let pat: Vec<&'static str> = match pattern {
+        "" => Vec::new(),
+        _ => pattern.split('/').collect(),
+    };
     if pat.len() != segs.len() {
         return None;
     }

@@ -262,7 +262,7 @@ impl Actual {
                         &spec.metadata,
                         &self.cfg.etcd_bins,
                         &self.opts,
-                        &spec.disks,
+                        &spec.attached,
                     )
                     .map_err(|e| format!("booting {}: {e}", spec.name))
                 });

@@ -25,8 +25,9 @@ pub struct VmSpec {
     pub dir: PathBuf,
     pub internal_ip: Ipv4Addr,
     pub metadata: BTreeMap<String, String>,
-    /// Attached non-boot disks: device name → the disk's host directory (see [`disk_dir`]).
-    pub disks: BTreeMap<String, PathBuf>,
+    /// Attached non-boot disks (device name → the disk's host directory, see [`disk_dir`]) and the service
+    /// account.
+    pub attached: crate::vm::Attached,
 }
 
 /// A forwarding rule's balancer.
@@ -170,7 +171,13 @@ pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
                 dir,
                 internal_ip: internal,
                 metadata: i.metadata.to_map(),
-                disks: attached_disks(cloud, cfg, i),
+                attached: crate::vm::Attached {
+                    disks: attached_disks(cloud, cfg, i),
+                    service_account: i
+                        .extra
+                        .get("serviceAccounts")
+                        .and_then(|a| a.get(0)?.get("email")?.as_str().map(str::to_string)),
+                },
             };
             d.vms.insert(format!("{key}#{}", i.id), spec);
         }

@@ -20,6 +20,9 @@ struct CloudConfig {
     mounts: Vec<Vec<serde_norway::Value>>,
     #[serde(default)]
     fs_setup: Vec<FsSetup>,
+    /// cloud-init `runcmd`: argv lists (a plain string is a shell line, which the sim never runs).
+    #[serde(default)]
+    runcmd: Vec<serde_norway::Value>,
 }
 
 /// A cloud-init `fs_setup` entry (only what the sim acts on).
@@ -213,6 +216,8 @@ pub(crate) struct Startup {
     pub etcd_init: Vec<InitContainer>,
     pub mounts: Vec<Mount>,
     pub fs_setup: Vec<FsSetup>,
+    /// The first boot's key fetch from Secret Manager, if the keys are not in `user-data`.
+    pub key_fetch: Option<super::keys::KeyFetch>,
 }
 
 /// Parses metadata `user-data` and the static pod manifests it writes.
@@ -354,7 +359,27 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         etcd_init,
         mounts,
         fs_setup: cloud.fs_setup,
+        key_fetch: super::keys::of(&argv_lists(&cloud.runcmd))?,
     })
+}
+
+/// `runcmd`'s argv entries, as strings (a shell-line entry is skipped: the sim runs none).
+fn argv_lists(runcmd: &[serde_norway::Value]) -> Vec<Vec<String>> {
+    runcmd
+        .iter()
+        .filter_map(|c| c.as_sequence())
+        .map(|args| {
+            args.iter()
+                .map(|a| match a {
+                    serde_norway::Value::String(s) => s.clone(),
+                    other => serde_norway::to_string(other)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string(),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A container's hostPath mounts: (path in the container, path on the VM).

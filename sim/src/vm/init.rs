@@ -178,7 +178,9 @@ fn fetch(url: &str, endpoint: &str, dest: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let part = dest.with_extension("part");
     rt.block_on(async {
-        let mut resp = reqwest::get(&get)
+        let mut resp = crate::cli::http_client()
+            .get(&get)
+            .send()
             .await
             .map_err(|e| format!("GET {get}: {e}"))?;
         if !resp.status().is_success() {

@@ -6,6 +6,7 @@ mod api;
 pub(crate) mod config;
 mod etcd;
 mod init;
+mod keys;
 mod tls;
 
 #[cfg(test)]
@@ -121,6 +122,16 @@ struct SshInfo {
 
 const SSH_INFO: &str = "vm.json";
 
+/// What a VM has besides its boot disk: attached data disks, and the service account its metadata server hands
+/// out tokens for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attached {
+    /// Device name → the disk's host directory.
+    pub disks: BTreeMap<String, PathBuf>,
+    /// `serviceAccounts[0].email`: whom a key fetch from Secret Manager reads as.
+    pub service_account: Option<String>,
+}
+
 /// Boots master VMs.
 pub struct Vm;
 
@@ -163,13 +174,14 @@ impl Vm {
             metadata,
             &EtcdBins::single(etcd_bin),
             opts,
-            &BTreeMap::new(),
+            &Attached::default(),
         )
     }
 
-    /// [`Vm::boot_with`] with attached disks: device name → the disk's host directory. cloud-init's
-    /// `fs_setup` formats them and its `mounts` mount those attached as `/dev/disk/by-id/google-<device>`;
-    /// etcd's paths then resolve through its pod's hostPath volumes and these mounts (docs/master-config.md §8).
+    /// [`Vm::boot_with`] with attached disks and service account. cloud-init's `fs_setup` formats the disks and
+    /// its `mounts` mount those attached as `/dev/disk/by-id/google-<device>`; etcd's paths then resolve through
+    /// its pod's hostPath volumes and these mounts (docs/master-config.md §8). A master whose keys are in Secret
+    /// Manager fetches them as the service account (§10).
     pub fn boot_attached(
         dir: &Path,
         name: &str,
@@ -177,9 +189,9 @@ impl Vm {
         metadata: &BTreeMap<String, String>,
         etcd_bins: &EtcdBins,
         opts: &VmOptions,
-        disks: &BTreeMap<String, PathBuf>,
+        attached: &Attached,
     ) -> Result<VmHandle, VmError> {
-        let startup = config::parse(metadata)?;
+        let mut startup = config::parse(metadata)?;
         std::fs::create_dir_all(dir).map_err(io_err(format!("create VM dir {}", dir.display())))?;
         let mut map = HostMap {
             rootfs: dir.join("rootfs"),
@@ -191,10 +203,18 @@ impl Vm {
         for f in &startup.files {
             write_guest_file(&map, f)?;
         }
+        // runcmd's first command, before anything starts: the keys, which the contract then judges with the rest.
+        if let Some(fetch) = &startup.key_fetch {
+            let keys = keys::fetch(fetch, attached.service_account.as_deref())?;
+            for f in &keys {
+                write_guest_file(&map, f)?;
+            }
+            startup.files.extend(keys);
+        }
         // Judged by the real programs' rules before anything starts: a master that would not come up on GCE
         // does not come up here either.
         crate::contract::check(&startup.files, &map.rootfs, &dir.join("contract"))?;
-        map.mounted = mount_disks(&startup, &map, disks)?;
+        map.mounted = mount_disks(&startup, &map, &attached.disks)?;
         // The kubelet makes the pod's `DirectoryOrCreate` hostPaths before any of its containers, init ones too.
         for dir in &startup.etcd_created_dirs {
             let host = map.mounted_path(dir)?;

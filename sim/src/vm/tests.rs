@@ -389,7 +389,10 @@ fn a_master_recreated_on_its_data_disk_is_the_same_etcd_member() {
     let root = tempfile::tempdir().unwrap();
     let disk = root.path().join("disks/master-pd");
     std::fs::create_dir_all(&disk).unwrap();
-    let disks = BTreeMap::from([("master-pd".to_string(), disk.clone())]);
+    let disks = crate::vm::Attached {
+        disks: BTreeMap::from([("master-pd".to_string(), disk.clone())]),
+        service_account: None,
+    };
     let pki = ClusterPki::new();
     let me = member("solo", ip(47, 0, 2));
     let md = master_metadata_on_disk(&pki, &me, std::slice::from_ref(&me), "new", ip(47, 1, 2));
@@ -542,7 +545,7 @@ fn a_vm_whose_etcd_image_names_a_minor_without_a_binary_does_not_boot() {
         &with_etcd_image(&md, "3.5.1-0"),
         &only_34,
         &fast_opts(),
-        &BTreeMap::new(),
+        &crate::vm::Attached::default(),
     );
     let Err(err) = booted else {
         panic!("a 3.5 image must not boot on a sim with only etcd 3.4")
@@ -578,7 +581,7 @@ fn a_vm_runs_the_etcd_of_its_images_minor_on_the_data_an_older_one_wrote() {
             md,
             &bins,
             &fast_opts(),
-            &BTreeMap::new(),
+            &crate::vm::Attached::default(),
         )
         .unwrap()
     };

@@ -87,6 +87,7 @@ pub fn contract_check(kind: &str, text: &str) {
         "compute#zoneList" => p::<gce::ZoneList>(kind, text),
         "compute#region" => p::<gce::Region>(kind, text),
         "compute#regionList" => p::<gce::RegionList>(kind, text),
+        "compute#project" => p::<gce::Project>(kind, text),
         other => {
             panic!("response kind {other:?} has no official type in the contract check:\n{text}")
         }

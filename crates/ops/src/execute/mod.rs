@@ -310,6 +310,10 @@ impl ReplicaRun<'_> {
             MoveInternalAddress => self.move_internal_address().await,
             UpdatePeerUrl => self.update_peer_url(step).await,
             ReleaseInternalAddress => self.release_internal_address().await,
+            DeleteKeys => {
+                let me = self.me();
+                crate::build::delete_keys(self.ctx, &me.name, &me.zone).await
+            }
             AwaitApi => self.await_api().await,
             AddToPool => self.add_to_pool().await,
             RemoveFromPool => self.remove_from_pool().await,

@@ -1,0 +1,84 @@
+//! Where a replica's private keys are (docs/secrets.md): in Secret Manager for every VM this provider makes, or
+//! still in the instance metadata of a VM an earlier release (or kube-up) made. Upgrading the provider moves
+//! nothing by itself (a plan that rebuilt every master would be no upgrade); the plan says where the keys are and
+//! which change moves them: the replica's next rebuild.
+
+use std::collections::BTreeMap;
+
+use crate::topology::Refusal;
+
+/// What every PEM private key (PKCS#8, PKCS#1 or SEC 1) contains.
+const PRIVATE_KEY_MARK: &str = "PRIVATE KEY-----";
+
+/// Whether a VM's metadata (as the provider last wrote it) holds a private key.
+pub fn in_metadata(metadata: &BTreeMap<String, String>) -> bool {
+    metadata.values().any(|v| v.contains(PRIVATE_KEY_MARK))
+}
+
+/// The plan's warning for a replica whose keys are still in metadata. `rebuilding`: this plan rebuilds its VM,
+/// which moves them. One summary for every replica, so Terraform shows it once with a count.
+pub fn warning(replica: &str, rebuilding: bool) -> Refusal {
+    let summary = "Replica keys are still in instance metadata".to_string();
+    let detail = if rebuilding {
+        format!(
+            "Replica {replica}'s VM keeps its private keys in its instance metadata, where anyone who may read \
+             the instance (roles/compute.viewer) or reach its metadata server reads them. This apply rebuilds the \
+             VM, and the new one fetches its keys from its secret in Secret Manager instead."
+        )
+    } else {
+        format!(
+            "Replica {replica}'s VM was made by an earlier release and keeps its private keys (among them two \
+             with cluster-admin rights and etcd's client key) in its instance metadata, where anyone who may read \
+             the instance (roles/compute.viewer) or reach its metadata server reads them. The replica's next \
+             rebuild moves them to its secret in Secret Manager: any change the plan shows as a roll (a new \
+             `kubernetes_version`, `etcd_version` or `image`, or certificates due for renewal) does it. Upgrading \
+             the provider rolls nothing by itself; docs/secrets.md says how to roll now."
+        )
+    };
+    (summary, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_key_of_any_pem_kind_in_any_item_counts() {
+        let md = |v: &str| BTreeMap::from([("user-data".to_string(), v.to_string())]);
+        for (value, holds) in [
+            (
+                "-----BEGIN PRIVATE KEY-----\nMC4C\n-----END PRIVATE KEY-----\n",
+                true,
+            ),
+            ("-----BEGIN RSA PRIVATE KEY-----\n", true),
+            ("-----BEGIN EC PRIVATE KEY-----\n", true),
+            (
+                "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+                false,
+            ),
+            (
+                "#cloud-config\nruncmd: [[sh, /etc/srv/kubernetes/fetch-keys.sh]]\n",
+                false,
+            ),
+            ("", false),
+        ] {
+            assert_eq!(in_metadata(&md(value)), holds, "{value}");
+        }
+        assert!(!in_metadata(&BTreeMap::new()));
+    }
+
+    #[test]
+    fn the_warning_names_the_replica_and_what_moves_the_keys() {
+        let (s1, later) = warning("m-b", false);
+        let (s2, now) = warning("m-c", true);
+        assert_eq!(s1, s2, "one summary, so Terraform groups them");
+        assert!(
+            later.contains("m-b") && later.contains("next rebuild"),
+            "{later}"
+        );
+        assert!(
+            now.contains("m-c") && now.contains("This apply rebuilds"),
+            "{now}"
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! Keys in Secret Manager: what `user-data` keeps, what the bundle holds, and the fetch script under the real
+//! tools (`sh`, shellcheck) as `runtime_tests` does for the install script.
+
+use super::k8s::CloudConfig;
+use super::keys::{FETCH_SCRIPT, FETCH_SCRIPT_TEXT, sha256_hex, unpack};
+use super::tests::{base, files};
+use super::{KeyDelivery, MasterConfig, key_bundle, render_user_data};
+use std::process::Command;
+
+const SECRET: &str = "projects/my-project/secrets/prod-b-keys";
+
+fn in_secret_manager() -> MasterConfig {
+    MasterConfig {
+        keys: KeyDelivery::SecretManager {
+            secret: SECRET.into(),
+            origin: "https://secretmanager.googleapis.com/".into(),
+        },
+        ..base().clone()
+    }
+}
+
+fn cloud(cfg: &MasterConfig) -> CloudConfig {
+    let ud = render_user_data(cfg);
+    serde_norway::from_str(ud.strip_prefix("#cloud-config\n").unwrap()).unwrap()
+}
+
+#[test]
+fn user_data_holds_no_private_key_and_fetches_the_bundle_before_anything_runs() {
+    let cfg = in_secret_manager();
+    let ud = render_user_data(&cfg);
+    assert!(!ud.contains("PRIVATE KEY"), "{ud}");
+    // Legacy masters keep theirs: the count this design removes.
+    let legacy = render_user_data(base());
+    assert_eq!(legacy.matches("BEGIN PRIVATE KEY-----").count(), 12);
+
+    let bundle = key_bundle(&cfg).expect("keys go to Secret Manager");
+    let c = cloud(&cfg);
+    assert_eq!(
+        c.runcmd.first().map(Vec::as_slice),
+        Some(
+            [
+                "sh",
+                FETCH_SCRIPT,
+                SECRET,
+                bundle.sha256.as_str(),
+                "https://secretmanager.googleapis.com"
+            ]
+            .map(String::from)
+            .as_slice()
+        ),
+        "{:?}",
+        c.runcmd
+    );
+    let script = c
+        .write_files
+        .iter()
+        .find(|f| f.path == FETCH_SCRIPT)
+        .expect("the fetch script is written");
+    assert_eq!(
+        (script.content.as_str(), script.permissions.as_str()),
+        (FETCH_SCRIPT_TEXT, "0755")
+    );
+    assert!(key_bundle(base()).is_none());
+}
+
+#[test]
+fn the_bundle_holds_exactly_the_0600_files_the_legacy_render_writes() {
+    let legacy = files(base());
+    let moved: Vec<_> = legacy
+        .values()
+        .filter(|f| f.permissions == "0600")
+        .collect();
+    // Twelve keys (eleven leaf keys and the service-account key) and the five kubeconfigs that name them.
+    assert_eq!(moved.len(), 17);
+    let cfg = in_secret_manager();
+    let bundle = key_bundle(&cfg).unwrap();
+    assert_eq!(bundle.sha256, sha256_hex(&bundle.tar));
+    let unpacked = unpack(&bundle.tar, &bundle.sha256).unwrap();
+    let want: Vec<(String, String)> = moved
+        .iter()
+        .map(|f| (f.path.clone(), f.content.clone()))
+        .collect();
+    assert_eq!(unpacked, want, "paths in order, contents unchanged");
+    // Modes and owners travel with the files.
+    let mut archive = tar::Archive::new(bundle.tar.as_slice());
+    for entry in archive.entries().unwrap() {
+        let e = entry.unwrap();
+        let h = e.header();
+        assert_eq!(h.mode().unwrap(), 0o600);
+        assert_eq!(h.username().unwrap(), Some("root"));
+        assert_eq!(
+            (h.uid().unwrap(), h.gid().unwrap(), h.mtime().unwrap()),
+            (0, 0, 0)
+        );
+    }
+    // What stays in user-data is everything else, unchanged.
+    let kept = cloud(&cfg).write_files;
+    for f in legacy.values().filter(|f| f.permissions != "0600") {
+        assert!(kept.contains(f), "{} kept", f.path);
+    }
+    assert_eq!(
+        kept.len(),
+        legacy.len() - moved.len() + 1,
+        "plus the script"
+    );
+}
+
+#[test]
+fn the_same_keys_make_the_same_bundle_and_a_changed_key_another() {
+    let cfg = in_secret_manager();
+    assert_eq!(key_bundle(&cfg), key_bundle(&cfg));
+    assert_eq!(render_user_data(&cfg), render_user_data(&cfg));
+    let mut other = cfg.clone();
+    other.service_account_key_pem = ha_pki::service_account_key().unwrap();
+    assert_ne!(
+        key_bundle(&other).unwrap().sha256,
+        key_bundle(&cfg).unwrap().sha256
+    );
+    assert_ne!(render_user_data(&other), render_user_data(&cfg));
+}
+
+#[test]
+fn a_bundle_whose_digest_differs_is_refused() {
+    let bundle = key_bundle(&in_secret_manager()).unwrap();
+    let mut tampered = bundle.tar.clone();
+    tampered[600] ^= 1;
+    let e = unpack(&tampered, &bundle.sha256).unwrap_err();
+    assert!(e.contains("SHA-256"), "{e}");
+}
+
+#[test]
+fn the_fetch_script_is_posix_sh_that_shellcheck_passes_and_refuses_a_wrong_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fetch-keys.sh");
+    std::fs::write(&path, FETCH_SCRIPT_TEXT).unwrap();
+    let syntax = Command::new("sh").arg("-n").arg(&path).output().unwrap();
+    assert!(syntax.status.success(), "{syntax:?}");
+    let lint = Command::new("shellcheck")
+        .args(["-s", "sh"])
+        .arg(&path)
+        .output()
+        .expect("shellcheck is installed by `bash scripts/setup`");
+    assert!(
+        lint.status.success(),
+        "shellcheck: {}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let usage = Command::new("sh").arg(&path).arg(SECRET).output().unwrap();
+    assert_eq!(usage.status.code(), Some(2), "{usage:?}");
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("usage: fetch-keys.sh"));
+}
+
+#[test]
+fn cloud_init_accepts_the_user_data_that_fetches_its_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("user-data.yaml");
+    std::fs::write(&path, render_user_data(&in_secret_manager())).unwrap();
+    let out = Command::new("cloud-init")
+        .args(["schema", "-c"])
+        .arg(&path)
+        .output()
+        .expect("cloud-init is installed by `bash scripts/setup`");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
