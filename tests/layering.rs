@@ -23,7 +23,14 @@ struct Layer {
 
 /// No Terraform type below the provider crate: both of our protocol crates.
 const TERRAFORM: &[&str] = &["tfplugin", "tfplugin-framework"];
-const BACKENDS: &[&str] = &["ha-gce", "ha-etcd", "ha-pki", "ha-master", "ha-storage"];
+const BACKENDS: &[&str] = &[
+    "ha-gce",
+    "ha-etcd",
+    "ha-pki",
+    "ha-master",
+    "ha-storage",
+    "ha-secrets",
+];
 
 const LAYERS: &[Layer] = &[
     Layer {
@@ -84,6 +91,7 @@ const LAYERS: &[Layer] = &[
             "ha-pki",
             "ha-master",
             "ha-storage",
+            "ha-secrets",
             "ha-sim",
         ],
         never: TERRAFORM,

@@ -423,7 +423,7 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
 }
 
 /// After a destroy: the sim holds nothing of any kind the provider makes (VMs, addresses, firewall rules, health
-/// checks, target pools, forwarding rules).
+/// checks, target pools, forwarding rules, the replicas' key secrets).
 pub fn assert_sim_empty(client: Client, sim: &Sim) {
     let state = sim.admin("state");
     for kind in [
@@ -433,6 +433,7 @@ pub fn assert_sim_empty(client: Client, sim: &Sim) {
         "httpHealthChecks",
         "targetPools",
         "forwardingRules",
+        "secrets",
     ] {
         let left: Vec<&String> = state[kind]
             .as_object()

@@ -21,6 +21,7 @@ provider "ha" {
   project                 = "rules"
   zone                    = "europe-west1-b"
   compute_custom_endpoint = "URL"
+  secret_manager_custom_endpoint = "URL"
   access_token            = "sim-token"
 }
 "#;

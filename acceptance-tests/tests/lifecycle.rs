@@ -83,12 +83,32 @@ fn three_replicas_in_one_apply() {
         sim.requests(true);
         ws.apply();
         assert_every_call_names_the_provider_and_client(&ws, &sim);
-        let first = outputs(&ws)["replicas"]["value"][0]
-            .as_str()
+        let replicas: Vec<String> = outputs(&ws)["replicas"]["value"]
+            .as_array()
             .unwrap()
-            .to_string();
-        assert_masters_run_as_the_default_account_with_kube_ups_scopes(client, &sim, &first);
-        write_keys(&sim, &first);
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(replicas.len(), 3, "[{client}] {replicas:?}");
+        for replica in &replicas {
+            assert_masters_run_as_the_default_account_with_kube_ups_scopes(client, &sim, replica);
+        }
+        // One secret per replica holds its keys.
+        let secrets = sim.admin("state")["secrets"]
+            .as_object()
+            .map_or(0, |m| m.len());
+        assert_eq!(secrets, 3, "[{client}] key secrets");
+        // The private keys the state holds (docs/guides/secrets.md): the cluster's four in its `spec`, and per
+        // replica the four its `cluster` input carries and its three `*_private_key` attributes. None from a
+        // master's startup configuration any more.
+        let state = ws.read_file("terraform.tfstate");
+        assert_eq!(
+            private_keys_in(&state),
+            4 + 7 * 3,
+            "[{client}] private keys in the state"
+        );
+        let first = &replicas[0];
+        write_keys(&sim, first);
         check(client, &ws, &sim, 3);
         ws.destroy();
         assert_sim_empty(client, &sim);
@@ -130,7 +150,8 @@ fn assert_every_call_names_the_provider_and_client(ws: &Workspace, sim: &Sim) {
 }
 
 /// The kubelet and controllers on a master call Google's APIs with the VM's credentials: by default a master runs
-/// as the project's default Compute Engine account with kube-up's master scopes, as URLs (checked with gcloud).
+/// as the project's default Compute Engine account with kube-up's master scopes, as URLs, plus `cloud-platform`
+/// for the fetch of its keys (checked with gcloud). No master's metadata holds a private key.
 fn assert_masters_run_as_the_default_account_with_kube_ups_scopes(
     client: acceptance_tests::Client,
     sim: &Sim,
@@ -144,6 +165,11 @@ fn assert_masters_run_as_the_default_account_with_kube_ups_scopes(
     let vm = sim
         .gcloud(&["compute", "instances", "describe", replica, "--zone", &zone])
         .unwrap_or_else(|e| panic!("[{client}] {e}"));
+    let described = vm.to_string();
+    assert!(
+        !described.contains("PRIVATE KEY"),
+        "[{client}] {replica}'s instance holds a private key: {described}"
+    );
     let account = &vm["serviceAccounts"][0];
     assert!(
         account["email"]
@@ -161,6 +187,8 @@ fn assert_masters_run_as_the_default_account_with_kube_ups_scopes(
     assert_eq!(
         scopes,
         [
+            // Secret Manager takes no other scope: the fetch of the master's keys needs it.
+            "https://www.googleapis.com/auth/cloud-platform",
             "https://www.googleapis.com/auth/compute",
             "https://www.googleapis.com/auth/devstorage.read_only",
             "https://www.googleapis.com/auth/logging.write",
@@ -168,4 +196,16 @@ fn assert_masters_run_as_the_default_account_with_kube_ups_scopes(
         ],
         "[{client}]"
     );
+}
+
+/// PEM private keys in `text` (PKCS#8, PKCS#1 and SEC 1 alike), counted by their BEGIN lines' labels.
+fn private_keys_in(text: &str) -> usize {
+    let begin = "-----BEGIN ";
+    text.match_indices(begin)
+        .filter(|(at, _)| {
+            text[at + begin.len()..]
+                .split_once("-----")
+                .is_some_and(|(label, _)| label.ends_with("PRIVATE KEY"))
+        })
+        .count()
 }

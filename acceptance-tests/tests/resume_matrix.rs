@@ -86,6 +86,25 @@ fn mutations_since_reset(sim: &Sim) -> Vec<String> {
     kinds
 }
 
+/// Secret Manager's calls (`secretmanager.secrets.create`) answer at once: a failpoint catches the request, not
+/// an operation.
+fn is_secret_manager(kind: &str) -> bool {
+    kind.starts_with("secretmanager.")
+}
+
+/// Where a case's failpoint fires: the operation a Compute call starts, or a Secret Manager request.
+fn trigger(kind: &str) -> Trigger {
+    if is_secret_manager(kind) {
+        Trigger::Request {
+            method: None,
+            api: Some(kind.into()),
+            path: None,
+        }
+    } else {
+        Trigger::Operation { kind: kind.into() }
+    }
+}
+
 /// The failpoints that can still fire, with their hit counts (the sim drops one that is spent).
 fn live_failpoints(sim: &Sim) -> Vec<serde_json::Value> {
     sim.admin("faults")["faults"]
@@ -110,10 +129,7 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
             ws.apply();
         }
         Some((Mode::Kill, kind)) => {
-            sim.add_failpoint(Failpoint::new(
-                Trigger::Operation { kind: kind.into() },
-                Effect::Stall,
-            ));
+            sim.add_failpoint(Failpoint::new(trigger(kind), Effect::Stall));
             let mut child = ws.spawn(
                 &["apply", "-input=false", "-no-color", "-auto-approve"],
                 "killed",
@@ -141,16 +157,16 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
             let _ = child.wait();
         }
         Some((Mode::Fail, kind)) => {
-            sim.add_failpoint(
-                Failpoint::new(
-                    Trigger::Operation { kind: kind.into() },
-                    Effect::Fail {
-                        code: FAIL_CODE.into(),
-                        message: None,
-                    },
-                )
-                .times(1),
-            );
+            let effect = if is_secret_manager(kind) {
+                // No operation to fail: the call itself answers an error no client retries.
+                Effect::Status { status: 500 }
+            } else {
+                Effect::Fail {
+                    code: FAIL_CODE.into(),
+                    message: None,
+                }
+            };
+            sim.add_failpoint(Failpoint::new(trigger(kind), effect).times(1));
             let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
             // A failpoint good for one hit is gone once spent.
             assert!(

@@ -16,6 +16,7 @@ const R: &str = "europe-west1";
 
 /// What `gcloud_reads_and_writes` makes gcloud call.
 const READS_AND_WRITES: &[&str] = &[
+    "compute.projects.get",
     "compute.zones.list",
     "compute.zones.get",
     "compute.regions.get",
@@ -181,6 +182,15 @@ async fn gcloud_as(sim: &Sim, token: &str, args: &[&str]) -> Result<Value, Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_reads_and_writes() {
     let sim = start().await;
+    let project = gcloud(&sim, &["compute", "project-info", "describe"])
+        .await
+        .unwrap();
+    assert!(
+        project["defaultServiceAccount"]
+            .as_str()
+            .is_some_and(|e| e.ends_with("-compute@developer.gserviceaccount.com")),
+        "{project}"
+    );
     let zones = gcloud(&sim, &["compute", "zones", "list"]).await.unwrap();
     assert!(zones.as_array().unwrap().iter().any(|z| z["name"] == Z));
     let zone = gcloud(&sim, &["compute", "zones", "describe", Z])

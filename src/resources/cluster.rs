@@ -415,7 +415,9 @@ pub fn schema() -> Schema {
             .description(
                 "The OAuth scopes of the masters' service account, as URLs or gcloud's aliases \
                  (`cloud-platform`, `compute-rw`, `storage-ro`, `logging-write`, `monitoring`, ...). The \
-                 default is kube-up's master scopes. A change rolls the replicas one at a time.",
+                 default is kube-up's master scopes. A change rolls the replicas one at a time. Every master \
+                 VM also gets `cloud-platform`, the one scope Secret Manager accepts, to fetch its keys at boot \
+                 (docs/guides/secrets.md); what its token may do is then what IAM grants the account.",
             )
             .validator(string_check("A scope URL or a gcloud scope alias.", |x| {
                 ha_domain::service_account::scope_url(x).map(|_| ())

@@ -149,6 +149,7 @@ mod tests {
             ),
             stopped: Default::default(),
             without_external_ip: Default::default(),
+            keys_in_metadata: Default::default(),
             etcd_unreachable: None,
         }
     }

@@ -1,4 +1,4 @@
-//! Where a replica's private keys are (docs/secrets.md): in Secret Manager for every VM this provider makes, or
+//! Where a replica's private keys are (docs/guides/secrets.md): in Secret Manager for every VM this provider makes, or
 //! still in the instance metadata of a VM an earlier release (or kube-up) made. Upgrading the provider moves
 //! nothing by itself (a plan that rebuilt every master would be no upgrade); the plan says where the keys are and
 //! which change moves them: the replica's next rebuild.
@@ -32,7 +32,7 @@ pub fn warning(replica: &str, rebuilding: bool) -> Refusal {
              the instance (roles/compute.viewer) or reach its metadata server reads them. The replica's next \
              rebuild moves them to its secret in Secret Manager: any change the plan shows as a roll (a new \
              `kubernetes_version`, `etcd_version` or `image`, or certificates due for renewal) does it. Upgrading \
-             the provider rolls nothing by itself; docs/secrets.md says how to roll now."
+             the provider rolls nothing by itself; the Secrets guide (docs/guides/secrets.md) says how to roll now."
         )
     };
     (summary, detail)

@@ -13,6 +13,22 @@ pub const DEFAULT_SCOPES: [&str; 4] = ["storage-ro", "compute-rw", "monitoring",
 
 const SCOPE_URL: &str = "https://www.googleapis.com/auth/";
 
+/// The one scope Secret Manager accepts a token with (cloud.google.com/secret-manager/docs/accessing-the-api:
+/// "Request had insufficient authentication scopes" otherwise).
+pub const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// The scopes a master VM that fetches its keys from Secret Manager is made with: the cluster's
+/// `service_account_scopes` (URLs) and `cloud-platform`, which the fetch needs. Not part of the build: adding it
+/// must not roll a cluster whose masters keep their keys in metadata. What the masters' token may do is then what
+/// IAM grants their service account; kube-up's `compute-rw` already let it make a VM with any scope.
+pub fn with_secret_manager_scope(scopes: &[String]) -> Vec<String> {
+    let mut out = scopes.to_vec();
+    if !out.iter().any(|s| s == CLOUD_PLATFORM) {
+        out.push(CLOUD_PLATFORM.to_string());
+    }
+    out
+}
+
 /// gcloud's scope aliases (`gcloud compute instances create --help`), the ones a master could need.
 const ALIASES: [(&str, &str); 14] = [
     ("bigquery", "bigquery"),
@@ -150,5 +166,19 @@ mod tests {
         ] {
             assert!(check_email(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_master_that_fetches_its_keys_gets_the_cloud_platform_scope_once() {
+        let kube_up: Vec<String> = DEFAULT_SCOPES
+            .iter()
+            .map(|s| scope_url(s).unwrap())
+            .collect();
+        let with = with_secret_manager_scope(&kube_up);
+        assert_eq!(with.len(), 5);
+        assert_eq!(with[..4], kube_up[..]);
+        assert_eq!(with[4], CLOUD_PLATFORM);
+        assert_eq!(with_secret_manager_scope(&with), with);
+        assert_eq!(scope_url("cloud-platform").unwrap(), CLOUD_PLATFORM);
     }
 }

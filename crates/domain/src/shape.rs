@@ -284,6 +284,7 @@ mod tests {
             ),
             stopped: BTreeSet::new(),
             without_external_ip: BTreeSet::new(),
+            keys_in_metadata: BTreeSet::new(),
             etcd_unreachable: None,
         }
     }

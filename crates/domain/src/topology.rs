@@ -53,6 +53,9 @@ pub struct Observed {
     /// Replica VMs with no external IP at all: an IP move (delete the access config, then add one) stopped half
     /// way. The provider reaches etcd through external IPs, so their members cannot be asked.
     pub without_external_ip: BTreeSet<String>,
+    /// Replica VMs that keep their keys in instance metadata (`key_placement::in_metadata`): made by an earlier
+    /// release, they have no secret in Secret Manager.
+    pub keys_in_metadata: BTreeSet<String>,
 }
 
 impl Observed {
@@ -275,7 +278,10 @@ pub fn leave_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
     // internal IP; its keys go with it. None is observed: each step accepts "already gone".
     steps.push(ReplicaStep::DeleteDataDisk.into());
     steps.push(ReplicaStep::ReleaseInternalAddress.into());
-    steps.push(ReplicaStep::DeleteKeys.into());
+    // A VM made before keys moved to Secret Manager has no secret, and its project may not have the API enabled.
+    if !world.keys_in_metadata.contains(me) {
+        steps.push(ReplicaStep::DeleteKeys.into());
+    }
     Ok(steps)
 }
 
@@ -328,6 +334,7 @@ mod tests {
             members: Some(members.to_vec()),
             stopped: BTreeSet::new(),
             without_external_ip: BTreeSet::new(),
+            keys_in_metadata: BTreeSet::new(),
             etcd_unreachable: None,
         }
     }
@@ -582,6 +589,26 @@ mod tests {
         assert!(detail.contains("unhealthy: m2"), "{detail}");
         // Removing the dead one is fine: 2 healthy of the 2 that remain.
         assert!(leave_steps(&w, "m2").is_ok());
+    }
+
+    #[test]
+    fn a_replica_whose_keys_are_in_metadata_leaves_without_touching_secret_manager() {
+        let mut w = world(
+            &["m1"],
+            Some(IpHolder::Instance("m1".into())),
+            None,
+            false,
+            &[member("m1", 1)],
+        );
+        w.keys_in_metadata.insert("m1".into());
+        assert_eq!(
+            leave_steps(&w, "m1").unwrap(),
+            steps![
+                ReplicaStep::DeleteInstance,
+                ReplicaStep::DeleteDataDisk,
+                ReplicaStep::ReleaseInternalAddress
+            ]
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fetches this master's private keys from Secret Manager at first boot, before the kubelet starts
-# (docs/master-config.md §10). Run by cloud-init's runcmd as root:
+# (docs/master-config.md §11). Run by cloud-init's runcmd as root:
 #
 #   fetch-keys.sh SECRET SHA256 ORIGIN
 #

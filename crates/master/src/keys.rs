@@ -1,4 +1,4 @@
-//! Keys out of instance metadata (docs/master-config.md §10): a master's private keys and the kubeconfigs that
+//! Keys out of instance metadata (docs/master-config.md §11): a master's private keys and the kubeconfigs that
 //! name them (every file written 0600) travel as one tar, the bundle, which the provider writes to the replica's
 //! secret in Secret Manager. `user-data` keeps the public files, plus a fetch script that cloud-init runs first:
 //! it reads the secret as the VM's service account, checks the bundle's SHA-256 (which `user-data` names) and

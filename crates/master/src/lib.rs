@@ -171,7 +171,7 @@ impl From<&ClusterCas> for CaCerts {
     }
 }
 
-/// How a master gets its private keys (docs/master-config.md §10).
+/// How a master gets its private keys (docs/master-config.md §11).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyDelivery {
     /// Written by cloud-init from `user-data`, as every master made before Secret Manager: whoever may read the

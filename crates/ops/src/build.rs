@@ -215,7 +215,14 @@ pub async fn create_instance(
         metadata: master::metadata_items(cfg),
         service_account: Some(ha_gce::ServiceAccount {
             email: spec.master.service_account.clone(),
-            scopes: spec.master.service_account_scopes.clone(),
+            scopes: match cfg.keys {
+                KeyDelivery::SecretManager { .. } => {
+                    ha_domain::service_account::with_secret_manager_scope(
+                        &spec.master.service_account_scopes,
+                    )
+                }
+                KeyDelivery::InMetadata => spec.master.service_account_scopes.clone(),
+            },
         }),
         data_disk: Some(data_disk),
     };

@@ -170,6 +170,13 @@ pub async fn observe(
                 .filter(|i| i.external_ip.is_none())
                 .map(|i| i.name.clone())
                 .collect(),
+            keys_in_metadata: instances
+                .values()
+                .filter(|i| {
+                    ha_domain::key_placement::in_metadata(&i.metadata.iter().cloned().collect())
+                })
+                .map(|i| i.name.clone())
+                .collect(),
         },
         instances,
         members,

@@ -311,7 +311,11 @@ async fn serve(
         match e {
             Effect::Delay { ms } => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
             Effect::Status { status } => return Err(ApiError::injected(status)),
-            Effect::Fail { .. } | Effect::Stall => {}
+            Effect::Stall => {
+                crate::faults::hold_until_cleared(sim).await;
+                return Err(ApiError::injected(503));
+            }
+            Effect::Fail { .. } => {}
         }
     }
     let body: Value = if body.iter().all(u8::is_ascii_whitespace) {

@@ -177,6 +177,14 @@ pub fn desired(cloud: &Cloud, cfg: &SimConfig) -> Desired {
                         .extra
                         .get("serviceAccounts")
                         .and_then(|a| a.get(0)?.get("email")?.as_str().map(str::to_string)),
+                    scopes: i
+                        .extra
+                        .get("serviceAccounts")
+                        .and_then(|a| a.get(0)?.get("scopes")?.as_array().cloned())
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect(),
                 },
             };
             d.vms.insert(format!("{key}#{}", i.id), spec);

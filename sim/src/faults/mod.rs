@@ -44,7 +44,8 @@ pub enum Effect {
         #[serde(default)]
         message: Option<String>,
     },
-    /// The operation stays RUNNING until failpoints are cleared.
+    /// The operation stays RUNNING until failpoints are cleared; a request is held unanswered until then, and
+    /// then answered 503 without acting (its caller, killed meanwhile, is gone: [`hold_until_cleared`]).
     Stall,
 }
 
@@ -144,7 +145,7 @@ impl Failpoint {
             (Trigger::Request { .. }, Effect::Status { status }) => {
                 Err(format!("status {status} is not an error"))
             }
-            (Trigger::Request { .. }, Effect::Delay { .. }) => Ok(()),
+            (Trigger::Request { .. }, Effect::Delay { .. } | Effect::Stall) => Ok(()),
             (
                 Trigger::Operation { .. },
                 Effect::Fail { .. } | Effect::Stall | Effect::Delay { .. },
@@ -295,6 +296,13 @@ impl Faults {
     }
 }
 
+/// A stalled request: waits until failpoints are cleared (`Sim::clear_faults`), so a test can kill its caller
+/// while the call is in flight, as it kills one during an operation.
+pub async fn hold_until_cleared(sim: &crate::app::Sim) {
+    let mut cleared = sim.watch_faults_cleared();
+    let _ = cleared.changed().await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,7 +417,19 @@ mod tests {
             api: None,
             path: None,
         };
-        assert!(f.add(fp(req.clone(), Effect::Stall, None)).is_err());
+        // A stalled request is held until failpoints are cleared (a call in flight when its caller is killed).
+        assert!(f.add(fp(req.clone(), Effect::Stall, None)).is_ok());
+        assert!(
+            f.add(fp(
+                req.clone(),
+                Effect::Fail {
+                    code: "QUOTA_EXCEEDED".into(),
+                    message: None
+                },
+                None
+            ))
+            .is_err()
+        );
         assert!(
             f.add(fp(req, Effect::Status { status: 200 }, None))
                 .is_err()
@@ -434,6 +454,7 @@ mod tests {
             1,
             "uncounted failpoints persist"
         );
-        assert_eq!(f.clear(None), 1);
+        // The stalled request's and the failed operation's.
+        assert_eq!(f.clear(None), 2);
     }
 }

@@ -348,6 +348,23 @@ pub async fn handle(
     response
 }
 
+/// A failpoint's status in the one-platform shape, with the canonical code Google's clients decide retries by
+/// (only `UNAVAILABLE` is retried by their default policy).
+fn injected(status: u16) -> SmError {
+    let code = match status {
+        400 => "FAILED_PRECONDITION",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        429 => "RESOURCE_EXHAUSTED",
+        500 => "INTERNAL",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "UNKNOWN",
+    };
+    SmError::new(status, code, "injected by a failpoint")
+}
+
 /// What a request is about and who makes it.
 struct Target {
     project: String,
@@ -364,22 +381,22 @@ async fn serve(
     query: Option<&str>,
     body: &Bytes,
 ) -> SmResult<Value> {
+    // Failpoints name Secret Manager's methods as the request log does (`secretmanager.secrets.create`).
+    let api = format!("secretmanager.{}", route.api);
     let effects = sim.faults().on_request(&RequestFacts {
         method: route.method,
-        api: route.api,
+        api: &api,
         path,
     });
     for e in effects {
         match e {
             Effect::Delay { ms } => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
-            Effect::Status { status } => {
-                return Err(SmError::new(
-                    status,
-                    "UNAVAILABLE",
-                    "injected by a failpoint",
-                ));
+            Effect::Status { status } => return Err(injected(status)),
+            Effect::Stall => {
+                crate::faults::hold_until_cleared(sim).await;
+                return Err(injected(503));
             }
-            Effect::Fail { .. } | Effect::Stall => {}
+            Effect::Fail { .. } => {}
         }
     }
     let body: Value = if body.iter().all(u8::is_ascii_whitespace) {

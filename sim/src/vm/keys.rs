@@ -1,9 +1,8 @@
-//! cloud-init's first `runcmd` on a master whose keys live in Secret Manager (docs/master-config.md §10):
+//! cloud-init's first `runcmd` on a master whose keys live in Secret Manager (docs/master-config.md §11):
 //! `sh /etc/srv/kubernetes/fetch-keys.sh SECRET SHA256 ORIGIN`. The sim plays the script as it plays
 //! `gcloud storage cp`: it reads `SECRET`'s newest version at `ORIGIN` with the token the VM's metadata server
 //! would hand out (the VM's service account's, so the secret's IAM policy decides), checks the bundle against
-//! `SHA256`, and unpacks it with its modes and owners. The script itself runs for real against the sim in
-//! `sim/tests/fetch_keys.rs`.
+//! `SHA256`, and unpacks it with its modes and owners.
 
 use base64::Engine;
 
@@ -45,19 +44,27 @@ pub(crate) fn of(runcmd: &[Vec<String>]) -> Result<Option<KeyFetch>, VmError> {
     }
 }
 
-/// Reads and unpacks the bundle as `service_account` (the VM's), or says why the VM would wait for its keys.
-pub(crate) fn fetch(
-    f: &KeyFetch,
-    service_account: Option<&str>,
-) -> Result<Vec<GuestFile>, VmError> {
+/// The one scope Secret Manager takes a token with.
+const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// Reads and unpacks the bundle as the VM's service account, or says why the VM would wait for its keys.
+pub(crate) fn fetch(f: &KeyFetch, vm: &super::Attached) -> Result<Vec<GuestFile>, VmError> {
     let waiting = |why: String| {
         VmError::Config(format!(
             "fetch-keys.sh is still waiting for this master's keys (the kubelet does not start): {why}"
         ))
     };
-    let account = service_account.ok_or_else(|| {
+    let account = vm.service_account.as_deref().ok_or_else(|| {
         waiting("the VM has no service account, so its metadata server gives no token".into())
     })?;
+    // The metadata server's token carries the VM's scopes, and Secret Manager refuses one without this.
+    if !vm.scopes.iter().any(|s| s == CLOUD_PLATFORM) {
+        return Err(waiting(format!(
+            "GET {}/v1/{}/versions/latest:access: HTTP 403: Request had insufficient authentication scopes \
+             (the VM's scopes lack {CLOUD_PLATFORM})",
+            f.origin, f.secret
+        )));
+    }
     let url = format!("{}/v1/{}/versions/latest:access", f.origin, f.secret);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

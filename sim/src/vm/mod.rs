@@ -130,6 +130,8 @@ pub struct Attached {
     pub disks: BTreeMap<String, PathBuf>,
     /// `serviceAccounts[0].email`: whom a key fetch from Secret Manager reads as.
     pub service_account: Option<String>,
+    /// `serviceAccounts[0].scopes` (URLs): what the metadata server's token is good for.
+    pub scopes: Vec<String>,
 }
 
 /// Boots master VMs.
@@ -181,7 +183,7 @@ impl Vm {
     /// [`Vm::boot_with`] with attached disks and service account. cloud-init's `fs_setup` formats the disks and
     /// its `mounts` mount those attached as `/dev/disk/by-id/google-<device>`; etcd's paths then resolve through
     /// its pod's hostPath volumes and these mounts (docs/master-config.md §8). A master whose keys are in Secret
-    /// Manager fetches them as the service account (§10).
+    /// Manager fetches them as the service account (§11).
     pub fn boot_attached(
         dir: &Path,
         name: &str,
@@ -205,7 +207,7 @@ impl Vm {
         }
         // runcmd's first command, before anything starts: the keys, which the contract then judges with the rest.
         if let Some(fetch) = &startup.key_fetch {
-            let keys = keys::fetch(fetch, attached.service_account.as_deref())?;
+            let keys = keys::fetch(fetch, attached)?;
             for f in &keys {
                 write_guest_file(&map, f)?;
             }

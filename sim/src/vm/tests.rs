@@ -391,7 +391,7 @@ fn a_master_recreated_on_its_data_disk_is_the_same_etcd_member() {
     std::fs::create_dir_all(&disk).unwrap();
     let disks = crate::vm::Attached {
         disks: BTreeMap::from([("master-pd".to_string(), disk.clone())]),
-        service_account: None,
+        ..crate::vm::Attached::default()
     };
     let pki = ClusterPki::new();
     let me = member("solo", ip(47, 0, 2));
