@@ -1,5 +1,5 @@
 //! Random API faults (reliability suite R2): while a grow, a roll and a shrink run, ha-sim answers a share of all
-//! Compute calls with 429, 500 or 503 and ends a share of operations in an error, drawn from a seed printed at
+//! Compute and Secret Manager calls with 429, 500 or 503 and ends a share of operations in an error, drawn from a seed printed at
 //! the start (`HA_FAULT_SEED=<n>` replays the draws; the order of concurrent calls may still differ). Each apply
 //! must either converge or fail with a sentence (never a crash, a panic or a raw transport error), and once the
 //! faults are cleared the next apply must finish the job: the walk-through's full check then holds (plan empty,
@@ -9,7 +9,7 @@
 //! `backup` block does, so the faults also land between a backup and the change it guards, and on the retries
 //! after one: after each change converges, its newest snapshot must be one taken for that kind of change, read
 //! back whole by etcd's own `etcdutl` with every key written first, and the bucket pruned to `keep`. (The faults
-//! are Compute's; fake-gcs-server answers every storage call.)
+//! are Compute's and Secret Manager's; fake-gcs-server answers every storage call.)
 //!
 //! It prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share and
 //! `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded in

@@ -29,10 +29,14 @@ pub enum OpError {
 }
 
 impl OpError {
-    /// Whether running the same change again may finish it with nothing changed by the user (a passing failure
-    /// of the Compute API; see `gce::Error::is_transient`).
+    /// Whether running the same change again may finish it with nothing changed by the user: a passing failure
+    /// of the Compute or the Secret Manager API (`gce::Error::is_transient`, `secrets::Error::is_transient`).
     pub fn is_transient(&self) -> bool {
-        matches!(self, OpError::Gce(e) if e.is_transient())
+        match self {
+            OpError::Gce(e) => e.is_transient(),
+            OpError::Secrets(e) => e.is_transient(),
+            _ => false,
+        }
     }
 
     /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"

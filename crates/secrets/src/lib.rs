@@ -30,11 +30,28 @@ pub enum Error {
         action: &'static str,
         secret: String,
         message: String,
+        /// Whether the same call may succeed if made again with nothing changed (see [`Error::is_transient`]).
+        transient: bool,
     },
     #[error(
         "secret {secret} answered with a payload whose CRC32C does not match; read it again, and if it persists, add a new version"
     )]
     Corrupt { secret: String },
+}
+
+impl Error {
+    /// Whether the failure passes by itself: the service was unavailable, overloaded (429), failed inside
+    /// (500), ran out of time, or the connection broke. The client has already retried what it safely could
+    /// (UNAVAILABLE on calls marked idempotent); what is left is for the next apply, which writes again.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Call {
+                transient: true,
+                ..
+            }
+        )
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -103,6 +120,7 @@ impl Secrets {
         move |e| Error::Call {
             action,
             secret: secret.clone(),
+            transient: passes_by_itself(&e),
             message: e.to_string(),
         }
     }
@@ -132,6 +150,8 @@ impl Secrets {
                     )
                     .set_labels(labels.clone()),
             )
+            // A repeat after a lost answer meets ALREADY_EXISTS, which is taken as made.
+            .with_idempotency(true)
             .with_user_agent(self.user_agent.clone())
             .send()
             .await;
@@ -149,6 +169,8 @@ impl Secrets {
                     .set_role(READER_ROLE)
                     .set_members([format!("serviceAccount:{reader}")])]),
             )
+            // The whole policy is set, so setting it twice is setting it once.
+            .with_idempotency(true)
             .with_user_agent(self.user_agent.clone())
             .send()
             .await
@@ -165,6 +187,9 @@ impl Secrets {
                             .set_data(bytes::Bytes::copy_from_slice(payload))
                             .set_data_crc32c(i64::from(crc32c::crc32c(payload))),
                     )
+                    // A repeat after a lost answer adds a second version with the same payload; the older one
+                    // is destroyed just below, as every older version is.
+                    .with_idempotency(true)
                     .with_user_agent(self.user_agent.clone())
                     .send()
                     .await
@@ -284,6 +309,21 @@ impl Secrets {
             Err(e) if code(&e) == Some(Code::NotFound) => Ok(false),
             Err(e) => Err(self.failed("deleting", id)(e)),
         }
+    }
+}
+
+/// Whether `e` is a failure that the same call may not meet again: see [`Error::is_transient`].
+fn passes_by_itself(e: &google_cloud_gax::error::Error) -> bool {
+    match code(e) {
+        Some(c) => matches!(
+            c,
+            Code::Unavailable
+                | Code::ResourceExhausted
+                | Code::Internal
+                | Code::DeadlineExceeded
+                | Code::Aborted
+        ),
+        None => e.is_io() || e.is_timeout() || e.is_exhausted(),
     }
 }
 

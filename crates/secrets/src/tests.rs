@@ -108,6 +108,67 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
     assert_eq!(owner.readers("prod-a-keys").await.unwrap(), None);
 }
 
+/// A write meets the faults a busy service answers with: a 503 on any of its calls is retried by the client
+/// (each is safe to repeat), and what is not retried, a 429, fails with an error the provider calls passing.
+#[tokio::test]
+async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_passing() {
+    let sim = Sim::start().await;
+    let owner = Secrets::connect(&settings(&sim), "proj").await.unwrap();
+    let labels = BTreeMap::new();
+    for api in [
+        "secretmanager.secrets.create",
+        "secretmanager.secrets.setIamPolicy",
+        "secretmanager.secrets.addVersion",
+    ] {
+        sim.fail_requests(api, 503, 1).await;
+    }
+    assert_eq!(
+        owner
+            .put("prod-b-keys", &labels, b"keys", MASTERS)
+            .await
+            .unwrap(),
+        1,
+        "every call answered 503 once and was made again"
+    );
+    let adds = sim.admin("GET", "/_sim/requests", None).await["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["api"] == "secretmanager.secrets.addVersion")
+        .map(|e| e["status"].as_u64().unwrap_or(0))
+        .collect::<Vec<_>>();
+    assert_eq!(adds, [503, 200], "the version was added on the second try");
+
+    sim.fail_requests("secretmanager.secrets.addVersion", 429, 1)
+        .await;
+    let overloaded = owner.put("prod-b-keys", &labels, b"renewed", MASTERS).await;
+    let overloaded = overloaded.unwrap_err();
+    assert!(overloaded.is_transient(), "{overloaded}");
+    assert!(
+        overloaded.to_string().contains("prod-b-keys"),
+        "{overloaded}"
+    );
+    assert_eq!(
+        owner
+            .put("prod-b-keys", &labels, b"renewed", MASTERS)
+            .await
+            .unwrap(),
+        2,
+        "the next write finishes it"
+    );
+
+    let denied = Secrets::connect(
+        &as_account(&sim, "other@proj.iam.gserviceaccount.com"),
+        "proj",
+    )
+    .await
+    .unwrap()
+    .read("prod-b-keys", None)
+    .await
+    .unwrap_err();
+    assert!(!denied.is_transient(), "a refusal is not passing: {denied}");
+}
+
 #[test]
 fn the_endpoint_is_the_origin_however_it_is_written() {
     let with = |e: Option<&str>, universe: Option<&str>| {
