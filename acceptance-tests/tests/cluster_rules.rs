@@ -1,7 +1,8 @@
 //! Rules of a cluster's lifecycle beyond growing and shrinking, under both clients on ha-sim with real etcd:
 //! a join whose VM cannot be made takes its etcd learner back out (so nothing half-joined is left) and the next
-//! apply finishes the job; a cluster whose replicas still exist refuses to be deleted and deletes nothing; and
-//! a replica's labels change in place on its VM.
+//! apply finishes the job; a join abandoned after its address and keys existed (its state removed) leaves them
+//! only until the next join or the cluster's delete; a cluster whose replicas still exist refuses to be deleted
+//! and deletes nothing; and a replica's labels change in place on its VM.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -235,4 +236,79 @@ fn a_cluster_with_replicas_refuses_deletion_and_labels_change_in_place() {
 /// The labels the sim's VM `name` carries.
 fn vm_labels(sim: &Sim, name: &str) -> BTreeMap<String, String> {
     serde_json::from_value(sim.instance(name)["labels"].clone()).unwrap_or_default()
+}
+
+/// The secrets the sim holds, by id (`projects/rules/secrets/<id>`).
+fn secrets(sim: &Sim) -> BTreeSet<String> {
+    sim.admin("state")["secrets"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.rsplit('/').next().unwrap_or(k).to_string())
+        .collect()
+}
+
+/// Makes the next join fail at its VM insert, after its address and keys exist, and abandons it as a user who
+/// gives up on a replica does (`terraform state rm`): what it made is then under a name no state holds.
+fn abandon_a_join(client: Client, ws: &Workspace, sim: &Sim, names: &[&str]) {
+    let abandoned = names.last().unwrap();
+    sim.add_failpoint(Failpoint::new(
+        Trigger::Operation {
+            kind: "instances.insert".into(),
+        },
+        Effect::Fail {
+            code: "ZONE_RESOURCE_POOL_EXHAUSTED".into(),
+            message: None,
+        },
+    ));
+    set_vars(ws, names, &[]);
+    ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
+        .assert_failure();
+    sim.clear_failpoints();
+    ws.run(&[
+        "state",
+        "rm",
+        &format!("ha_master_replica.r[\"{abandoned}\"]"),
+    ])
+    .assert_success();
+    assert!(
+        sim.names("addresses").contains(&format!("{abandoned}-int")),
+        "[{client}] the abandoned join's address is the leftover under test"
+    );
+    assert!(
+        secrets(sim).contains(&format!("{abandoned}-europe-west1-b-keys")),
+        "[{client}] the abandoned join's keys are the leftover under test: {:?}",
+        secrets(sim)
+    );
+}
+
+#[test]
+fn an_abandoned_join_leaves_no_address_or_keys_once_a_later_join_or_the_clusters_delete_runs() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("rules-abandon-{client}"));
+        let ws = Workspace::new(client, "rules-abandon").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim));
+        ws.init();
+        set_vars(&ws, &["rules-a"], &[]);
+        ws.apply();
+
+        // A later join, under the cluster's lock, removes what the abandoned one left.
+        abandon_a_join(client, &ws, &sim, &["rules-a", "rules-b"]);
+        set_vars(&ws, &["rules-a", "rules-c"], &[]);
+        ws.apply();
+        check(client, &ws, &sim, &["rules-a", "rules-c"]);
+        assert_eq!(
+            secrets(&sim),
+            BTreeSet::from([
+                "rules-a-europe-west1-b-keys".to_string(),
+                "rules-c-europe-west1-b-keys".to_string()
+            ]),
+            "[{client}] the abandoned join's keys are gone, the replicas' are kept"
+        );
+
+        // So does the cluster's delete, when no join comes first.
+        abandon_a_join(client, &ws, &sim, &["rules-a", "rules-c", "rules-d"]);
+        ws.destroy();
+        acceptance_tests::walk::assert_sim_empty(client, &sim);
+    });
 }

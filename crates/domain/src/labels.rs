@@ -13,6 +13,10 @@ pub const CLUSTER_LABEL: &str = "ha-master-cluster";
 /// another join holds the cluster's lock was left by a join that died (`domain::orphans`).
 pub const JOINING_LABEL: &str = "ha-master-joining";
 
+/// Names the replica a keys secret belongs to (secrets only: a VM is its replica), so a join can tell the keys
+/// of a join that died before its VM existed (`domain::orphans`).
+pub const REPLICA_LABEL: &str = "ha-master-replica";
+
 /// Every label the provider writes on a VM or the static address.
 pub const PROVIDER_LABELS: [&str; 8] = [
     CLUSTER_LABEL,

@@ -12,6 +12,10 @@
 //!   VM vanished still has its dead member, and its own delete (the replacement) removes both, so it is left alone.
 //!   A learner at that IP is a join that never finished: it does not keep the address, and the join's own
 //!   `RemoveStaleMember` step removes it.
+//! - A replica's keys secret whose replica has no VM and no address this rule keeps: a join writes the secret
+//!   after it reserves the address and before it makes the VM, so a join killed in between leaves both, and they
+//!   go together. A replica whose VM vanished keeps its address, and so its secret, for its own replacement (which
+//!   writes the secret again anyway). An orphan VM's secret goes with its replica (`ops::leave`).
 
 use std::collections::BTreeSet;
 
@@ -38,17 +42,26 @@ pub struct MemberSeen {
     pub is_learner: bool,
 }
 
+/// A Secret Manager secret holding a replica's keys, labelled with the cluster and the replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretSeen {
+    pub id: String,
+    pub replica: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Orphans {
-    /// Replica VMs to take out of the cluster as a delete would (pool, member, VM, address).
+    /// Replica VMs to take out of the cluster as a delete would (pool, member, VM, address, keys).
     pub replicas: Vec<String>,
     /// Addresses (by replica name) with no VM: delete them.
     pub addresses: Vec<String>,
+    /// Keys secrets (by id) of replicas with neither a VM nor a kept address: delete them.
+    pub secrets: Vec<String>,
 }
 
 impl Orphans {
     pub fn is_empty(&self) -> bool {
-        self.replicas.is_empty() && self.addresses.is_empty()
+        self.replicas.is_empty() && self.addresses.is_empty() && self.secrets.is_empty()
     }
 }
 
@@ -58,6 +71,7 @@ pub fn orphans(
     vms: &[VmSeen],
     addresses: &[AddressSeen],
     members: &[MemberSeen],
+    secrets: &[SecretSeen],
 ) -> Orphans {
     let replicas: Vec<String> = vms
         .iter()
@@ -78,6 +92,17 @@ pub fn orphans(
             out.addresses.push(a.replica.clone());
         }
     }
+    let kept_address = |replica: &str| {
+        addresses.iter().any(|a| a.replica == replica)
+            && !out.addresses.iter().any(|r| r == replica)
+    };
+    out.secrets = secrets
+        .iter()
+        .filter(|s| {
+            s.replica != me && !with_vm.contains(s.replica.as_str()) && !kept_address(&s.replica)
+        })
+        .map(|s| s.id.clone())
+        .collect();
     out
 }
 
@@ -104,6 +129,13 @@ mod tests {
         }
     }
 
+    fn secret(replica: &str) -> SecretSeen {
+        SecretSeen {
+            id: format!("{replica}-keys"),
+            replica: replica.into(),
+        }
+    }
+
     /// (what the case shows, VMs, addresses, members, expected orphans of the join of "me")
     type Case = (
         &'static str,
@@ -112,6 +144,74 @@ mod tests {
         Vec<MemberSeen>,
         Orphans,
     );
+
+    /// (what the case shows, VMs, addresses, members, secrets, the secrets expected to go)
+    type SecretCase = (
+        &'static str,
+        Vec<VmSeen>,
+        Vec<AddressSeen>,
+        Vec<MemberSeen>,
+        Vec<SecretSeen>,
+        Vec<&'static str>,
+    );
+
+    #[test]
+    fn secrets_table() {
+        let cases: Vec<SecretCase> = vec![
+            (
+                "every replica with a VM keeps its keys",
+                vec![vm("a", false), vm("b", false)],
+                vec![addr("a", "10.0.0.2"), addr("b", "10.0.0.3")],
+                vec![member("10.0.0.2", false), member("10.0.0.3", false)],
+                vec![secret("a"), secret("b")],
+                vec![],
+            ),
+            (
+                "killed after writing its keys, before its VM: the keys go with the address",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2"), addr("dead", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", true)],
+                vec![secret("a"), secret("dead")],
+                vec!["dead-keys"],
+            ),
+            (
+                "keys whose address is already gone go too",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2")],
+                vec![member("10.0.0.2", false)],
+                vec![secret("a"), secret("dead")],
+                vec!["dead-keys"],
+            ),
+            (
+                "a replica whose VM vanished keeps its keys with its address, for its replacement",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2"), addr("gone", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", false)],
+                vec![secret("a"), secret("gone")],
+                vec![],
+            ),
+            (
+                "the joiner's own keys are its to resume",
+                vec![vm("a", false)],
+                vec![addr("a", "10.0.0.2"), addr("me", "10.0.0.9")],
+                vec![member("10.0.0.2", false)],
+                vec![secret("a"), secret("me")],
+                vec![],
+            ),
+            (
+                "an orphan VM's keys leave with its replica, not on their own",
+                vec![vm("a", false), vm("dead", true)],
+                vec![addr("a", "10.0.0.2"), addr("dead", "10.0.0.9")],
+                vec![member("10.0.0.2", false), member("10.0.0.9", false)],
+                vec![secret("a"), secret("dead")],
+                vec![],
+            ),
+        ];
+        for (what, vms, addresses, members, secrets, want) in cases {
+            let found = orphans("me", &vms, &addresses, &members, &secrets);
+            assert_eq!(found.secrets, want, "{what}");
+        }
+    }
 
     #[test]
     fn table() {
@@ -176,7 +276,11 @@ mod tests {
             ),
         ];
         for (what, vms, addresses, members, want) in cases {
-            assert_eq!(orphans("me", &vms, &addresses, &members), want, "{what}");
+            assert_eq!(
+                orphans("me", &vms, &addresses, &members, &[]),
+                want,
+                "{what}"
+            );
         }
     }
 }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::context::ClusterCtx;
 use super::error::Result;
-use super::shared::{JOINING_LABEL, replica_labels};
+use super::shared::{JOINING_LABEL, REPLICA_LABEL, replica_labels};
 use ha_domain::roll::BUILD_LABEL;
 use ha_gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
 use ha_master::{self as master, CaCerts, DATA_DEVICE, InitialState, KeyDelivery, MasterConfig};
@@ -94,7 +94,10 @@ async fn write_keys(
         email => email.to_string(),
     };
     let id = ha_domain::names::keys_secret(who.name, who.zone);
-    let labels = replica_labels(&spec.name, &BTreeMap::new());
+    let labels = replica_labels(
+        &spec.name,
+        &BTreeMap::from([(REPLICA_LABEL.to_string(), who.name.to_string())]),
+    );
     let secrets = ha_secrets::Secrets::connect(&ctx.settings, &spec.project).await?;
     let version = secrets.put(&id, &labels, &bundle.tar, &reader).await?;
     tracing::info!(
@@ -107,11 +110,32 @@ async fn write_keys(
 /// Deletes the replica's secret (`ReplicaStep::DeleteKeys`); nothing to do when there is none (a replica made
 /// before Secret Manager, or a delete that already ran).
 pub async fn delete_keys(ctx: &ClusterCtx, replica: &str, zone: &str) -> Result<()> {
+    delete_secret(ctx, &ha_domain::names::keys_secret(replica, zone)).await
+}
+
+/// Deletes secret `id` of the cluster's project; nothing to do when it is gone.
+pub async fn delete_secret(ctx: &ClusterCtx, id: &str) -> Result<()> {
     let secrets = ha_secrets::Secrets::connect(&ctx.settings, &ctx.spec.project).await?;
-    secrets
-        .delete(&ha_domain::names::keys_secret(replica, zone))
-        .await?;
+    secrets.delete(id).await?;
     Ok(())
+}
+
+/// The keys secrets of the cluster's replicas, with the replica each belongs to (`REPLICA_LABEL`); a secret
+/// without that label is not one this provider wrote, and is left alone.
+pub async fn list_keys(ctx: &ClusterCtx) -> Result<Vec<ha_domain::orphans::SecretSeen>> {
+    let secrets = ha_secrets::Secrets::connect(&ctx.settings, &ctx.spec.project).await?;
+    let labels = replica_labels(&ctx.spec.name, &BTreeMap::new());
+    Ok(secrets
+        .list(&labels)
+        .await?
+        .into_iter()
+        .filter_map(|(id, labels)| {
+            Some(ha_domain::orphans::SecretSeen {
+                replica: labels.get(REPLICA_LABEL)?.clone(),
+                id,
+            })
+        })
+        .collect())
 }
 
 /// The release the domain picks for `version`, as the master renders it.

@@ -6,7 +6,9 @@ use tokio::time::Instant;
 
 use super::cloud::Cloud;
 use super::error::{OpError, Result};
-use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT};
+use super::shared::{
+    CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT, internal_address_description, replica_labels,
+};
 use ha_domain::names::DerivedNames;
 use ha_gce::FirewallSpec;
 
@@ -90,7 +92,8 @@ pub async fn update(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     Ok(())
 }
 
-/// Deletes everything the cluster owns, refusing while replicas exist.
+/// Deletes everything the cluster owns, refusing while replicas exist: its network objects, and whatever dead
+/// joins left behind.
 pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
     let c = &cloud.compute;
     let names = DerivedNames::for_cluster(n.name);
@@ -112,7 +115,22 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
             "Remove their ha_master_replica resources first (or destroy them in the same apply, which Terraform orders before the cluster).".into(),
         ));
     }
-    // Leftovers of an interrupted shrink, then the cluster's own objects. Each delete treats "not found" as done.
+    // What joins that died before their VM existed left (their internal address, their keys): with no replica
+    // left, every one is a leftover. Each delete treats "not found" as done.
+    for address in c
+        .list_addresses_described(n.region, &internal_address_description(n.name), deadline)
+        .await?
+    {
+        c.delete_address(n.region, &address.name, deadline).await?;
+    }
+    for (id, _) in cloud
+        .secrets
+        .list(&replica_labels(n.name, &Default::default()))
+        .await?
+    {
+        cloud.secrets.delete(&id).await?;
+    }
+    // Leftovers of an interrupted shrink, then the cluster's own objects.
     c.delete_forwarding_rule(n.region, &names.forwarding_rule, deadline)
         .await?;
     c.delete_target_pool(n.region, &names.target_pool, deadline)

@@ -1,11 +1,12 @@
 //! Before a join, under the cluster's lock: remove what joins that died left under names no state holds
 //! (`domain::orphans` decides; this reads the world and carries it out). VMs an interrupted IP move left without
 //! an external IP get one first (`repair::restore_reachability`), so every etcd member can be asked. A VM a dead join made leaves the cluster
-//! exactly as a deleted replica does (`ops::leave`: pool, member, VM, address, and the load balancer's shape);
-//! an address with no VM is released.
+//! exactly as a deleted replica does (`ops::leave`: pool, member, VM, address, keys, and the load balancer's
+//! shape); an address with no VM is released, and keys with neither are deleted.
 
 use tokio::time::Instant;
 
+use super::build::{delete_secret, list_keys};
 use super::context::ClusterCtx;
 use super::error::Result;
 use super::leave::leave;
@@ -61,7 +62,8 @@ pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Res
             })
         })
         .collect();
-    let found = orphans(me, &vms, &addresses, &members);
+    let secrets = list_keys(ctx).await?;
+    let found = orphans(me, &vms, &addresses, &members, &secrets);
     for name in &found.replicas {
         tracing::info!(
             "{me}: removing {name}, a replica whose create was killed before Terraform saved it"
@@ -80,6 +82,12 @@ pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Res
         ctx.compute
             .delete_address(&spec.region, &internal_address_name(name), deadline)
             .await?;
+    }
+    for id in &found.secrets {
+        tracing::info!(
+            "{me}: deleting secret {id}, the keys of a join killed before its VM existed"
+        );
+        delete_secret(ctx, id).await?;
     }
     Ok(())
 }

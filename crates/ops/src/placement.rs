@@ -82,6 +82,9 @@ mod tests {
         let sim = Sim::start().await;
         let cloud = Cloud {
             compute: sim.compute().await,
+            secrets: ha_secrets::Secrets::connect(&sim.settings(), "unused")
+                .await
+                .unwrap(),
         };
         check_location(&cloud, "europe-west1", Some("europe-west1-c"))
             .await

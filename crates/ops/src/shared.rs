@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-pub use ha_domain::labels::{CLUSTER_LABEL, JOINING_LABEL};
+pub use ha_domain::labels::{CLUSTER_LABEL, JOINING_LABEL, REPLICA_LABEL};
 
 pub fn replica_labels(cluster: &str, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut labels = extra.clone();

@@ -295,6 +295,38 @@ impl Secrets {
         Ok(Some(readers))
     }
 
+    /// The secrets of the project that carry every label in `labels`: their ids, each with all its labels.
+    pub async fn list(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<(String, BTreeMap<String, String>)>> {
+        use google_cloud_gax::paginator::ItemPaginator;
+        let filter = labels
+            .iter()
+            .map(|(k, v)| format!("labels.{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        let mut secrets = self
+            .client
+            .list_secrets()
+            .set_parent(format!("projects/{}", self.project))
+            .set_filter(filter)
+            .with_user_agent(self.user_agent.clone())
+            .by_item();
+        let mut out = Vec::new();
+        while let Some(secret) = secrets.next().await {
+            let secret = secret.map_err(self.failed("listing", "*"))?;
+            let id = secret
+                .name
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            out.push((id, secret.labels.into_iter().collect()));
+        }
+        Ok(out)
+    }
+
     /// Deletes secret `id` with every version; `false` when there was none.
     pub async fn delete(&self, id: &str) -> Result<bool> {
         match self

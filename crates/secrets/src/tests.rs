@@ -169,6 +169,54 @@ async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_
     assert!(!denied.is_transient(), "a refusal is not passing: {denied}");
 }
 
+/// Secrets are found by their labels (how a cluster finds what a dead join left), and only by all of them.
+#[tokio::test]
+async fn secrets_are_listed_by_every_label_asked_for() {
+    let sim = Sim::start().await;
+    let owner = Secrets::connect(&settings(&sim), "proj").await.unwrap();
+    let labelled = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    for (id, labels) in [
+        ("a-keys", labelled(&[("cluster", "prod"), ("replica", "a")])),
+        ("b-keys", labelled(&[("cluster", "prod"), ("replica", "b")])),
+        ("c-keys", labelled(&[("cluster", "test"), ("replica", "a")])),
+    ] {
+        owner.put(id, &labels, b"k", MASTERS).await.unwrap();
+    }
+    let ids = |found: Vec<(String, BTreeMap<String, String>)>| {
+        let mut ids: Vec<String> = found.into_iter().map(|(id, _)| id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids(owner.list(&labelled(&[("cluster", "prod")])).await.unwrap()),
+        ["a-keys", "b-keys"]
+    );
+    let one = owner
+        .list(&labelled(&[("cluster", "prod"), ("replica", "a")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        one,
+        [(
+            "a-keys".to_string(),
+            labelled(&[("cluster", "prod"), ("replica", "a")])
+        )]
+    );
+    assert!(
+        owner
+            .list(&labelled(&[("cluster", "none")]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(ids(owner.list(&BTreeMap::new()).await.unwrap()).len(), 3);
+}
+
 #[test]
 fn the_endpoint_is_the_origin_however_it_is_written() {
     let with = |e: Option<&str>, universe: Option<&str>| {

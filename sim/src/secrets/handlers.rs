@@ -92,10 +92,12 @@ pub fn create(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
 }
 
 pub fn list(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
+    let wanted = label_filter(req.query.get("filter").map(String::as_str).unwrap_or(""))?;
     let secrets: Vec<Value> = cloud
         .secrets
         .values()
         .filter(|s| s.project == req.project)
+        .filter(|s| wanted.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
         .map(Secret::view)
         .collect();
     let total = secrets.len();
@@ -104,6 +106,27 @@ pub fn list(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
     } else {
         json!({"secrets": secrets, "totalSize": total})
     })
+}
+
+/// The labels a `secrets.list` filter asks for: the real service's filter language, as far as the sim follows
+/// it, is terms `labels.KEY=VALUE` joined by `AND` (or by spaces, which mean AND). Anything else is refused,
+/// so a client that relies on more learns it here rather than getting every secret back.
+fn label_filter(filter: &str) -> SmResult<Vec<(String, String)>> {
+    filter
+        .split_whitespace()
+        .filter(|t| *t != "AND")
+        .map(|term| {
+            term.strip_prefix("labels.")
+                .and_then(|t| t.split_once('='))
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+                .ok_or_else(|| {
+                    SmError::invalid(format!(
+                        "filter term {term:?}: the sim answers terms labels.KEY=VALUE joined by AND"
+                    ))
+                })
+        })
+        .collect()
 }
 
 pub fn get(cloud: &mut Cloud, req: &SmReq) -> SmResult<Value> {
@@ -356,4 +379,29 @@ fn valid_member(m: &str) -> bool {
         ]
         .iter()
         .any(|p| m.strip_prefix(p).is_some_and(|rest| !rest.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_filter;
+
+    #[test]
+    fn a_list_filter_is_label_terms_or_refused() {
+        let pairs = |f: &str| label_filter(f).map_err(|e| e.message);
+        assert_eq!(pairs(""), Ok(vec![]));
+        assert_eq!(
+            pairs("labels.a=1 AND labels.b=\"two\""),
+            Ok(vec![("a".into(), "1".into()), ("b".into(), "two".into())])
+        );
+        assert_eq!(pairs("labels.a=1 labels.b=2").map(|v| v.len()), Ok(2));
+        for refused in [
+            "name:keys",
+            "labels.a",
+            "labels.=1",
+            "labels.a=",
+            "labels.a:*",
+        ] {
+            assert!(pairs(refused).is_err(), "{refused} must be refused");
+        }
+    }
 }
