@@ -100,14 +100,11 @@ const CLUSTER_UNKNOWN: &[&str] = &[
 /// alike (`count`). `a_configured_replica_name_is_known_at_plan` checks the first half.
 const REPLICA_UNKNOWN: &[&str] = &[
     "api_server_certificate",
-    "api_server_private_key",
     "certificates_expire_at",
     "cluster",
     "etcd_member_id",
     "etcd_peer_certificate",
-    "etcd_peer_private_key",
     "etcd_server_certificate",
-    "etcd_server_private_key",
     "external_ip",
     "holds_static_ip",
     "id",

@@ -99,12 +99,11 @@ fn three_replicas_in_one_apply() {
             .map_or(0, |m| m.len());
         assert_eq!(secrets, 3, "[{client}] key secrets");
         // The private keys the state holds (docs/guides/secrets.md): the cluster's four in its `spec`, and per
-        // replica the four its `cluster` input carries and its three `*_private_key` attributes. None from a
-        // master's startup configuration any more.
+        // replica the four its `cluster` input carries. None of a master's own: they are in its secret alone.
         let state = ws.read_file("terraform.tfstate");
         assert_eq!(
             private_keys_in(&state),
-            4 + 7 * 3,
+            4 + 4 * 3,
             "[{client}] private keys in the state"
         );
         let first = &replicas[0];

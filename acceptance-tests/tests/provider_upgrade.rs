@@ -62,6 +62,7 @@ fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
         );
         let apply = ws.apply();
         apply.assert_contains("0 added, 0 changed, 0 destroyed");
+        assert_replicas_state_upgraded(client, &ws);
         assert_eq!(
             vm_ids(&sim, &vms),
             before,
@@ -69,6 +70,38 @@ fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
         );
         check(client, &ws, &sim, ZONES.len());
     });
+}
+
+/// The replicas' stored state was upgraded to this release's schema (version 1: no leaf private keys), which
+/// the previous release wrote at version 0 with three keys each.
+fn assert_replicas_state_upgraded(client: Client, ws: &Workspace) {
+    let state: serde_json::Value =
+        serde_json::from_str(&ws.read_file("terraform.tfstate")).unwrap();
+    let replicas: Vec<&serde_json::Value> = state["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["type"] == "ha_master_replica")
+        .flat_map(|r| r["instances"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(replicas.len(), ZONES.len(), "[{client}] replicas in state");
+    for r in replicas {
+        assert_eq!(
+            r["schema_version"], 1,
+            "[{client}] {}",
+            r["attributes"]["name"]
+        );
+        let attributes = r["attributes"].as_object().unwrap();
+        let keys: Vec<&String> = attributes
+            .keys()
+            .filter(|k| k.ends_with("_private_key"))
+            .collect();
+        assert!(
+            keys.is_empty(),
+            "[{client}] {}: {keys:?} left in state",
+            r["attributes"]["name"]
+        );
+    }
 }
 
 /// The walk-through's configuration as the previous release takes it.

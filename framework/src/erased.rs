@@ -16,6 +16,9 @@ pub trait AnyResource: Send + Sync {
     fn type_name(&self) -> &'static str;
     fn schema(&self) -> &Schema;
     fn validate(&self, config: &Value) -> Diagnostics;
+    /// A stored state's JSON, written under schema `version`, in the current schema's shape (see
+    /// [`Resource::upgrade_state`]), or the sentence that says why it cannot be.
+    fn upgrade(&self, version: i64, json: &[u8]) -> Result<Vec<u8>, String>;
     async fn plan(&self, config: &Value, prior: Option<&Value>, proposed: &Value) -> plan::Planned;
     async fn plan_destroy(&self, prior: &Value) -> Diagnostics;
     async fn apply(
@@ -122,6 +125,26 @@ impl<R: Resource> AnyResource for Typed<R> {
 
     fn schema(&self) -> &Schema {
         &self.schema
+    }
+
+    fn upgrade(&self, version: i64, json: &[u8]) -> Result<Vec<u8>, String> {
+        let current = self.schema.version;
+        if version == current {
+            return Ok(json.to_vec());
+        }
+        if version > current {
+            return Err(format!(
+                "This state of {} was written by a newer release of the provider (schema version {version}; this \
+                 release reads up to {current}). Use that release or a newer one.",
+                self.r.type_name()
+            ));
+        }
+        let mut state: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(json)
+            .map_err(|e| format!("the stored state is not a JSON object: {e}"))?;
+        for from in version..current {
+            state = self.r.upgrade_state(from, state)?;
+        }
+        serde_json::to_vec(&state).map_err(|e| e.to_string())
     }
 
     fn validate(&self, config: &Value) -> Diagnostics {
@@ -398,5 +421,88 @@ mod tests {
         let (state, diags) = r.apply(&obj("1"), None, Some(obj("1"))).await;
         assert!(diags.has_error());
         assert_eq!(state, None);
+    }
+
+    /// Schema version 2 of a resource whose version 0 had `secret`, dropped in 1, and whose version 1 called
+    /// `generation` `gen`.
+    struct Renamed;
+
+    #[async_trait]
+    impl Resource for Renamed {
+        type Model = Model;
+        fn type_name(&self) -> &'static str {
+            "test_renamed"
+        }
+        fn schema(&self) -> Schema {
+            let mut s = Failing.schema();
+            s.version = 2;
+            s
+        }
+        fn upgrade_state(
+            &self,
+            version: i64,
+            mut state: serde_json::Map<String, serde_json::Value>,
+        ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+            match version {
+                0 => {
+                    state.remove("secret");
+                }
+                1 => {
+                    let g = state.remove("gen").ok_or("no gen")?;
+                    state.insert("generation".into(), g);
+                }
+                _ => unreachable!("the framework asks only for older versions"),
+            }
+            Ok(state)
+        }
+        async fn create(&self, m: Model, _: &mut Diagnostics) -> Option<Model> {
+            Some(m)
+        }
+        async fn read(&self, state: Model, _: &mut Diagnostics) -> Option<Model> {
+            Some(state)
+        }
+        async fn update(&self, _: Model, m: Model, _: &mut Diagnostics) -> Option<Model> {
+            Some(m)
+        }
+        async fn delete(&self, _: Model, _: &mut Diagnostics) {}
+    }
+
+    fn json(v: serde_json::Value) -> Vec<u8> {
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn a_state_is_upgraded_one_version_at_a_time_and_a_newer_one_is_refused() {
+        let r = resource(Renamed);
+        let current = json(serde_json::json!({"name": "r", "generation": "1"}));
+        let upgraded = |version, state| {
+            r.upgrade(version, &json(state))
+                .map(|b| serde_json::from_slice::<serde_json::Value>(&b).unwrap())
+        };
+        let want = serde_json::json!({"name": "r", "generation": "1"});
+        assert_eq!(
+            upgraded(
+                0,
+                serde_json::json!({"name": "r", "gen": "1", "secret": "k"})
+            ),
+            Ok(want.clone())
+        );
+        assert_eq!(
+            upgraded(1, serde_json::json!({"name": "r", "gen": "1"})),
+            Ok(want)
+        );
+        assert_eq!(
+            r.upgrade(2, &current),
+            Ok(current.clone()),
+            "current: as stored"
+        );
+        let newer = r.upgrade(3, &current).unwrap_err();
+        assert!(
+            newer.contains("newer release") && newer.contains("schema version 3"),
+            "{newer}"
+        );
+        // A resource that never changed its schema has nothing older to read.
+        let never = resource(Failing).upgrade(-1, &current);
+        assert!(never.is_err(), "{never:?}");
     }
 }

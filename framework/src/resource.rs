@@ -67,6 +67,20 @@ pub trait Resource: Send + Sync + 'static {
         None
     }
 
+    /// Rewrites a state stored under schema version `version`, older than [`Schema::version`], into the shape of
+    /// `version + 1`, as JSON; the framework calls it once per version up to the current one. The default knows
+    /// no older version. An `Err` is the sentence the user reads.
+    fn upgrade_state(
+        &self,
+        version: i64,
+        _state: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        Err(format!(
+            "{} has no state of schema version {version} to upgrade from",
+            self.type_name()
+        ))
+    }
+
     /// The identity of an object, values in the order of [`Resource::identity_schema`]; `None` while not known.
     fn identity(&self, _model: &Self::Model) -> Option<Vec<String>> {
         None

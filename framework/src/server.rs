@@ -234,9 +234,21 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
                 ..Default::default()
             };
         };
-        // Schema version 0 is the only one so far: the stored JSON is already current. Decoding it checks that.
+        // Older schema versions are rewritten by the resource, one version at a time; decoding checks the result.
         let ty = r.schema().value_type();
-        let raw = DynamicValue::json(req.raw_state.json.unwrap_or_default());
+        let raw = match r.upgrade(req.version, &req.raw_state.json.unwrap_or_default()) {
+            Ok(json) => DynamicValue::json(json),
+            Err(e) => {
+                diags.error(
+                    format!("Could not upgrade the stored state of {}", req.type_name),
+                    e,
+                );
+                return UpgradeResourceStateResponse {
+                    diagnostics: diags,
+                    ..Default::default()
+                };
+            }
+        };
         let upgraded = match decode(&ty, &raw, "stored state", &mut diags) {
             Some(v) => encode(&ty, &v, "upgraded state", &mut diags),
             None => DynamicValue::default(),

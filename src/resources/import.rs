@@ -201,11 +201,8 @@ pub async fn replica(
         etcd_member_id: Val::Known(a.member_id.map(|id| format!("{id:x}")).unwrap_or_default()),
         status: s(&vm.status),
         api_server_certificate: s(&a.api_server.cert_pem),
-        api_server_private_key: s(&a.api_server.key_pem),
         etcd_peer_certificate: s(&a.etcd_peer.cert_pem),
-        etcd_peer_private_key: s(&a.etcd_peer.key_pem),
         etcd_server_certificate: s(&a.etcd_server.cert_pem),
-        etcd_server_private_key: s(&a.etcd_server.key_pem),
         // What the VM carries now is what the provider owns from here on.
         startup_metadata: Val::Known(vm.metadata.iter().cloned().collect()),
         drift: Val::Known(Vec::new()),

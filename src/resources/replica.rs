@@ -28,9 +28,20 @@ impl ReplicaResource {
     }
 }
 
+/// The replica's schema version. 1: the leaf private keys (`api_server_private_key`, `etcd_peer_private_key`,
+/// `etcd_server_private_key`) left the state; they live in the replica's secret alone (docs/guides/secrets.md).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The attributes version 0 had and version 1 dropped.
+const DROPPED_IN_1: [&str; 3] = [
+    "api_server_private_key",
+    "etcd_peer_private_key",
+    "etcd_server_private_key",
+];
+
 pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
-    Schema::new(
+    let mut schema = Schema::new(
         "One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught \
          up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler \
          with leader election. The second replica puts the cluster's static IP behind a load balancer; \
@@ -120,28 +131,13 @@ pub fn schema() -> Schema {
         ),
     )
     .attribute(
-        stable(Attribute::string("api_server_private_key"))
-            .sensitive()
-            .description("Its private key."),
-    )
-    .attribute(
         stable(Attribute::string("etcd_peer_certificate")).description(
             "PEM of the etcd peer certificate (mutual TLS between members).",
         ),
     )
     .attribute(
-        stable(Attribute::string("etcd_peer_private_key"))
-            .sensitive()
-            .description("Its private key."),
-    )
-    .attribute(
         stable(Attribute::string("etcd_server_certificate"))
             .description("PEM of the etcd client-port serving certificate."),
-    )
-    .attribute(
-        stable(Attribute::string("etcd_server_private_key"))
-            .sensitive()
-            .description("Its private key."),
     )
     .attribute(
         stable(Attribute::string("certificates_expire_at")).description(
@@ -191,7 +187,9 @@ pub fn schema() -> Schema {
     .block(timeouts_block(
         &["create", "update", "delete"],
         "create 20m, update 10m, delete 20m",
-    ))
+    ));
+    schema.version = SCHEMA_VERSION;
+    schema
 }
 
 /// What refresh recorded of a replica, as `domain::replica_drift` reads it: an empty `instance_id` is a VM gone
@@ -360,11 +358,8 @@ fn plan_rebuild(p: &mut ReplicaModel) {
     p.certificates_expire_at = Val::Unknown;
     for cert in [
         &mut p.api_server_certificate,
-        &mut p.api_server_private_key,
         &mut p.etcd_peer_certificate,
-        &mut p.etcd_peer_private_key,
         &mut p.etcd_server_certificate,
-        &mut p.etcd_server_private_key,
     ] {
         *cert = Val::Unknown;
     }
@@ -504,6 +499,22 @@ impl Resource for ReplicaResource {
 
     fn schema(&self) -> Schema {
         schema()
+    }
+
+    fn upgrade_state(
+        &self,
+        version: i64,
+        mut state: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        match version {
+            0 => {
+                for name in DROPPED_IN_1 {
+                    state.remove(name);
+                }
+                Ok(state)
+            }
+            _ => Err(format!("ha_master_replica has no schema version {version}")),
+        }
     }
 
     fn validate(&self, r: &ReplicaModel, diags: &mut Diagnostics) {

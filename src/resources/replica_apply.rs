@@ -125,11 +125,8 @@ fn fill(
     let peer = cert(|j| &j.certs.etcd_peer);
     let server = cert(|j| &j.certs.etcd_server);
     p.api_server_certificate = Val::Known(api.cert_pem);
-    p.api_server_private_key = Val::Known(api.key_pem);
     p.etcd_peer_certificate = Val::Known(peer.cert_pem);
-    p.etcd_peer_private_key = Val::Known(peer.key_pem);
     p.etcd_server_certificate = Val::Known(server.cert_pem);
-    p.etcd_server_private_key = Val::Known(server.key_pem);
     // What the VM was made with is what refresh compares its metadata with from now on.
     p.startup_metadata = Val::Known(
         instance
@@ -509,21 +506,15 @@ async fn roll_replica(
         .filter(|_| p.api_server_certificate.is_unknown())
     {
         p.api_server_certificate = Val::Known(certs.api_server.cert_pem.clone());
-        p.api_server_private_key = Val::Known(certs.api_server.key_pem.clone());
         p.etcd_peer_certificate = Val::Known(certs.etcd_peer.cert_pem.clone());
-        p.etcd_peer_private_key = Val::Known(certs.etcd_peer.key_pem.clone());
         p.etcd_server_certificate = Val::Known(certs.etcd_server.cert_pem.clone());
-        p.etcd_server_private_key = Val::Known(certs.etcd_server.key_pem.clone());
     }
     // Nothing was rebuilt after all, or the VM's configuration cannot be read: the certificates are still the ones
     // state holds (an apply must not leave them unknown).
     if p.api_server_certificate.is_unknown() {
         p.api_server_certificate = prior.api_server_certificate.clone();
-        p.api_server_private_key = prior.api_server_private_key.clone();
         p.etcd_peer_certificate = prior.etcd_peer_certificate.clone();
-        p.etcd_peer_private_key = prior.etcd_peer_private_key.clone();
         p.etcd_server_certificate = prior.etcd_server_certificate.clone();
-        p.etcd_server_private_key = prior.etcd_server_private_key.clone();
     }
     p.startup_metadata = Val::Known(vm.metadata.iter().cloned().collect());
     p.master_settings = Val::Known(ctx.spec.master.build().shown());
