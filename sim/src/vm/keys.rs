@@ -183,3 +183,7 @@ mod tests {
         assert!(e.to_string().contains("SECRET SHA256 ORIGIN"), "{e}");
     }
 }
+
+#[cfg(test)]
+#[path = "keys_tests.rs"]
+mod fetch_tests;
