@@ -6,11 +6,16 @@
 //!
 //! Terraform's cluster runs the default etcd and OpenTofu's etcd 3.5, so both kinds of build the digest has to
 //! keep stable (the default's image left out, and a non-default one in) are covered. After the empty plan an
-//! apply with the new provider must leave every VM as it was and every key in etcd.
+//! apply with the new provider must leave every VM as it was and every key in etcd. Last, the cluster is destroyed
+//! with the Secret Manager API disabled, as in a project that never enabled it: its masters keep their keys in
+//! metadata, so nothing may need it.
 
 use std::time::Duration;
 
-use acceptance_tests::walk::{check, outputs, set_vars, walk_config_in, write_keys};
+use acceptance_tests::faults::{Effect, Failpoint, Trigger};
+use acceptance_tests::walk::{
+    assert_sim_empty, check, outputs, set_vars, walk_config_in, write_keys,
+};
 use acceptance_tests::{Client, Mirror, Sim, Workspace, for_each_client};
 
 const ZONES: [&str; 2] = ["europe-west1-b", "europe-west1-c"];
@@ -69,6 +74,22 @@ fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
             "[{client}] a VM was rebuilt by upgrading the provider"
         );
         check(client, &ws, &sim, ZONES.len());
+
+        // A project that never enabled Secret Manager can still remove a cluster whose masters keep their keys
+        // in metadata: no replica's delete needs it, and the cluster's finds nothing there to clean.
+        sim.add_failpoint(Failpoint::new(
+            Trigger::Request {
+                method: None,
+                api: Some("secretmanager.*".into()),
+                path: None,
+            },
+            Effect::Fail {
+                code: ha_sim::faults::SERVICE_DISABLED.into(),
+                message: None,
+            },
+        ));
+        ws.destroy();
+        assert_sim_empty(client, &sim);
     });
 }
 

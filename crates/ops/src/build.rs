@@ -113,11 +113,17 @@ pub async fn delete_keys(ctx: &ClusterCtx, replica: &str, zone: &str) -> Result<
     delete_secret(ctx, &ha_domain::names::keys_secret(replica, zone)).await
 }
 
-/// Deletes secret `id` of the cluster's project; nothing to do when it is gone.
+/// Deletes secret `id` of the cluster's project; nothing to do when it is gone, or when the project never
+/// enabled Secret Manager (a cluster whose masters all keep their keys in metadata).
 pub async fn delete_secret(ctx: &ClusterCtx, id: &str) -> Result<()> {
     let secrets = ha_secrets::Secrets::connect(&ctx.settings, &ctx.spec.project).await?;
-    secrets.delete(id).await?;
-    Ok(())
+    match secrets.delete(id).await {
+        Err(e) if e.is_disabled() => {
+            tracing::info!("no secret {id} to delete: {e}");
+            Ok(())
+        }
+        other => Ok(other.map(|_| ())?),
+    }
 }
 
 /// The keys secrets of the cluster's replicas, with the replica each belongs to (`REPLICA_LABEL`); a secret
@@ -125,9 +131,12 @@ pub async fn delete_secret(ctx: &ClusterCtx, id: &str) -> Result<()> {
 pub async fn list_keys(ctx: &ClusterCtx) -> Result<Vec<ha_domain::orphans::SecretSeen>> {
     let secrets = ha_secrets::Secrets::connect(&ctx.settings, &ctx.spec.project).await?;
     let labels = replica_labels(&ctx.spec.name, &BTreeMap::new());
-    Ok(secrets
-        .list(&labels)
-        .await?
+    let found = match secrets.list(&labels).await {
+        // Nothing this provider wrote can be in a project without the API; the join's own write says so.
+        Err(e) if e.is_disabled() => Vec::new(),
+        other => other?,
+    };
+    Ok(found
         .into_iter()
         .filter_map(|(id, labels)| {
             Some(ha_domain::orphans::SecretSeen {

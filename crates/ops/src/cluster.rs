@@ -123,11 +123,16 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     {
         c.delete_address(n.region, &address.name, deadline).await?;
     }
-    for (id, _) in cloud
+    let secrets = match cloud
         .secrets
         .list(&replica_labels(n.name, &Default::default()))
-        .await?
+        .await
     {
+        // A project that never enabled Secret Manager holds none of the cluster's secrets.
+        Err(e) if e.is_disabled() => Vec::new(),
+        other => other?,
+    };
+    for (id, _) in secrets {
         cloud.secrets.delete(&id).await?;
     }
     // Leftovers of an interrupted shrink, then the cluster's own objects.

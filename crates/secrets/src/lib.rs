@@ -37,9 +37,25 @@ pub enum Error {
         "secret {secret} answered with a payload whose CRC32C does not match; read it again, and if it persists, add a new version"
     )]
     Corrupt { secret: String },
+    #[error(
+        "{action} secret {secret} failed: the Secret Manager API is not enabled in project {project}. Masters made by \
+         this provider keep their keys there: enable it with `gcloud services enable secretmanager.googleapis.com \
+         --project {project}` and run apply again"
+    )]
+    Disabled {
+        action: &'static str,
+        secret: String,
+        project: String,
+    },
 }
 
 impl Error {
+    /// Whether the project has not enabled the Secret Manager API: no secret this provider wrote can be there (or
+    /// be reached), so a cleanup has nothing to do.
+    pub fn is_disabled(&self) -> bool {
+        matches!(self, Error::Disabled { .. })
+    }
+
     /// Whether the failure passes by itself: the service was unavailable, overloaded (429), failed inside
     /// (500), ran out of time, or the connection broke. The client has already retried what it safely could
     /// (UNAVAILABLE on calls marked idempotent); what is left is for the next apply, which writes again.
@@ -117,11 +133,21 @@ impl Secrets {
         id: &str,
     ) -> impl Fn(google_cloud_gax::error::Error) -> Error {
         let secret = self.path(id);
-        move |e| Error::Call {
-            action,
-            secret: secret.clone(),
-            transient: passes_by_itself(&e),
-            message: e.to_string(),
+        let project = self.project.clone();
+        move |e| {
+            if service_disabled(&e) {
+                return Error::Disabled {
+                    action,
+                    secret: secret.clone(),
+                    project: project.clone(),
+                };
+            }
+            Error::Call {
+                action,
+                secret: secret.clone(),
+                transient: passes_by_itself(&e),
+                message: e.to_string(),
+            }
         }
     }
 
@@ -357,6 +383,17 @@ fn passes_by_itself(e: &google_cloud_gax::error::Error) -> bool {
         ),
         None => e.is_io() || e.is_timeout() || e.is_exhausted(),
     }
+}
+
+/// Whether `e` is Google's answer for an API the project has not enabled (`ErrorInfo` reason
+/// `SERVICE_DISABLED`).
+fn service_disabled(e: &google_cloud_gax::error::Error) -> bool {
+    use google_cloud_gax::error::rpc::StatusDetails;
+    e.status().is_some_and(|s| {
+        s.details
+            .iter()
+            .any(|d| matches!(d, StatusDetails::ErrorInfo(i) if i.reason == "SERVICE_DISABLED"))
+    })
 }
 
 /// The service's status code, when it answered with one.

@@ -217,6 +217,38 @@ async fn secrets_are_listed_by_every_label_asked_for() {
     assert_eq!(ids(owner.list(&BTreeMap::new()).await.unwrap()).len(), 3);
 }
 
+/// A project that never enabled the API: every call says so, naming the command that enables it, and the error
+/// is told apart from a refusal, so a cleanup can take it as nothing to clean.
+#[tokio::test]
+async fn a_project_without_the_api_is_told_how_to_enable_it() {
+    let sim = Sim::start().await;
+    let owner = Secrets::connect(&settings(&sim), "proj").await.unwrap();
+    sim.fault(serde_json::json!({
+        "when": {"on": "request", "api": "secretmanager.*"},
+        "then": {"effect": "fail", "code": "SERVICE_DISABLED"},
+    }))
+    .await;
+    let put = owner
+        .put("prod-c-keys", &BTreeMap::new(), b"k", MASTERS)
+        .await
+        .unwrap_err();
+    assert!(put.is_disabled() && !put.is_transient(), "{put}");
+    let text = put.to_string();
+    assert!(
+        text.contains("gcloud services enable secretmanager.googleapis.com --project proj")
+            && text.contains("prod-c-keys"),
+        "{text}"
+    );
+    assert!(
+        owner
+            .list(&BTreeMap::new())
+            .await
+            .unwrap_err()
+            .is_disabled()
+    );
+    assert!(owner.delete("prod-c-keys").await.unwrap_err().is_disabled());
+}
+
 #[test]
 fn the_endpoint_is_the_origin_however_it_is_written() {
     let with = |e: Option<&str>, universe: Option<&str>| {

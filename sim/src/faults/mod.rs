@@ -29,6 +29,11 @@ pub enum Trigger {
     Operation { kind: String },
 }
 
+/// A request's `fail` code that answers as Google does for an API the project has not enabled (403
+/// PERMISSION_DENIED with an `ErrorInfo` of reason `SERVICE_DISABLED`). Secret Manager requests only: a project
+/// upgraded from a release before Secret Manager may not have enabled it.
+pub const SERVICE_DISABLED: &str = "SERVICE_DISABLED";
+
 /// What happens when it matches.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "effect", rename_all = "camelCase")]
@@ -146,6 +151,11 @@ impl Failpoint {
                 Err(format!("status {status} is not an error"))
             }
             (Trigger::Request { .. }, Effect::Delay { .. } | Effect::Stall) => Ok(()),
+            (Trigger::Request { api: Some(api), .. }, Effect::Fail { code, .. })
+                if code == SERVICE_DISABLED && api.starts_with("secretmanager.") =>
+            {
+                Ok(())
+            }
             (
                 Trigger::Operation { .. },
                 Effect::Fail { .. } | Effect::Stall | Effect::Delay { .. },
@@ -434,6 +444,18 @@ mod tests {
             f.add(fp(req, Effect::Status { status: 200 }, None))
                 .is_err()
         );
+        // A disabled API: Secret Manager's requests only (Compute is always enabled where a cluster runs).
+        let disabled = || Effect::Fail {
+            code: SERVICE_DISABLED.into(),
+            message: None,
+        };
+        let on = |api: &str| Trigger::Request {
+            method: None,
+            api: Some(api.into()),
+            path: None,
+        };
+        assert!(f.add(fp(on("secretmanager.*"), disabled(), None)).is_ok());
+        assert!(f.add(fp(on("instances.insert"), disabled(), None)).is_err());
         let added = f
             .add(fp(
                 op,
@@ -454,7 +476,7 @@ mod tests {
             1,
             "uncounted failpoints persist"
         );
-        // The stalled request's and the failed operation's.
-        assert_eq!(f.clear(None), 2);
+        // The stalled request's, the disabled API's and the failed operation's.
+        assert_eq!(f.clear(None), 3);
     }
 }

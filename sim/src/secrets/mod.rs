@@ -36,6 +36,8 @@ pub struct SmError {
     pub code: u16,
     pub status: &'static str,
     pub message: String,
+    /// `google.rpc` detail messages (`ErrorInfo` ...), as JSON with their `@type`.
+    pub details: Vec<Value>,
 }
 
 impl SmError {
@@ -44,7 +46,28 @@ impl SmError {
             code,
             status,
             message: message.into(),
+            details: Vec::new(),
         }
+    }
+
+    /// What Google answers when the project has not enabled the Secret Manager API.
+    pub fn service_disabled(project: &str) -> Self {
+        let mut e = Self::new(
+            403,
+            "PERMISSION_DENIED",
+            format!(
+                "Secret Manager API has not been used in project {project} before or it is disabled. Enable it by \
+                 visiting https://console.developers.google.com/apis/api/secretmanager.googleapis.com/overview?project={project} \
+                 then retry."
+            ),
+        );
+        e.details.push(json!({
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": crate::faults::SERVICE_DISABLED,
+            "domain": "googleapis.com",
+            "metadata": {"service": "secretmanager.googleapis.com", "consumer": format!("projects/{project}")},
+        }));
+        e
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -75,8 +98,11 @@ impl IntoResponse for SmError {
     fn into_response(self) -> Response {
         let status = axum::http::StatusCode::from_u16(self.code)
             .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
-        let body =
+        let mut body =
             json!({"error": {"code": self.code, "message": self.message, "status": self.status}});
+        if !self.details.is_empty() {
+            body["error"]["details"] = Value::Array(self.details);
+        }
         (status, axum::Json(body)).into_response()
     }
 }
@@ -395,6 +421,9 @@ async fn serve(
             Effect::Stall => {
                 crate::faults::hold_until_cleared(sim).await;
                 return Err(injected(503));
+            }
+            Effect::Fail { code, .. } if code == crate::faults::SERVICE_DISABLED => {
+                return Err(SmError::service_disabled(&target.project));
             }
             Effect::Fail { .. } => {}
         }
