@@ -8,8 +8,8 @@ use ha_settings::Settings;
 
 pub struct Cloud {
     pub(crate) compute: Compute,
-    /// Where a dead join may have left a replica's keys (`cluster::delete` removes them).
-    pub(crate) secrets: ha_secrets::Secrets,
+    pub(crate) settings: Settings,
+    pub(crate) project: String,
 }
 
 impl Cloud {
@@ -18,7 +18,15 @@ impl Cloud {
             compute: Compute::new(settings)
                 .await?
                 .for_project(project.to_string()),
-            secrets: ha_secrets::Secrets::connect(settings, project).await?,
+            settings: settings.clone(),
+            project: project.to_string(),
         })
+    }
+
+    /// The project's Secret Manager, where a dead join may have left a replica's keys (`cluster::delete` removes
+    /// them). Made on demand: every replica's plan connects a `Cloud` to check its zone, and building a second
+    /// Google client there cost ~20 ms of CPU per replica (`make bench`, 2026-11-27).
+    pub(crate) async fn secrets(&self) -> Result<ha_secrets::Secrets> {
+        Ok(ha_secrets::Secrets::connect(&self.settings, &self.project).await?)
     }
 }

@@ -123,8 +123,8 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     {
         c.delete_address(n.region, &address.name, deadline).await?;
     }
-    let secrets = match cloud
-        .secrets
+    let secret_manager = cloud.secrets().await?;
+    let secrets = match secret_manager
         .list(&replica_labels(n.name, &Default::default()))
         .await
     {
@@ -133,7 +133,7 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
         other => other?,
     };
     for (id, _) in secrets {
-        cloud.secrets.delete(&id).await?;
+        secret_manager.delete(&id).await?;
     }
     // Leftovers of an interrupted shrink, then the cluster's own objects.
     c.delete_forwarding_rule(n.region, &names.forwarding_rule, deadline)

@@ -82,9 +82,8 @@ mod tests {
         let sim = Sim::start().await;
         let cloud = Cloud {
             compute: sim.compute().await,
-            secrets: ha_secrets::Secrets::connect(&sim.settings(), "unused")
-                .await
-                .unwrap(),
+            settings: sim.settings(),
+            project: "proj".into(),
         };
         check_location(&cloud, "europe-west1", Some("europe-west1-c"))
             .await
