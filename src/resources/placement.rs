@@ -15,11 +15,7 @@ pub async fn check(
     attribute: &str,
     diags: &mut Diagnostics,
 ) {
-    let checked = match ha_ops::cloud::Cloud::connect(settings, project).await {
-        Ok(cloud) => ha_ops::placement::check_location(&cloud, region, zone).await,
-        Err(e) => Err(e),
-    };
-    match checked {
+    match ha_ops::placement::check_location(settings, project, region, zone).await {
         Err(OpError::Refused(summary, detail)) => {
             diags.push(Diagnostic::error(summary, detail).at(AttributePath::attr(attribute)))
         }

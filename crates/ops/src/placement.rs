@@ -1,6 +1,8 @@
 //! Plan-time checks of where the configuration puts a cluster or a replica, asked of Compute Engine: a misspelt
 //! zone is refused before anything is created, not found by the first disk of an apply. A region's zones are
-//! asked once per provider process (one Terraform command), however many replicas name them.
+//! asked once per provider process (one Terraform command), however many replicas name them, and the Compute
+//! client is built only to ask: building one (credentials, TLS roots) costs ~20 ms of CPU, which once per replica
+//! made a 200-replica plan take 10 s (`make bench`, 2026-11-27).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -10,6 +12,7 @@ use tokio::time::Instant;
 
 use super::cloud::Cloud;
 use super::error::{OpError, Result};
+use ha_settings::Settings;
 
 /// How long a plan-time question to Compute Engine may take (retries included) before the plan goes on without its
 /// answer (regions.get answers in well under a second); the apply then meets the same problem with the API's own
@@ -31,18 +34,20 @@ fn asked() -> std::sync::MutexGuard<'static, Zones> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// The zones `region` has in `cloud`'s project, `None` if Compute Engine does not know the region.
-async fn zones_of(cloud: &Cloud, region: &str) -> Result<Option<Vec<String>>> {
-    let key = (
-        cloud.compute.project().unwrap_or_default().to_string(),
-        region.to_string(),
-    );
+/// The zones `region` has in `project`, `None` if Compute Engine does not know the region; `connect` makes the
+/// client, called only when the answer is not known yet.
+async fn zones_of<F>(project: &str, region: &str, connect: F) -> Result<Option<Vec<String>>>
+where
+    F: AsyncFnOnce() -> Result<Cloud>,
+{
+    let key = (project.to_string(), region.to_string());
     if let Some(known) = asked().get(&key) {
         return Ok(known.clone());
     }
     if let Some(why) = UNANSWERED.get() {
         return Err(OpError::Other(format!("not asked: {why}")));
     }
+    let cloud = connect().await?;
     let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
     let zones = match cloud.compute.get_region(region, deadline).await {
         Ok(r) => Some(r.zones),
@@ -59,8 +64,28 @@ async fn zones_of(cloud: &Cloud, region: &str) -> Result<Option<Vec<String>>> {
 /// Refuses (`OpError::Refused`) a region Compute Engine does not know, or a zone its region does not have, naming
 /// the closest zone that exists. Other errors (no credentials yet, the API unreachable) are returned as they are;
 /// the caller decides whether a plan goes on without the answer.
-pub async fn check_location(cloud: &Cloud, region: &str, zone: Option<&str>) -> Result<()> {
-    let Some(zones) = zones_of(cloud, region).await? else {
+pub async fn check_location(
+    settings: &Settings,
+    project: &str,
+    region: &str,
+    zone: Option<&str>,
+) -> Result<()> {
+    check_location_with(project, region, zone, async || {
+        Cloud::connect(settings, project).await
+    })
+    .await
+}
+
+async fn check_location_with<F>(
+    project: &str,
+    region: &str,
+    zone: Option<&str>,
+    connect: F,
+) -> Result<()>
+where
+    F: AsyncFnOnce() -> Result<Cloud>,
+{
+    let Some(zones) = zones_of(project, region, connect).await? else {
         let (summary, detail) = ha_domain::zones::unknown_region(region);
         return Err(OpError::Refused(summary, detail));
     };
@@ -76,20 +101,26 @@ pub async fn check_location(cloud: &Cloud, region: &str, zone: Option<&str>) -> 
 mod tests {
     use super::*;
     use ha_gce::tests::Sim;
+    use std::sync::atomic::Ordering;
 
     #[tokio::test]
     async fn a_misspelt_zone_or_region_is_refused_with_the_closest_zone() {
         let sim = Sim::start().await;
-        let cloud = Cloud {
-            compute: sim.compute().await,
-            settings: sim.settings(),
-            project: "proj".into(),
-        };
-        check_location(&cloud, "europe-west1", Some("europe-west1-c"))
+        let connects = std::sync::atomic::AtomicUsize::new(0);
+        let check = async |region: &str, zone: Option<&str>| {
+            check_location_with("proj", region, zone, async || {
+                connects.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(Cloud {
+                    compute: sim.compute().await,
+                    settings: sim.settings(),
+                    project: "proj".into(),
+                })
+            })
             .await
-            .unwrap();
-        check_location(&cloud, "europe-west1", None).await.unwrap();
-        match check_location(&cloud, "europe-west1", Some("europe-west1-q")).await {
+        };
+        check("europe-west1", Some("europe-west1-c")).await.unwrap();
+        check("europe-west1", None).await.unwrap();
+        match check("europe-west1", Some("europe-west1-q")).await {
             Err(OpError::Refused(summary, detail)) => {
                 assert_eq!(summary, "Zone europe-west1-q does not exist");
                 assert!(
@@ -99,17 +130,21 @@ mod tests {
             }
             other => panic!("a misspelt zone was not refused: {:?}", other.err()),
         }
-        match check_location(&cloud, "europe-west7", Some("europe-west7-b")).await {
+        match check("europe-west7", Some("europe-west7-b")).await {
             Err(OpError::Refused(summary, _)) => {
                 assert_eq!(summary, "Region europe-west7 does not exist")
             }
             other => panic!("an unknown region was not refused: {:?}", other.err()),
         }
-        // Asked once: a second check of the same region makes no call (the answer is kept for the process).
-        let before = sim.calls("regions.get").await;
-        check_location(&cloud, "europe-west1", Some("europe-west1-d"))
-            .await
-            .unwrap();
-        assert_eq!(sim.calls("regions.get").await, before);
+        // Asked once: a second check of the same region makes no call (the answer is kept for the process), and
+        // builds no client.
+        let (calls, clients) = (
+            sim.calls("regions.get").await,
+            connects.load(Ordering::SeqCst),
+        );
+        check("europe-west1", Some("europe-west1-d")).await.unwrap();
+        assert_eq!(sim.calls("regions.get").await, calls);
+        assert_eq!(connects.load(Ordering::SeqCst), clients);
+        assert_eq!(clients, 2, "one client per region asked");
     }
 }
