@@ -10,12 +10,17 @@ mod rss;
 use acceptance_tests::REQUIRED_PROVIDERS;
 use report::{Row, Target};
 
-/// The configuration whose plan is measured; `{count}` becomes the number of replicas. Adjust it when the
-/// resources' required arguments change. `required_providers` is prepended.
+/// The configuration whose plan is measured; `{count}` becomes the number of replicas and `{url}` ha-sim's
+/// endpoint, which answers the plan-time zone check as Compute Engine would (without an endpoint that answers,
+/// the plan would measure that check's timeout). Adjust it when the resources' required arguments change.
+/// `required_providers` is prepended.
 const REPLICA_CONFIG: &str = r#"
 provider "ha" {
-  project = "bench"
-  zone    = "us-central1-b"
+  project                        = "bench"
+  zone                           = "europe-west1-b"
+  compute_custom_endpoint        = "{url}"
+  secret_manager_custom_endpoint = "{url}"
+  access_token                   = "bench"
 }
 
 resource "ha_master_cluster" "bench" {
@@ -91,9 +96,12 @@ fn main() {
 
     let provider = acceptance_tests::provider_binary();
     eprintln!("bench: provider {}", provider.display());
+    let sim = acceptance_tests::Sim::start("bench-plan");
     let replica_config = format!(
         "{REQUIRED_PROVIDERS}{}",
-        REPLICA_CONFIG.replace("{count}", &options.replicas.to_string())
+        REPLICA_CONFIG
+            .replace("{count}", &options.replicas.to_string())
+            .replace("{url}", sim.url())
     );
     let baseline_config = BASELINE_CONFIG.replace("{count}", &options.replicas.to_string());
     let floor_config = format!(
@@ -179,6 +187,7 @@ fn main() {
     }
 
     let all_pass = report::print(&rows);
+    drop(sim);
     if options.strict && !all_pass {
         std::process::exit(1);
     }
