@@ -194,13 +194,26 @@ pub fn create(
     key
 }
 
-/// Moves one operation forward if it is due. Returns the time to sleep before the next step, or `None` when
-/// there is nothing more to do (DONE, gone, or stalled until failpoints are cleared).
-fn step(sim: &Sim, key: &str) -> Option<Duration> {
+/// What an operation's driver does after a step.
+enum Next {
+    /// Sleep this long, then step again.
+    After(Duration),
+    /// Stalled by a failpoint: wait until failpoints are cleared.
+    Parked,
+    /// DONE or gone: nothing more to do.
+    Finished,
+}
+
+/// Moves one operation forward if it is due, and says what the driver does next. Decided under the cloud's lock,
+/// so a clear of failpoints lands either before (the operation is not stalled) or after (the driver's watch sees
+/// it): the driver never mistakes an operation released meanwhile for a finished one and leaves it RUNNING.
+fn step(sim: &Sim, key: &str) -> Next {
     let mut cloud = sim.cloud();
     let now = ids::now_millis();
-    let rec = cloud.operations.get(key)?.clone();
-    let wait = |at: u64| Some(Duration::from_millis(at.saturating_sub(now)));
+    let Some(rec) = cloud.operations.get(key).cloned() else {
+        return Next::Finished;
+    };
+    let wait = |at: u64| Next::After(Duration::from_millis(at.saturating_sub(now)));
     match rec.op.status.as_str() {
         "PENDING" if now < rec.run_at => wait(rec.run_at),
         "PENDING" => {
@@ -212,7 +225,7 @@ fn step(sim: &Sim, key: &str) -> Option<Duration> {
             sim.commit(&cloud);
             wait(rec.done_at)
         }
-        "RUNNING" if rec.stalled => None,
+        "RUNNING" if rec.stalled => Next::Parked,
         "RUNNING" if now < rec.done_at => wait(rec.done_at),
         "RUNNING" => {
             cloud.apply(&rec.on_done);
@@ -234,29 +247,26 @@ fn step(sim: &Sim, key: &str) -> Option<Duration> {
                 }
             }
             sim.commit(&cloud);
-            None
+            Next::Finished
         }
-        _ => None,
+        _ => Next::Finished,
     }
 }
 
 /// Drives an operation to DONE. Stalled operations park until failpoints are cleared.
 pub fn spawn_driver(sim: Arc<Sim>, key: String) {
     tokio::spawn(async move {
+        // Watched before the first step, so a clear after any step that parks is seen.
         let mut cleared = sim.watch_faults_cleared();
         loop {
             match step(&sim, &key) {
-                Some(d) => tokio::time::sleep(d).await,
-                None => {
-                    let stalled = sim
-                        .cloud()
-                        .operations
-                        .get(&key)
-                        .is_some_and(|r| r.stalled && !r.is_done());
-                    if !stalled || cleared.changed().await.is_err() {
+                Next::After(d) => tokio::time::sleep(d).await,
+                Next::Parked => {
+                    if cleared.changed().await.is_err() {
                         return;
                     }
                 }
+                Next::Finished => return,
             }
         }
     });
