@@ -949,8 +949,8 @@ async fn gcloud_subnetworks() {
     assert_gcloud_called(&sim, SUBNETWORKS).await;
 }
 
-/// Every Compute method the provider calls (the permission table of docs/guides/gce.md, which
-/// scripts/check-iam-permissions keeps equal to what the provider's tests call) is called by gcloud above.
+/// Every Compute and Secret Manager method the provider calls (the permission tables of docs/guides/gce.md,
+/// which scripts/check-iam-permissions keeps equal to what the provider's tests call) is called by gcloud here.
 #[test]
 fn gcloud_covers_every_provider_method() {
     let guide = std::fs::read_to_string(concat!(
@@ -961,7 +961,7 @@ fn gcloud_covers_every_provider_method() {
     let provider: BTreeSet<&str> = guide
         .lines()
         .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
-        .filter(|m| m.starts_with("compute."))
+        .filter(|m| m.starts_with("compute.") || m.starts_with("secretmanager."))
         .collect();
     assert!(
         provider.len() > 30,
@@ -974,6 +974,7 @@ fn gcloud_covers_every_provider_method() {
         DISKS,
         LOAD_BALANCING,
         SUBNETWORKS,
+        SECRETS,
     ]
     .concat()
     .into_iter()
