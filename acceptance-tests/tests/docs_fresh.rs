@@ -1,6 +1,7 @@
 //! The reference in docs/ is what `scripts/gen-docs` writes from the provider's schema and examples/ today: a
 //! changed description, attribute or example without regenerated docs fails here, naming the page and the
-//! command that fixes it.
+//! command that fixes it. The layout and front matter follow the rules the registry applies when it publishes
+//! (`tfplugindocs validate`, hashicorp/terraform-plugin-docs internal/provider/validate.go and internal/check).
 
 use std::path::Path;
 
@@ -68,5 +69,135 @@ fn the_generated_docs_are_up_to_date() {
                 );
             }
         }
+    }
+}
+
+/// The kinds of page the registry publishes from `docs/<kind>/`; each is one flat folder.
+const REGISTRY_KINDS: &[&str] = &[
+    "actions",
+    "data-sources",
+    "ephemeral-resources",
+    "functions",
+    "guides",
+    "list-resources",
+    "resources",
+    "state-stores",
+];
+
+/// What the registry refuses in one page of `docs/`, by its rules: the front matter is YAML between `---` lines at
+/// the very top; no page has `layout` or `sidebar_current`; the index has no `subcategory`; a guide has a
+/// `page_title`.
+fn registry_refuses(page: &str, text: &str) -> Option<String> {
+    if !page.ends_with(".md") {
+        return Some("only .md files are published".into());
+    }
+    let Some(yaml) = text
+        .strip_prefix("---\n")
+        .and_then(|rest| rest.split_once("\n---\n"))
+        .map(|(yaml, _)| yaml)
+    else {
+        return Some("no YAML front matter at the top (`---` lines)".into());
+    };
+    let front: serde_norway::Mapping = match serde_norway::from_str(yaml) {
+        Ok(front) => front,
+        Err(e) => return Some(format!("front matter is not YAML: {e}")),
+    };
+    let has = |key: &str| front.contains_key(key);
+    for key in ["layout", "sidebar_current"] {
+        if has(key) {
+            return Some(format!(
+                "front matter has `{key}`, which the registry's layout forbids"
+            ));
+        }
+    }
+    if page.starts_with("index.") && has("subcategory") {
+        return Some(
+            "the index's front matter has `subcategory`, which the registry forbids there".into(),
+        );
+    }
+    if page.starts_with("guides/") && !has("page_title") {
+        return Some("a guide's front matter needs `page_title`".into());
+    }
+    None
+}
+
+/// The registry checks every folder below `docs/<kind>/` and every page in `docs/index.*` and `docs/<kind>/`;
+/// other files and folders under docs/ (internals, benchmarks) are not published and not checked.
+fn registry_problems(docs: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut pages = Vec::new();
+    for entry in std::fs::read_dir(docs).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && REGISTRY_KINDS.contains(&name.as_str()) {
+            for inner in std::fs::read_dir(&path).unwrap() {
+                let inner = inner.unwrap().path();
+                let inner_name = inner.file_name().unwrap().to_string_lossy().into_owned();
+                if inner.is_dir() {
+                    problems.push(format!(
+                        "docs/{name}/{inner_name}/: the registry refuses folders below docs/{name}/"
+                    ));
+                } else {
+                    pages.push(format!("{name}/{inner_name}"));
+                }
+            }
+        } else if path.is_file() && name.starts_with("index.") {
+            pages.push(name);
+        }
+    }
+    for page in pages {
+        let text = std::fs::read_to_string(docs.join(&page)).unwrap();
+        if let Some(why) = registry_refuses(&page, &text) {
+            problems.push(format!("docs/{page}: {why}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_docs_follow_the_registrys_layout_and_front_matter_rules() {
+    let problems = registry_problems(&repo_root().join("docs"));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each rule above, broken once on a copy of a valid docs/ tree, is reported.
+#[test]
+fn each_registry_rule_broken_is_reported() {
+    let good = "---\npage_title: \"A\"\n---\n\n# A\n";
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "guides/usage/x.md",
+            good,
+            "refuses folders below docs/guides/",
+        ),
+        ("guides/x.md", "# A\n", "no YAML front matter"),
+        (
+            "guides/x.md",
+            "---\nsubcategory: \"\"\n---\n",
+            "needs `page_title`",
+        ),
+        ("resources/x.md", "---\nlayout: \"x\"\n---\n", "forbids"),
+        (
+            "resources/x.md",
+            "---\nsidebar_current: \"x\"\n---\n",
+            "forbids",
+        ),
+        ("index.md", "---\nsubcategory: \"\"\n---\n", "forbids there"),
+        ("functions/x.txt", good, "only .md"),
+        ("guides/x.md", "---\npage_title: [\n---\n", "not YAML"),
+    ];
+    for (page, text, expected) in cases {
+        let docs = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(docs.path().join("guides")).unwrap();
+        std::fs::write(docs.path().join("guides/fine.md"), good).unwrap();
+        assert!(registry_problems(docs.path()).is_empty());
+        let path = docs.path().join(page);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let problems = registry_problems(docs.path()).join("\n");
+        assert!(
+            problems.contains(expected),
+            "docs/{page} with {text:?}: expected {expected:?}, got {problems:?}"
+        );
     }
 }
