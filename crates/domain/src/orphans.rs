@@ -19,6 +19,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::step::ClusterStep;
+
 /// A replica VM of the cluster as the join observes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmSeen {
@@ -62,6 +64,22 @@ pub struct Orphans {
 impl Orphans {
     pub fn is_empty(&self) -> bool {
         self.replicas.is_empty() && self.addresses.is_empty() && self.secrets.is_empty()
+    }
+
+    /// The steps that remove the dead joins' addresses and secrets. Orphan replicas are not among them: each is
+    /// taken out of the cluster as a delete would (`ops::leave`), a change of its own.
+    pub fn cleanup_steps(&self) -> Vec<ClusterStep> {
+        let addresses = self
+            .addresses
+            .iter()
+            .map(|replica| ClusterStep::ReleaseAddressOf {
+                replica: replica.clone(),
+            });
+        let secrets = self
+            .secrets
+            .iter()
+            .map(|id| ClusterStep::DeleteSecret { id: id.clone() });
+        addresses.chain(secrets).collect()
     }
 }
 
@@ -282,5 +300,32 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    /// A kill anywhere in the list resumes: a secret whose address is gone is still an orphan to the next join,
+    /// and an address never depends on a secret.
+    #[test]
+    fn cleanup_releases_the_addresses_then_deletes_the_secrets_and_leaves_replicas_to_their_leave()
+    {
+        let found = Orphans {
+            replicas: vec!["x".into()],
+            addresses: vec!["a".into(), "b".into()],
+            secrets: vec!["a-keys".into()],
+        };
+        assert_eq!(
+            found.cleanup_steps(),
+            vec![
+                ClusterStep::ReleaseAddressOf {
+                    replica: "a".into()
+                },
+                ClusterStep::ReleaseAddressOf {
+                    replica: "b".into()
+                },
+                ClusterStep::DeleteSecret {
+                    id: "a-keys".into()
+                },
+            ]
+        );
+        assert!(Orphans::default().cleanup_steps().is_empty());
     }
 }

@@ -136,6 +136,14 @@ pub enum ClusterStep {
     },
     /// The static IP really serves the API over TLS again.
     AwaitEndpoint,
+    /// Release `<replica>-int`, the internal IP a dead join reserved (`domain::orphans`), if still reserved.
+    ReleaseAddressOf {
+        replica: String,
+    },
+    /// Delete secret `id`, the keys a dead join wrote (`domain::orphans`), if it exists.
+    DeleteSecret {
+        id: String,
+    },
 }
 
 /// A `Vec<Step>` from steps of either family, in order: `steps![ReplicaStep::AddLearner, ClusterStep::AwaitEndpoint]`.

@@ -2,17 +2,19 @@
 //! (`domain::orphans` decides; this reads the world and carries it out). VMs an interrupted IP move left without
 //! an external IP get one first (`repair::restore_reachability`), so every etcd member can be asked. A VM a dead join made leaves the cluster
 //! exactly as a deleted replica does (`ops::leave`: pool, member, VM, address, keys, and the load balancer's
-//! shape); an address with no VM is released, and keys with neither are deleted.
+//! shape); an address with no VM is released, and keys with neither are deleted, as steps of one run
+//! (`Orphans::cleanup_steps`).
 
 use tokio::time::Instant;
 
-use super::build::{delete_secret, list_keys};
+use super::build::list_keys;
 use super::context::ClusterCtx;
 use super::error::Result;
+use super::execute::Run;
 use super::leave::leave;
 use super::observe::observe;
 use super::repair::restore_reachability;
-use super::shared::{JOINING_LABEL, internal_address_description, internal_address_name, zone_of};
+use super::shared::{JOINING_LABEL, internal_address_description, zone_of};
 use ha_domain::orphans::{AddressSeen, MemberSeen, VmSeen, orphans};
 
 pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Result<()> {
@@ -75,19 +77,17 @@ pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Res
             .unwrap_or_else(|| spec.zone.clone());
         leave(ctx, name, &zone, deadline).await?;
     }
-    for name in &found.addresses {
+    let cleanup = found.cleanup_steps();
+    if !cleanup.is_empty() {
         tracing::info!(
-            "{me}: releasing the internal address of {name}, whose create was killed before its VM existed"
+            "{me}: releasing the internal addresses {:?} and deleting the keys secrets {:?} of joins killed \
+             before their VMs existed",
+            found.addresses,
+            found.secrets
         );
-        ctx.compute
-            .delete_address(&spec.region, &internal_address_name(name), deadline)
+        Run::for_cluster(ctx, &snap, deadline)
+            .execute(&cleanup)
             .await?;
-    }
-    for id in &found.secrets {
-        tracing::info!(
-            "{me}: deleting secret {id}, the keys of a join killed before its VM existed"
-        );
-        delete_secret(ctx, id).await?;
     }
     Ok(())
 }

@@ -176,6 +176,8 @@ impl<'a> Run<'a> {
             DetachStaticIp { from } => self.detach_static_ip(from).await,
             AttachStaticIp { to } => self.attach_static_ip(to).await,
             AwaitEndpoint => self.await_endpoint().await,
+            ReleaseAddressOf { replica } => self.release_internal_address_of(replica).await,
+            DeleteSecret { id } => crate::build::delete_secret(self.ctx, id).await,
         }
     }
     /// The replicas other than `me` that exist now: who etcd's members must be.

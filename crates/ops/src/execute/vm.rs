@@ -231,14 +231,8 @@ impl ReplicaRun<'_> {
 
     /// `ReplicaStep::ReleaseInternalAddress`.
     pub(super) async fn release_internal_address(&mut self) -> Result<()> {
-        let ctx = self.ctx;
-        let spec = &ctx.spec;
-        let c = &ctx.compute;
-        let deadline = self.deadline;
         let me = self.me();
-        c.delete_address(&spec.region, &internal_address_name(&me.name), deadline)
-            .await?;
-        Ok(())
+        self.release_internal_address_of(&me.name).await
     }
 
     /// Creates the replica's VM (a new data disk when `joining`, its own otherwise) with its certificates.
@@ -301,5 +295,20 @@ impl ReplicaRun<'_> {
                 "{name}'s etcd did not answer after its VM was created to found the cluster (last: {last}); its VM's serial console says why"
             )
         }))
+    }
+}
+
+impl Run<'_> {
+    /// `ClusterStep::ReleaseAddressOf`, and the replica's own release: `<replica>-int`, if still reserved.
+    pub(super) async fn release_internal_address_of(&mut self, replica: &str) -> Result<()> {
+        let ctx = self.ctx;
+        ctx.compute
+            .delete_address(
+                &ctx.spec.region,
+                &internal_address_name(replica),
+                self.deadline,
+            )
+            .await?;
+        Ok(())
     }
 }
