@@ -199,40 +199,36 @@ fn check_lock_ttl(s: &str) -> Result<(), (String, String)> {
     ha_domain::lock::check_ttl(ttl)
 }
 
-fn check_endpoint(s: &str) -> Result<(), (String, String)> {
+/// An endpoint must be an http(s) URL; the fix names the API and Google's own base as the example.
+fn http_url(s: &str, api: &str, example: &str) -> Result<(), (String, String)> {
     if s.starts_with("https://") || s.starts_with("http://") {
         Ok(())
     } else {
         Err((
             format!("Invalid endpoint {s:?}"),
-            "Write the Compute API base as a URL, like `https://compute.googleapis.com/compute/v1/`."
-                .into(),
+            format!("Write the {api} API base as a URL, like `{example}`."),
         ))
     }
+}
+
+fn check_endpoint(s: &str) -> Result<(), (String, String)> {
+    http_url(s, "Compute", "https://compute.googleapis.com/compute/v1/")
 }
 
 fn check_storage_endpoint(s: &str) -> Result<(), (String, String)> {
-    if s.starts_with("https://") || s.starts_with("http://") {
-        Ok(())
-    } else {
-        Err((
-            format!("Invalid endpoint {s:?}"),
-            "Write the Cloud Storage API base as a URL, like `https://storage.googleapis.com/storage/v1/`."
-                .into(),
-        ))
-    }
+    http_url(
+        s,
+        "Cloud Storage",
+        "https://storage.googleapis.com/storage/v1/",
+    )
 }
 
 fn check_secret_manager_endpoint(s: &str) -> Result<(), (String, String)> {
-    if s.starts_with("https://") || s.starts_with("http://") {
-        Ok(())
-    } else {
-        Err((
-            format!("Invalid endpoint {s:?}"),
-            "Write the Secret Manager API base as a URL, like `https://secretmanager.googleapis.com/v1/`."
-                .into(),
-        ))
-    }
+    http_url(
+        s,
+        "Secret Manager",
+        "https://secretmanager.googleapis.com/v1/",
+    )
 }
 
 fn check_universe_domain(s: &str) -> Result<(), (String, String)> {

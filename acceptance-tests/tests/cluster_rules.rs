@@ -127,15 +127,7 @@ fn a_join_whose_vm_cannot_be_made_leaves_no_learner_and_the_next_apply_finishes(
         ws.apply();
 
         // The zone runs out of VMs: the second replica's learner is added, then its VM insert fails.
-        sim.add_failpoint(Failpoint::new(
-            Trigger::Operation {
-                kind: "instances.insert".into(),
-            },
-            Effect::Fail {
-                code: "ZONE_RESOURCE_POOL_EXHAUSTED".into(),
-                message: None,
-            },
-        ));
+        fail_vm_inserts(&sim);
         set_vars(&ws, &["rules-a", "rules-b"], &[]);
         let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         failed.assert_failure();
@@ -248,10 +240,8 @@ fn secrets(sim: &Sim) -> BTreeSet<String> {
         .collect()
 }
 
-/// Makes the next join fail at its VM insert, after its address and keys exist, and abandons it as a user who
-/// gives up on a replica does (`terraform state rm`): what it made is then under a name no state holds.
-fn abandon_a_join(client: Client, ws: &Workspace, sim: &Sim, names: &[&str]) {
-    let abandoned = names.last().unwrap();
+/// The zone runs out of VMs: every VM insert fails, as GCE's stockout does, until the failpoints are cleared.
+fn fail_vm_inserts(sim: &Sim) {
     sim.add_failpoint(Failpoint::new(
         Trigger::Operation {
             kind: "instances.insert".into(),
@@ -261,6 +251,13 @@ fn abandon_a_join(client: Client, ws: &Workspace, sim: &Sim, names: &[&str]) {
             message: None,
         },
     ));
+}
+
+/// Makes the next join fail at its VM insert, after its address and keys exist, and abandons it as a user who
+/// gives up on a replica does (`terraform state rm`): what it made is then under a name no state holds.
+fn abandon_a_join(client: Client, ws: &Workspace, sim: &Sim, names: &[&str]) {
+    let abandoned = names.last().unwrap();
+    fail_vm_inserts(sim);
     set_vars(ws, names, &[]);
     ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
         .assert_failure();

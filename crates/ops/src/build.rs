@@ -126,17 +126,27 @@ pub async fn delete_secret(ctx: &ClusterCtx, id: &str) -> Result<()> {
     }
 }
 
+/// Every secret labelled with `cluster`, by id with its labels. A project without the Secret Manager API holds
+/// none: nothing this provider wrote can be there, and a write that needs the API says so itself.
+pub(crate) async fn cluster_secrets(
+    secrets: &ha_secrets::Secrets,
+    cluster: &str,
+) -> Result<Vec<(String, BTreeMap<String, String>)>> {
+    match secrets
+        .list(&replica_labels(cluster, &BTreeMap::new()))
+        .await
+    {
+        Err(e) if e.is_disabled() => Ok(Vec::new()),
+        other => Ok(other?),
+    }
+}
+
 /// The keys secrets of the cluster's replicas, with the replica each belongs to (`REPLICA_LABEL`); a secret
 /// without that label is not one this provider wrote, and is left alone.
 pub async fn list_keys(ctx: &ClusterCtx) -> Result<Vec<ha_domain::orphans::SecretSeen>> {
     let secrets = ha_secrets::Secrets::connect(&ctx.settings, &ctx.spec.project).await?;
-    let labels = replica_labels(&ctx.spec.name, &BTreeMap::new());
-    let found = match secrets.list(&labels).await {
-        // Nothing this provider wrote can be in a project without the API; the join's own write says so.
-        Err(e) if e.is_disabled() => Vec::new(),
-        other => other?,
-    };
-    Ok(found
+    Ok(cluster_secrets(&secrets, &ctx.spec.name)
+        .await?
         .into_iter()
         .filter_map(|(id, labels)| {
             Some(ha_domain::orphans::SecretSeen {

@@ -6,9 +6,7 @@ use tokio::time::Instant;
 
 use super::cloud::Cloud;
 use super::error::{OpError, Result};
-use super::shared::{
-    CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT, internal_address_description, replica_labels,
-};
+use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT, internal_address_description};
 use ha_domain::names::DerivedNames;
 use ha_gce::FirewallSpec;
 
@@ -124,15 +122,7 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
         c.delete_address(n.region, &address.name, deadline).await?;
     }
     let secret_manager = cloud.secrets().await?;
-    let secrets = match secret_manager
-        .list(&replica_labels(n.name, &Default::default()))
-        .await
-    {
-        // A project that never enabled Secret Manager holds none of the cluster's secrets.
-        Err(e) if e.is_disabled() => Vec::new(),
-        other => other?,
-    };
-    for (id, _) in secrets {
+    for (id, _) in crate::build::cluster_secrets(&secret_manager, n.name).await? {
         secret_manager.delete(&id).await?;
     }
     // Leftovers of an interrupted shrink, then the cluster's own objects.

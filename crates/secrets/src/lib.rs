@@ -75,24 +75,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The Secret Manager origin of a universe, or the provider's `secret_manager_custom_endpoint` written
 /// Google-provider style (`https://host/v1/`) or bare (`http://host:port`).
 pub fn origin(settings: &Settings) -> String {
-    match settings.secret_manager_endpoint.as_deref().map(str::trim) {
-        Some(e) if !e.is_empty() => {
-            let t = e.trim_end_matches('/');
-            t.strip_suffix("/v1")
-                .unwrap_or(t)
-                .trim_end_matches('/')
-                .to_string()
-        }
-        _ => {
-            let domain = settings
-                .universe_domain
-                .as_deref()
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
-                .unwrap_or(ha_settings::DEFAULT_UNIVERSE_DOMAIN);
-            format!("https://secretmanager.{domain}")
-        }
-    }
+    settings.api_origin(
+        settings.secret_manager_endpoint.as_deref(),
+        "/v1",
+        "secretmanager",
+    )
 }
 
 /// A handle on one project's secrets. Cheap to clone.

@@ -67,6 +67,32 @@ pub type SharedSettings = Arc<RwLock<Settings>>;
 /// The universe when none is configured.
 pub const DEFAULT_UNIVERSE_DOMAIN: &str = "googleapis.com";
 
+impl Settings {
+    /// The origin (`scheme://host[:port]`) a Google API is called at: the provider's custom endpoint for it,
+    /// written Google-provider style (`https://host<version_path>/`) or bare (`http://host:port`), or else
+    /// `https://<service>.<universe domain>`. Compute checks its endpoint more strictly (`ha_gce`).
+    pub fn api_origin(&self, custom: Option<&str>, version_path: &str, service: &str) -> String {
+        match custom.map(str::trim) {
+            Some(e) if !e.is_empty() => {
+                let t = e.trim_end_matches('/');
+                t.strip_suffix(version_path)
+                    .unwrap_or(t)
+                    .trim_end_matches('/')
+                    .to_string()
+            }
+            _ => {
+                let domain = self
+                    .universe_domain
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .unwrap_or(DEFAULT_UNIVERSE_DOMAIN);
+                format!("https://{service}.{domain}")
+            }
+        }
+    }
+}
+
 /// The user agent of every Compute request, shaped like Google's provider's (`Terraform/<version>
 /// (+https://www.terraform.io) terraform-provider-google/<version>`), so operators can tell our calls apart in
 /// Cloud Audit Logs. OpenTofu reports its own version in the same field.

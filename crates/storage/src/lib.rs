@@ -86,24 +86,11 @@ const SINGLE_SHOT_LIMIT: usize = 5 * 1024 * 1024 * 1024;
 /// The Storage origin of a universe, or the provider's `storage_custom_endpoint` written Google-provider style
 /// (`https://host/storage/v1/`) or bare (`http://host:port`).
 pub fn origin(settings: &Settings) -> String {
-    match settings.storage_endpoint.as_deref().map(str::trim) {
-        Some(e) if !e.is_empty() => {
-            let t = e.trim_end_matches('/');
-            t.strip_suffix("/storage/v1")
-                .unwrap_or(t)
-                .trim_end_matches('/')
-                .to_string()
-        }
-        _ => {
-            let domain = settings
-                .universe_domain
-                .as_deref()
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
-                .unwrap_or(ha_settings::DEFAULT_UNIVERSE_DOMAIN);
-            format!("https://storage.{domain}")
-        }
-    }
+    settings.api_origin(
+        settings.storage_endpoint.as_deref(),
+        "/storage/v1",
+        "storage",
+    )
 }
 
 impl Bucket {
