@@ -186,7 +186,8 @@ pub fn schema() -> Schema {
     )
     .block(timeouts_block(
         &["create", "update", "delete"],
-        "create 20m, update 10m, delete 20m",
+        "create 20m, update 10m (20m for a replica that rejoins after the cluster's recovery or restore, \
+         which does what a create does), delete 20m",
     ));
     schema.version = SCHEMA_VERSION;
     schema

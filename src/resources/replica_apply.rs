@@ -145,7 +145,8 @@ pub async fn create(
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
     let ctx = context(settings, &p, diags).await?;
-    join_as_new_member(&ctx, stop, None, p, diags).await
+    let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
+    join_as_new_member(&ctx, stop, None, p, until, diags).await
 }
 
 /// The replica joins etcd as a new member (a learner first): its create, or its rejoin after the cluster's
@@ -155,6 +156,7 @@ async fn join_as_new_member(
     stop: &CancellationToken,
     restore: Option<ha_domain::restore::SnapshotChoice>,
     p: ReplicaModel,
+    until: Instant,
     diags: &mut Diagnostics,
 ) -> Option<ReplicaModel> {
     let name = p
@@ -167,7 +169,6 @@ async fn join_as_new_member(
         .known()
         .cloned()
         .unwrap_or_else(|| ctx.spec.zone.clone());
-    let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
     // Nothing is made before the lock is held: stopped while waiting, or given up waiting, there is no state to save.
     // For a rejoin (an update) no state keeps the prior one (`framework`), whose `cluster` still has the old
     // restore generation, so the next plan shows the rejoin again.
@@ -395,7 +396,10 @@ pub async fn update(
     let recovered = cluster_recovers(&prior, &p);
     if recovered && p.etcd_member_id.is_unknown() {
         let restore = ctx.spec.restore_snapshot.clone();
-        return join_as_new_member(&ctx, stop, restore, p, diags).await;
+        // An update: the user's `update` timeout bounds it, and without one it has a create's time, since it
+        // does what a create does (and a restore fetches a snapshot first).
+        let until = deadline(&p.timeouts, Op::Update, CREATE_TIMEOUT);
+        return join_as_new_member(&ctx, stop, restore, p, until, diags).await;
     }
     if recovered && prior.master_settings.known() == p.master_settings.known() {
         let old = ctx.spec.master.build();
