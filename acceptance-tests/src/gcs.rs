@@ -85,15 +85,26 @@ impl FakeGcs {
     }
 
     fn request(&self, method: &str, path: &str, body: &str) -> Result<(u16, Vec<u8>), String> {
+        self.request_bytes(method, path, "application/json", body.as_bytes())
+    }
+
+    fn request_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> Result<(u16, Vec<u8>), String> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
         s.set_read_timeout(Some(Duration::from_secs(30))).ok();
         // HTTP/1.0: the server answers with the whole body and closes, no chunking to undo.
-        let req = format!(
-            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        let head = format!(
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
             self.port,
             body.len()
         );
-        s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+        s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+        s.write_all(body).map_err(|e| e.to_string())?;
         let mut raw = Vec::new();
         s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
         let split = raw
@@ -152,17 +163,49 @@ impl FakeGcs {
         out
     }
 
+    /// Writes `bytes` as the object, with `metadata` as its custom metadata: what someone with write access to
+    /// the bucket can do to a snapshot. (An upload replaces the metadata too, so it is patched back after.)
+    pub fn put(
+        &self,
+        bucket: &str,
+        object: &str,
+        bytes: &[u8],
+        metadata: &std::collections::BTreeMap<String, String>,
+    ) {
+        let encoded = encode(object);
+        let (code, body) = self
+            .request_bytes(
+                "POST",
+                &format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={encoded}"),
+                "application/octet-stream",
+                bytes,
+            )
+            .unwrap_or_else(|e| panic!("uploading gs://{bucket}/{object}: {e}"));
+        assert_eq!(
+            code,
+            200,
+            "uploading gs://{bucket}/{object}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        let patch = serde_json::json!({ "metadata": metadata }).to_string();
+        let (code, body) = self
+            .request(
+                "PATCH",
+                &format!("/storage/v1/b/{bucket}/o/{encoded}"),
+                &patch,
+            )
+            .unwrap_or_else(|e| panic!("patching gs://{bucket}/{object}: {e}"));
+        assert_eq!(
+            code,
+            200,
+            "patching gs://{bucket}/{object}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+
     /// The object's bytes, written to a file under `dir`.
     pub fn download(&self, bucket: &str, object: &str, dir: &std::path::Path) -> PathBuf {
-        let encoded: String = object
-            .bytes()
-            .map(|b| match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect();
+        let encoded = encode(object);
         let body = self
             .get(&format!("/storage/v1/b/{bucket}/o/{encoded}?alt=media"))
             .unwrap_or_else(|e| panic!("downloading gs://{bucket}/{object}: {e}"));
@@ -170,6 +213,17 @@ impl FakeGcs {
         std::fs::write(&path, body).expect("writing the download");
         path
     }
+}
+
+/// An object name as one path segment of the JSON API.
+fn encode(object: &str) -> String {
+    object
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn spawn(dir: &std::path::Path, port: u16) -> std::process::Child {

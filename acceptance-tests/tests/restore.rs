@@ -4,7 +4,8 @@
 //! then deleted. With `restore { source = "snapshot" }` raised, the plan names the snapshot it restores and
 //! warns what is lost; one apply brings back three healthy voters (the first replica restores the snapshot in
 //! its etcd pod's init containers, fetched by the VM itself, the others join it), every key of the snapshot is
-//! there and the later one is not, and the next plan is empty.
+//! there and the later one is not, and the next plan is empty. Before that, the same restore of other bytes put
+//! under the snapshot's name is refused by the VM before etcd sees them (the SHA-256 its backup recorded).
 //!
 //! Under Terraform the cluster runs etcd 3.5 (3.5.24; Debian trixie's 3.5.16 in the sim), which restores with
 //! `--bump-revision` and `--mark-compacted`: the revision after the restore exceeds the one before the loss, and a
@@ -105,6 +106,11 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
             "[{label}] a restore replaces no replica:\n{plan}"
         );
 
+        refuse_bytes_the_backup_did_not_record(&ws, &sim, &gcs, &newest, &by_zone);
+
+        // Generation 1 was spent on the refused restore: a new attempt raises it, as the refusal of an empty
+        // start says.
+        ws.write_main_tf(&config(&sim, &gcs, Some(2)));
         ws.apply();
         // Three healthy voters, the same replicas by name, and an empty plan.
         check(client, &ws, &sim, 3);
@@ -155,6 +161,82 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
         }
         ws.destroy();
     });
+}
+
+/// Someone with write access to the bucket puts other bytes under the snapshot's name, keeping its metadata. The
+/// restore runs and fails: the restoring VM's fetch compares the bytes with the SHA-256 the backup recorded and
+/// refuses them, so its etcd never starts (the etcd log says why), and the apply fails naming the init
+/// containers. Then the snapshot's own bytes go back and the VM the failed restore made is deleted with its data
+/// disk, as docs/guides/disaster-recovery.md tells the user to (the next apply does not clear it yet: its etcd
+/// does not answer, and the join refuses to go on without the member list), and the caller's restore, with the
+/// generation raised again, runs on the real snapshot.
+fn refuse_bytes_the_backup_did_not_record(
+    ws: &acceptance_tests::Workspace,
+    sim: &Sim,
+    gcs: &FakeGcs,
+    newest: &str,
+    by_zone: &std::collections::BTreeMap<String, String>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(gcs.download(BUCKET, newest, dir.path())).unwrap();
+    let recorded = gcs
+        .list(BUCKET, newest)
+        .into_iter()
+        .find(|o| o.name == newest)
+        .expect("the snapshot is listed")
+        .metadata;
+    assert!(recorded.contains_key("ha-sha256"), "{recorded:?}");
+    gcs.put(
+        BUCKET,
+        newest,
+        b"not the snapshot the backup took, but other bytes under its name",
+        &recorded,
+    );
+
+    // A short update timeout: the restoring replica waits for an etcd that never starts.
+    let config = config(sim, gcs, Some(1)).replace(
+        "  zone     = each.value\n",
+        "  zone     = each.value\n  timeouts {\n    update = \"40s\"\n  }\n",
+    );
+    assert!(
+        config.contains("update = \"40s\""),
+        "the replica block moved"
+    );
+    ws.write_main_tf(&config);
+    let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+    assert!(
+        !failed.success(),
+        "a tampered snapshot was restored:\n{failed}"
+    );
+    failed.assert_contains("did not answer after restoring the snapshot");
+
+    let mut logs = String::new();
+    for zone in by_zone.keys() {
+        for vm in std::fs::read_dir(sim.state_dir().join("vms").join(zone))
+            .into_iter()
+            .flatten()
+        {
+            logs +=
+                &std::fs::read_to_string(vm.unwrap().path().join("etcd.log")).unwrap_or_default();
+        }
+    }
+    assert!(
+        logs.contains("init container fetch-snapshot failed")
+            && logs.contains(&format!("not the {} recorded", recorded["ha-sha256"]))
+            && logs.contains("refusing to restore it"),
+        "the etcd logs say nothing of the refused snapshot:\n{logs}"
+    );
+    assert!(
+        !logs.contains("init container restore-snapshot starting"),
+        "etcd's restore ran on refused bytes:\n{logs}"
+    );
+
+    gcs.put(BUCKET, newest, &good, &recorded);
+    for (zone, vm) in by_zone {
+        if sim.find_instance(vm).is_some() {
+            delete_vm_and_disk(sim, zone, vm);
+        }
+    }
 }
 
 /// The revision `vm`'s etcd is at (`etcdctl endpoint status`'s header).

@@ -150,6 +150,26 @@ pub fn decide(
 /// writes one before etcd starts, which writes the next.
 const WAL_ROOM: u64 = 128 << 20;
 
+/// The recorded digest, if any, is one the restoring VM can check the bytes against: 64 lower-case hex digits,
+/// as `ops::backup` writes `ha-sha256`. Anything else is metadata edited by hand, and the snapshot is not restored
+/// on its word. A snapshot with no digest (taken by hand) is restored with etcd's own integrity check alone.
+pub fn check_digest(snapshot: &SnapshotInfo) -> Result<(), Refusal> {
+    match &snapshot.sha256 {
+        Some(d) if d.len() != 64 || !d.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) => {
+            Err((
+                "The snapshot's recorded SHA-256 is not a SHA-256".into(),
+                format!(
+                    "{} has `ha-sha256` = {d:?} in its metadata, where the backup that took it wrote 64 lower-case hex \
+                 digits: the metadata was changed since. Point `restore.snapshot` at another snapshot, or, if you \
+                 trust this object, set its `ha-sha256` to its real digest (`gcloud storage hash --hex`, SHA-256).",
+                    snapshot.url
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Whether the snapshot fits where the restoring VM puts it: fetched onto its boot disk, then restored onto its
 /// new data disk, where the database is as large as the snapshot, plus the WAL. Refuses only what cannot fit, at
 /// plan, rather than an init container failing on a full disk until the apply times out.
@@ -411,6 +431,35 @@ mod tests {
                     assert!(s.contains(summary), "{name}: {s}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn only_a_real_sha256_or_none_is_taken_as_the_recorded_digest() {
+        let snap = |sha256: Option<&str>| SnapshotInfo {
+            url: "gs://b/s.db".into(),
+            size: 1,
+            revision: None,
+            etcd_version: None,
+            taken_at: None,
+            sha256: sha256.map(String::from),
+        };
+        let real = "0123456789abcdef".repeat(4);
+        assert_eq!(check_digest(&snap(None)), Ok(()));
+        assert_eq!(check_digest(&snap(Some(&real))), Ok(()));
+        for edited in [
+            "",
+            &real[..63],
+            &format!("{real}0"),
+            &real.to_uppercase(),
+            &format!("{}; rm -rf /", &real[..54]),
+        ] {
+            let (summary, detail) = check_digest(&snap(Some(edited))).expect_err(edited);
+            assert!(summary.contains("not a SHA-256"), "{summary}");
+            assert!(
+                detail.contains("gs://b/s.db") && detail.contains("restore.snapshot"),
+                "{detail}"
+            );
         }
     }
 

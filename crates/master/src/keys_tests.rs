@@ -131,20 +131,7 @@ fn a_bundle_whose_digest_differs_is_refused() {
 #[test]
 fn the_fetch_script_is_posix_sh_that_shellcheck_passes_and_refuses_a_wrong_call() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fetch-keys.sh");
-    std::fs::write(&path, FETCH_SCRIPT_TEXT).unwrap();
-    let syntax = Command::new("sh").arg("-n").arg(&path).output().unwrap();
-    assert!(syntax.status.success(), "{syntax:?}");
-    let lint = Command::new("shellcheck")
-        .args(["-s", "sh"])
-        .arg(&path)
-        .output()
-        .expect("shellcheck is installed by `bash scripts/setup`");
-    assert!(
-        lint.status.success(),
-        "shellcheck: {}",
-        String::from_utf8_lossy(&lint.stdout)
-    );
+    let path = crate::tests::assert_posix_sh(dir.path(), "fetch-keys.sh", FETCH_SCRIPT_TEXT);
     let usage = Command::new("sh").arg(&path).arg(SECRET).output().unwrap();
     assert_eq!(usage.status.code(), Some(2), "{usage:?}");
     assert!(String::from_utf8_lossy(&usage.stderr).contains("usage: fetch-keys.sh"));

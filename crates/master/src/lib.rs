@@ -234,6 +234,9 @@ pub struct SnapshotRestore {
     /// `--bump-revision` for the restore, with `--mark-compacted`: set only for an etcd that has the flags
     /// (3.5.10+, `domain::restore::revision_bump`), so watchers that held a pre-loss revision relist.
     pub bump_revision: Option<u64>,
+    /// The snapshot's SHA-256 as recorded when it was taken (lower-case hex, the object's `ha-sha256`): the fetch
+    /// refuses other bytes before etcd sees them. None for a snapshot taken by hand, which records none.
+    pub sha256: Option<String>,
 }
 
 /// The device name etcd's data disk is attached under (`/dev/disk/by-id/google-master-pd`), as kube-up names it.

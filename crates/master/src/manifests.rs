@@ -183,6 +183,12 @@ pub const CLOUD_CLI_IMAGE: &str = "gcr.io/google.com/cloudsdktool/google-cloud-c
 /// Where a restoring master keeps the snapshot: on the boot disk, which the rebuild after the restore replaces.
 const SNAPSHOT_DIR: &str = "/var/lib/etcd-restore";
 const SNAPSHOT_FILE: &str = "/var/lib/etcd-restore/snapshot.db";
+/// The fetch: `gcloud storage cp`, then the snapshot's bytes checked against its recorded SHA-256 before etcd's
+/// restore may read them. Run as `sh -c TEXT fetch-snapshot URL FILE [SHA256]`: fixed text, so the arguments are
+/// all that differs between restores.
+pub const FETCH_SNAPSHOT_TEXT: &str = include_str!("fetch-snapshot.sh");
+/// `$0` of the fetch: how ha-sim, which plays the script, recognises it.
+pub const FETCH_SNAPSHOT_NAME: &str = "fetch-snapshot";
 
 /// etcd's data directory on the data disk, and the directory above it, which the restore writes into.
 fn data_parent(cfg: &MasterConfig) -> String {
@@ -193,8 +199,8 @@ fn data_parent(cfg: &MasterConfig) -> String {
     }
 }
 
-/// The init containers of a restoring etcd (docs/master-config.md §9): fetch the snapshot with gcloud, then
-/// restore it with etcd's own tool (`etcdctl snapshot restore`, the one the etcd images carry) into the data directory, as a
+/// The init containers of a restoring etcd (docs/master-config.md §9): fetch the snapshot with gcloud and check it
+/// against its recorded SHA-256 (`fetch-snapshot.sh`), then restore it with etcd's own tool (`etcdctl snapshot restore`, the one the etcd images carry) into the data directory, as a
 /// one-member cluster of this replica. etcd then starts on the restored data.
 fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Pod) {
     let parent = data_parent(cfg);
@@ -217,13 +223,18 @@ fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Po
     let fetch = Container {
         name: "fetch-snapshot".into(),
         image: CLOUD_CLI_IMAGE.into(),
-        command: vec![
-            "gcloud".into(),
-            "storage".into(),
-            "cp".into(),
-            r.url.clone(),
-            SNAPSHOT_FILE.into(),
-        ],
+        command: [
+            "sh",
+            "-c",
+            FETCH_SNAPSHOT_TEXT,
+            FETCH_SNAPSHOT_NAME,
+            &r.url,
+            SNAPSHOT_FILE,
+        ]
+        .into_iter()
+        .chain(r.sha256.as_deref())
+        .map(String::from)
+        .collect(),
         env,
         volume_mounts: vec![mount("restore", SNAPSHOT_DIR, false)],
         ..Container::default()

@@ -87,19 +87,10 @@ fn cloud_init_accepts_the_rendered_user_data() {
 fn the_script_is_posix_sh_that_shellcheck_passes() {
     installed("shellcheck");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("install-node-runtime.sh");
-    std::fs::write(&path, install_script(&base().kubernetes)).unwrap();
-    let syntax = Command::new("sh").arg("-n").arg(&path).output().unwrap();
-    assert!(syntax.status.success(), "{syntax:?}");
-    let lint = Command::new("shellcheck")
-        .args(["-s", "sh"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        lint.status.success(),
-        "shellcheck: {}",
-        String::from_utf8_lossy(&lint.stdout)
+    crate::tests::assert_posix_sh(
+        dir.path(),
+        "install-node-runtime.sh",
+        &install_script(&base().kubernetes),
     );
 }
 

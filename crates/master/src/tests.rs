@@ -511,6 +511,7 @@ fn restoring(image: &str) -> MasterConfig {
         url: "gs://backups/prod/etcd-20261125T101500Z-rev42.db".into(),
         storage_endpoint: Some("http://127.0.0.1:4443/storage/v1/".into()),
         bump_revision: None,
+        sha256: Some("ab".repeat(32)),
     });
     cfg
 }
@@ -536,12 +537,15 @@ fn a_restoring_etcd_fetches_and_restores_its_snapshot_before_it_starts() {
         let init = &pod.spec.init_containers;
         assert_eq!(init.len(), 2, "{image}");
         assert_eq!(
-            init[0].command[..4],
+            init[0].command,
             [
-                "gcloud",
-                "storage",
-                "cp",
-                "gs://backups/prod/etcd-20261125T101500Z-rev42.db"
+                "sh",
+                "-c",
+                super::manifests::FETCH_SNAPSHOT_TEXT,
+                "fetch-snapshot",
+                "gs://backups/prod/etcd-20261125T101500Z-rev42.db",
+                "/var/lib/etcd-restore/snapshot.db",
+                &"ab".repeat(32),
             ]
         );
         assert!(
@@ -617,4 +621,99 @@ fn a_restore_needs_its_snapshot_and_only_a_restoring_start_has_one() {
         crate::check(&cfg),
         Err(crate::MasterError::RestoreMisconfigured)
     );
+}
+
+/// Writes `text` to `dir/name` and checks it is POSIX sh that `sh -n` parses and shellcheck passes, as every
+/// script a master runs must be (its /bin/sh is dash). Returns the file's path, for running it.
+pub(super) fn assert_posix_sh(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    use std::process::Command;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let syntax = Command::new("sh").arg("-n").arg(&path).output().unwrap();
+    assert!(syntax.status.success(), "{name}: {syntax:?}");
+    let lint = Command::new("shellcheck")
+        .args(["-s", "sh"])
+        .arg(&path)
+        .output()
+        .expect("shellcheck is installed by `bash scripts/setup`");
+    assert!(
+        lint.status.success(),
+        "shellcheck {name}: {}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    path
+}
+
+/// The snapshot fetch run for real, with a `gcloud` on PATH that copies a local file as `gcloud storage cp` copies
+/// the object: the recorded SHA-256 lets only those bytes through, and etcd's restore finds no file otherwise.
+#[test]
+fn the_snapshot_fetch_lets_only_the_recorded_bytes_reach_etcd() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let script = assert_posix_sh(
+        dir.path(),
+        "fetch-snapshot.sh",
+        super::manifests::FETCH_SNAPSHOT_TEXT,
+    );
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let gcloud = bin.join("gcloud");
+    // `gcloud storage cp gs://<path> DEST`: the object is the local file at <path>.
+    std::fs::write(&gcloud, "#!/bin/sh\ncp \"${3#gs://}\" \"$4\"\n").unwrap();
+    std::fs::set_permissions(&gcloud, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // An etcd snapshot: the database, then its SHA-256; the backup records the database's digest.
+    let db = b"an etcd database".as_slice();
+    let trailer = ring::digest::digest(&ring::digest::SHA256, db);
+    let snapshot = [db, trailer.as_ref()].concat();
+    let object = dir.path().join("snapshot-object");
+    std::fs::write(&object, &snapshot).unwrap();
+    let recorded = super::keys::sha256_hex(db);
+    let file = dir.path().join("snapshot.db");
+    let run = |args: &[&str]| {
+        Command::new("/bin/sh")
+            .arg(&script)
+            .args(args)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .output()
+            .unwrap()
+    };
+    let url = format!("gs://{}", object.display());
+    let file_arg = file.to_str().unwrap();
+
+    let ok = run(&[&url, file_arg, &recorded]);
+    assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), snapshot);
+
+    // Other bytes under the same name: refused, and no file is left for the restore.
+    std::fs::write(
+        &object,
+        b"someone else's snapshot, long enough to have a trailer",
+    )
+    .unwrap();
+    let refused = run(&[&url, file_arg, &recorded]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains(&format!("not the {recorded} recorded"))
+            && why.contains("refusing to restore"),
+        "{why}"
+    );
+    assert!(!file.exists() && !dir.path().join("snapshot.db.part").exists());
+
+    // A snapshot taken by hand records no digest: fetched as it is.
+    let unrecorded = run(&[&url, file_arg]);
+    assert!(unrecorded.status.success(), "{unrecorded:?}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        b"someone else's snapshot, long enough to have a trailer"
+    );
+    // Too short to hold etcd's trailer: refused too.
+    std::fs::write(&object, b"short").unwrap();
+    let short = run(&[&url, file_arg, &recorded]);
+    assert_eq!(short.status.code(), Some(1), "{short:?}");
+    assert!(String::from_utf8_lossy(&short.stderr).contains("too small"));
+
+    let usage = run(&[&url]);
+    assert_eq!(usage.status.code(), Some(2), "{usage:?}");
 }

@@ -122,6 +122,7 @@ pub async fn plan(
         ctx.spec.master.boot_disk_size_gb,
     )
     .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    restore::check_digest(&found).map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     Ok(found)
 }
 
@@ -137,10 +138,14 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
             ),
         )
     })?;
+    // Checked again here: the object's metadata may have changed since the plan.
+    restore::check_digest(&snapshot)
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     tracing::info!(
         url = %snapshot.url,
         size = snapshot.size,
         revision = ?snapshot.revision,
+        sha256 = ?snapshot.sha256,
         "restoring etcd from a snapshot"
     );
     Ok(SnapshotRestore {
@@ -152,5 +157,6 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
             .filter(|e| !e.trim().is_empty())
             .map(|_| format!("{}/storage/v1/", ha_storage::origin(&ctx.settings))),
         bump_revision: ha_domain::restore::revision_bump(&ctx.spec.master.etcd_version),
+        sha256: snapshot.sha256,
     })
 }

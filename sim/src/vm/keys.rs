@@ -105,7 +105,7 @@ pub(crate) fn fetch(f: &KeyFetch, vm: &super::Attached) -> Result<Vec<GuestFile>
     unpack(&tar).map_err(|e| waiting(format!("{}: {e}", f.secret)))
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     ring::digest::digest(&ring::digest::SHA256, bytes)
         .as_ref()
         .iter()
