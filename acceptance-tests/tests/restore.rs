@@ -232,9 +232,27 @@ fn refuse_bytes_the_backup_did_not_record(
     );
 
     gcs.put(BUCKET, newest, &good, &recorded);
+    // Whatever the failed apply made: a replica cut short by the timeout may have its data disk and no VM yet.
+    let disks = sim.names("disks");
     for (zone, vm) in by_zone {
         if sim.find_instance(vm).is_some() {
-            delete_vm_and_disk(sim, zone, vm);
+            sim.gcloud(&[
+                "compute",
+                "instances",
+                "delete",
+                vm,
+                "--zone",
+                zone,
+                "--quiet",
+            ])
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let disk = format!("{vm}-pd");
+        if disks.contains(&disk) {
+            sim.gcloud(&[
+                "compute", "disks", "delete", &disk, "--zone", zone, "--quiet",
+            ])
+            .unwrap_or_else(|e| panic!("{e}"));
         }
     }
 }
