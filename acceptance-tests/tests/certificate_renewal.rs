@@ -144,3 +144,111 @@ fn certificates_in_the_renewal_window_are_renewed_by_a_roll_under_the_same_cas()
         check(client, &ws, &sim, 3);
     });
 }
+
+/// `cert_pem` signed again by its own key with openssl: the same CA (subject, key, extensions), expiring in a day.
+fn resign_ca(ws: &Workspace, cert_pem: &str, key_pem: &str) -> String {
+    let (cert, key) = (ws.path().join("ca-in.pem"), ws.path().join("ca-key.pem"));
+    std::fs::write(&cert, cert_pem).unwrap();
+    std::fs::write(&key, key_pem).unwrap();
+    let out = Command::new("openssl")
+        .args(["x509", "-days", "1", "-key"])
+        .arg(&key)
+        .arg("-in")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    std::fs::remove_file(&key).unwrap();
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every string in `v` equal to a key of `swap`, replaced by its value.
+fn swap_strings(v: &mut Value, swap: &BTreeMap<String, String>) {
+    match v {
+        Value::String(s) => {
+            if let Some(new) = swap.get(s.as_str()) {
+                *s = new.clone();
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| swap_strings(v, swap)),
+        Value::Object(o) => o.values_mut().for_each(|v| swap_strings(v, swap)),
+        _ => {}
+    }
+}
+
+/// A cluster nine years and a half into its CAs' ten, made by a release that issued leaves past them: its CAs
+/// expire in a day, its replica's certificates in a year. Those certificates expire with the CAs in fact (no
+/// verifier accepts a chain past its CA), and renewing them cannot move that: the plan warns, on the cluster and on
+/// the replica, that the CAs expire and what to do, and plans no roll (which every later plan would show again).
+/// The state's CA certificates are signed again with the nearer expiry by their own keys, as such a cluster's are.
+#[test]
+fn certificates_that_cannot_outlive_their_ca_are_warned_of_and_never_rolled() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("ca-expiry-{client}"));
+        let ws = Workspace::new(client, "ca-expiry");
+        ws.write_main_tf(&walk_config_in(&sim, THREE_ZONES[0]));
+        ws.init();
+        set_zones(&ws, &THREE_ZONES[..1]);
+        ws.apply();
+        let vm = certs_of(&ws);
+
+        let pulled = ws.run(&["state", "pull"]);
+        pulled.assert_success();
+        let mut state: Value = serde_json::from_str(&pulled.stdout).expect("state JSON");
+        let cluster = state["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["type"] == "ha_master_cluster")
+            .expect("the cluster in state")["instances"][0]["attributes"]
+            .clone();
+        let swap: BTreeMap<String, String> = ["ca", "etcd_peer_ca", "etcd_client_ca"]
+            .iter()
+            .map(|ca| {
+                let cert = cluster[format!("{ca}_certificate")].as_str().unwrap();
+                let key = cluster["spec"][format!("{ca}_private_key")]
+                    .as_str()
+                    .unwrap();
+                (cert.to_string(), resign_ca(&ws, cert, key))
+            })
+            .collect();
+        swap_strings(&mut state, &swap);
+        state["serial"] = (state["serial"].as_u64().unwrap() + 1).into();
+        ws.write_file("nearer-ca.tfstate", &state.to_string());
+        ws.run(&["state", "push", "nearer-ca.tfstate"])
+            .assert_success();
+
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(plan.code, Some(0), "[{client}] a roll was planned:\n{plan}");
+        let said = plan.combined();
+        // The cluster's warning, and the replica's with the same summary (both clients print one in full).
+        plan.assert_contains("The CAs of cluster walk expire at")
+            .assert_contains("with ha_master_cluster.c")
+            .assert_contains("renewing a replica's certificates cannot move them past")
+            .assert_contains("(and one more similar warning elsewhere)");
+        assert!(
+            !said.contains(&format!("The certificates of replica {vm} expire at")),
+            "[{client}] warned of a renewal that cannot come:\n{plan}"
+        );
+        let id = sim.instance(&vm)["id"].clone();
+        ws.apply();
+        assert_eq!(
+            sim.instance(&vm)["id"],
+            id,
+            "[{client}] the apply rebuilt {vm}"
+        );
+        ws.destroy();
+    });
+}
+
+/// The one replica's VM name.
+fn certs_of(ws: &Workspace) -> String {
+    outputs(ws)["replicas"]["value"][0]
+        .as_str()
+        .expect("one replica")
+        .to_string()
+}

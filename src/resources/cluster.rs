@@ -345,7 +345,8 @@ pub fn schema() -> Schema {
                 "How long the certificates a replica is built with live (API server, etcd peer and server, \
                  the components' client certificates), as a duration such as `8760h` (one year, as kubeadm) \
                  or `4m`. It applies to certificates issued from now on: when a replica joins or is rolled. \
-                 Changing it rolls nothing.",
+                 Changing it rolls nothing. No certificate outlives the cluster's CAs (ten years): one issued \
+                 closer to their expiry expires with them.",
             )
             .validator(tfplugin_framework::validator::duration_within(
                 ha_domain::certificates::MAX_LIFETIME,
@@ -927,6 +928,30 @@ impl ClusterResource {
     }
 }
 
+/// The cluster's CAs expire within a year (`domain::certificates::ca_outlook`): every certificate of its masters
+/// expires with them at the latest, and there is no CA rotation yet. The clock is read here; the domain compares.
+fn warn_of_ca_expiry(prior: &ClusterModel, diags: &mut Diagnostics) {
+    let pems = [
+        &prior.ca_certificate,
+        &prior.etcd_peer_ca_certificate,
+        &prior.etcd_client_ca_certificate,
+    ];
+    let Some(expires_at) = ha_pki::cas_expire_at(
+        pems.into_iter()
+            .map(|c| c.known().map_or("", String::as_str)),
+    ) else {
+        return;
+    };
+    let name = prior.name.known().cloned().unwrap_or_default();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let when = super::replica::rfc3339(expires_at);
+    if let Some((summary, detail)) =
+        ha_domain::certificates::ca_outlook(&format!("cluster {name}"), expires_at, &when, now)
+    {
+        diags.warning(summary, detail);
+    }
+}
+
 /// A plan-time check that did not say yes, as an error at `at`: the domain's refusal as it is, or, when the
 /// cluster could not be asked, `summary` with what went wrong, what the check needs (`needs`) and to plan again.
 fn not_judged(e: ha_ops::OpError, at: AttributePath, summary: String, needs: &str) -> Diagnostic {
@@ -1166,6 +1191,7 @@ impl Resource for ClusterResource {
             super::placement::check(&self.settings(), project, region, zone, at, diags).await;
         }
         if let Some(prior) = change.prior {
+            warn_of_ca_expiry(prior, diags);
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;
             self.check_recovery(prior, p, diags).await;

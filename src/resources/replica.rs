@@ -390,7 +390,8 @@ pub fn with_expiry(mut m: ReplicaModel) -> ReplicaModel {
     m
 }
 
-fn rfc3339(unix: i64) -> String {
+/// A Unix time as Terraform users read timestamps (RFC 3339, UTC).
+pub(super) fn rfc3339(unix: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(unix)
         .ok()
         .and_then(|t| {
@@ -422,8 +423,26 @@ fn plan_certificates(
     ) else {
         return false;
     };
-    match outlook(expires, now, renew_before) {
+    let ca_expires_at = ha_pki::cas_expire_at(
+        [
+            &cluster.ca_certificate,
+            &cluster.etcd_peer_ca_certificate,
+            &cluster.etcd_client_ca_certificate,
+        ]
+        .into_iter()
+        .map(|c| c.known().map_or("", String::as_str)),
+    );
+    match outlook(expires, now, renew_before, ca_expires_at) {
         Outlook::Fine => false,
+        Outlook::ExpiresWithCa => {
+            let cluster_name = cluster.name.known().cloned().unwrap_or_default();
+            let (summary, detail) = ha_domain::certificates::ca_expiry_warning(
+                &format!("cluster {cluster_name}"),
+                &rfc3339(ca_expires_at.unwrap_or(expires)),
+            );
+            diags.warning(summary, detail);
+            false
+        }
         Outlook::ExpiresSoon => {
             let name = prior.name.known().cloned().unwrap_or_default();
             let (summary, detail) = expiry_warning(&name, &rfc3339(expires), renew_before);

@@ -52,22 +52,67 @@ pub enum Outlook {
     ExpiresSoon,
     /// In the renewal window (or expired): the apply renews them by rolling the replica.
     Renew,
+    /// Within [`WARN_WITHIN`] or the renewal window, and already expiring with the cluster's CAs: no leaf outlives
+    /// its CA (`ha_pki::Issuer::issue_until`), so a renewal would issue the same expiry and every plan would roll
+    /// the replica again. A warning ([`ca_expiry_warning`]) instead.
+    ExpiresWithCa,
 }
 
-pub fn outlook(expires_at: i64, now: i64, renew_before: Duration) -> Outlook {
+/// `ca_expires_at` is the earliest expiry of the cluster's CAs, when known. Certificates that say they outlive the
+/// CAs (an earlier release issued such) expire with them in fact: no verifier accepts a chain past its CA.
+pub fn outlook(
+    expires_at: i64,
+    now: i64,
+    renew_before: Duration,
+    ca_expires_at: Option<i64>,
+) -> Outlook {
+    let expires_at = ca_expires_at.map_or(expires_at, |ca| expires_at.min(ca));
     let left = expires_at.saturating_sub(now);
-    if left <= secs(renew_before) {
-        Outlook::Renew
-    } else if left <= secs(WARN_WITHIN) {
-        Outlook::ExpiresSoon
-    } else {
+    if left > secs(WARN_WITHIN).max(secs(renew_before)) {
         Outlook::Fine
+    } else if capped(expires_at, ca_expires_at) {
+        Outlook::ExpiresWithCa
+    } else if left <= secs(renew_before) {
+        Outlook::Renew
+    } else {
+        Outlook::ExpiresSoon
     }
 }
 
-/// The latest expiry that is due for renewal at `now`: what a roll compares a VM's certificates with.
-pub fn renew_if_expiring_by(now: i64, renew_before: Duration) -> i64 {
-    now.saturating_add(secs(renew_before))
+/// Whether certificates expiring at `expires_at` are due for renewal at `now`: what a roll decides with, as plan
+/// does ([`outlook`]), so an apply never renews what its plan did not say it would.
+pub fn due(expires_at: i64, now: i64, renew_before: Duration, ca_expires_at: Option<i64>) -> bool {
+    outlook(expires_at, now, renew_before, ca_expires_at) == Outlook::Renew
+}
+
+/// Certificates capped at their CA's expiry: a renewal cannot move them later.
+fn capped(expires_at: i64, ca_expires_at: Option<i64>) -> bool {
+    ca_expires_at.is_some_and(|ca| expires_at >= ca)
+}
+
+/// How long before the cluster's CAs expire the cluster's plan warns: a year, the default leaf lifetime, so the
+/// warning comes before the first leaf is capped at the CA's expiry.
+pub const CA_WARN_WITHIN: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The cluster's plan, when its CAs expire within [`CA_WARN_WITHIN`] of `now`.
+pub fn ca_outlook(
+    cluster: &str,
+    ca_expires_at: i64,
+    expires_at: &str,
+    now: i64,
+) -> Option<Problem> {
+    (ca_expires_at.saturating_sub(now) <= secs(CA_WARN_WITHIN))
+        .then(|| ca_expiry_warning(cluster, expires_at))
+}
+
+/// What plan says when certificates cannot be renewed past the cluster's CAs.
+pub fn ca_expiry_warning(who: &str, expires_at: &str) -> Problem {
+    (
+        format!("The CAs of {who} expire at {expires_at}"),
+        format!(
+            "Every certificate the masters run with is signed by these CAs and expires with them at the latest: renewing a replica's certificates cannot move them past {expires_at}, so the replicas are not rolled for it. After that time the masters refuse each other and every client. The provider cannot rotate the CAs yet: before then, build a new cluster (new CAs) and move to it, for instance by restoring its etcd from this cluster's snapshot (docs/guides/disaster-recovery.md)."
+        ),
+    )
 }
 
 /// The plan's sentence for certificates expiring soon but outside the renewal window.
@@ -152,11 +197,83 @@ mod tests {
         ];
         for (left, renew, want) in cases {
             assert_eq!(
-                outlook(now + left, now, *renew),
+                outlook(now + left, now, *renew, None),
                 *want,
                 "{left}s left, {renew:?}"
             );
+            // A CA that outlives them changes nothing.
+            assert_eq!(
+                outlook(now + left, now, *renew, Some(now + left + 1)),
+                *want,
+                "{left}s left, {renew:?}, a later CA"
+            );
+            assert_eq!(
+                due(now + left, now, *renew, None),
+                *want == Outlook::Renew,
+                "{left}s left, {renew:?}"
+            );
         }
-        assert_eq!(renew_if_expiring_by(now, MIN * 3), now + 180);
+    }
+
+    /// A leaf capped at its CA's expiry is never renewed (the renewal would issue the same expiry, and the roll
+    /// would come back at every plan); plan warns instead. One that a renewal can move later is renewed, even if
+    /// the new one will be capped.
+    #[test]
+    fn certificates_that_expire_with_their_ca_are_warned_of_not_renewed() {
+        let now = 1_000_000_000;
+        let day = 24 * 3600;
+        // (leaf expiry, CA expiry, renew_before, outlook)
+        let cases: &[(i64, i64, Duration, Outlook)] = &[
+            (
+                now + 10 * day,
+                now + 10 * day,
+                HOUR * 720,
+                Outlook::ExpiresWithCa,
+            ),
+            (
+                now + 29 * day,
+                now + 29 * day,
+                HOUR * 24,
+                Outlook::ExpiresWithCa,
+            ),
+            (now - day, now - day, HOUR * 24, Outlook::ExpiresWithCa),
+            (now + 10 * day, now + 20 * day, HOUR * 720, Outlook::Renew),
+            (
+                now + 29 * day,
+                now + 200 * day,
+                HOUR * 24,
+                Outlook::ExpiresSoon,
+            ),
+            (now + 200 * day, now + 200 * day, HOUR * 720, Outlook::Fine),
+            // Leaves an earlier release issued past the CA: they expire with it.
+            (
+                now + 365 * day,
+                now + day,
+                HOUR * 720,
+                Outlook::ExpiresWithCa,
+            ),
+            (now + 365 * day, now + 200 * day, HOUR * 720, Outlook::Fine),
+        ];
+        for (leaf, ca, renew, want) in cases {
+            let left = leaf - now;
+            assert_eq!(
+                outlook(*leaf, now, *renew, Some(*ca)),
+                *want,
+                "{left}s left, CA {}s",
+                ca - now
+            );
+            assert_eq!(due(*leaf, now, *renew, Some(*ca)), *want == Outlook::Renew);
+        }
+    }
+
+    #[test]
+    fn the_cluster_warns_a_year_before_its_cas_expire() {
+        let now = 1_000_000_000;
+        let day = 24 * 3600;
+        assert_eq!(ca_outlook("prod", now + 366 * day, "T", now), None);
+        let (summary, detail) = ca_outlook("prod", now + 365 * day, "T", now).unwrap();
+        assert_eq!(summary, "The CAs of prod expire at T");
+        assert!(detail.contains("cannot rotate the CAs yet"), "{detail}");
+        assert!(ca_outlook("prod", now - day, "T", now).is_some());
     }
 }

@@ -47,8 +47,12 @@ pub struct Rolled {
 fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
     // The clock is read here, in the shell; the domain only compares.
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let due_by =
-        ha_domain::certificates::renew_if_expiring_by(now, ctx.spec.certificate_renew_before);
+    let cas = &ctx.spec.cas;
+    let ca_expires_at = ha_pki::cas_expire_at([
+        cas.cluster_ca.cert_pem.as_str(),
+        cas.etcd_peer_ca.cert_pem.as_str(),
+        cas.etcd_client_ca.cert_pem.as_str(),
+    ]);
     VmFacts {
         status: vm.status.clone(),
         machine_type: vm.machine_type.clone(),
@@ -59,7 +63,10 @@ fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
                 .unwrap_or_else(|| prior.digest()),
         ),
         has_data_disk: vm.attached_disks.contains_key(DATA_DEVICE),
-        certificates_due: certs_expire_on(vm).is_some_and(|t| t <= due_by),
+        // As plan decides it (`domain::certificates::outlook`), so an apply renews only what its plan said.
+        certificates_due: certs_expire_on(vm).is_some_and(|t| {
+            ha_domain::certificates::due(t, now, ctx.spec.certificate_renew_before, ca_expires_at)
+        }),
         subnetwork: subnetwork_name(vm.subnetwork.as_deref(), &vm.network),
         internal_ip: vm.internal_ip.as_deref().and_then(|s| s.parse().ok()),
     }

@@ -47,6 +47,8 @@ pub fn issue_admin_cert(ca: &CertKey, req: &AdminCertRequest) -> Result<AdminCer
         organizations: req.groups.clone(),
         ..LeafSpec::default()
     };
+    // Never past the CA: the expiry Terraform reports is the certificate's own.
+    let not_after = not_after.min(issuer.expires_at());
     let cert = issuer.issue_until(&spec, Usage::Client, not_after)?;
     Ok(AdminCert { cert, not_after })
 }

@@ -38,6 +38,8 @@ pub struct LeafSpec {
 /// A CA certificate with its signing key.
 pub struct Issuer {
     cert_pem: String,
+    /// The CA's own expiry: no leaf it signs outlives it (a chain is invalid once any link has expired).
+    not_after: OffsetDateTime,
     inner: rcgen::Issuer<'static, KeyPair>,
 }
 
@@ -92,6 +94,7 @@ impl Issuer {
         };
         let issuer = Issuer {
             cert_pem: pair.cert_pem.clone(),
+            not_after: params.not_after,
             inner: rcgen::Issuer::new(params, key),
         };
         Ok((issuer, pair))
@@ -104,7 +107,7 @@ impl Issuer {
             ca: "CA".into(),
             reason: format!("private key: {e}"),
         })?;
-        let (is_ca, spki) = inspect_ca(cert_pem)?;
+        let (is_ca, spki, not_after) = inspect_ca(cert_pem)?;
         if !is_ca {
             return Err(PkiError::LoadCa {
                 ca: "CA".into(),
@@ -124,6 +127,7 @@ impl Issuer {
             })?;
         Ok(Issuer {
             cert_pem: cert_pem.to_string(),
+            not_after,
             inner,
         })
     }
@@ -131,6 +135,11 @@ impl Issuer {
     /// The CA certificate, PEM.
     pub fn cert_pem(&self) -> &str {
         &self.cert_pem
+    }
+
+    /// When the CA expires: the latest expiry a leaf it signs gets.
+    pub fn expires_at(&self) -> OffsetDateTime {
+        self.not_after
     }
 
     /// Issues a leaf certificate with a fresh P-256 key, valid for a replica's lifetime.
@@ -149,7 +158,9 @@ impl Issuer {
         self.issue_until(spec, usage, now + lifetime)
     }
 
-    /// Issues a leaf certificate with a fresh P-256 key that expires at `not_after` (valid from 5 minutes ago).
+    /// Issues a leaf certificate with a fresh P-256 key that expires at `not_after`, or when the CA does if that is
+    /// sooner (valid from 5 minutes ago). A leaf that outlived its CA would still be refused after the CA's expiry,
+    /// by every verifier, while its expiry said otherwise.
     pub fn issue_until(
         &self,
         spec: &LeafSpec,
@@ -192,7 +203,7 @@ impl Issuer {
         };
         params.use_authority_key_identifier_extension = true;
         params.not_before = OffsetDateTime::now_utc() - BACKDATE;
-        params.not_after = not_after;
+        params.not_after = not_after.min(self.not_after);
         let cert = params.signed_by(&key, &self.inner).map_err(gen_err)?;
         Ok(CertKey {
             cert_pem: cert.pem(),
@@ -201,8 +212,8 @@ impl Issuer {
     }
 }
 
-/// Whether a PEM certificate is a CA, and its DER SubjectPublicKeyInfo.
-fn inspect_ca(cert_pem: &str) -> Result<(bool, Vec<u8>), PkiError> {
+/// Whether a PEM certificate is a CA, its DER SubjectPublicKeyInfo, and its expiry.
+fn inspect_ca(cert_pem: &str) -> Result<(bool, Vec<u8>, OffsetDateTime), PkiError> {
     let bad = |reason: String| PkiError::LoadCa {
         ca: "CA".into(),
         reason,
@@ -216,5 +227,9 @@ fn inspect_ca(cert_pem: &str) -> Result<(bool, Vec<u8>), PkiError> {
         .basic_constraints()
         .map_err(|e| bad(format!("basicConstraints: {e}")))?
         .is_some_and(|bc| bc.value.ca);
-    Ok((is_ca, cert.tbs_certificate.subject_pki.raw.to_vec()))
+    Ok((
+        is_ca,
+        cert.tbs_certificate.subject_pki.raw.to_vec(),
+        cert.validity().not_after.to_datetime(),
+    ))
 }

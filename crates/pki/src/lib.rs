@@ -336,3 +336,14 @@ pub fn not_after_unix(cert_pem: &str) -> Result<i64> {
     })?;
     Ok(cert.validity().not_after.timestamp())
 }
+
+/// When the first of these CA certificates expires (Unix seconds): no leaf signed by them outlives it. `None` when
+/// any cannot be read (an empty or broken PEM), so a caller never caps by a guess.
+pub fn cas_expire_at<'a>(ca_pems: impl IntoIterator<Item = &'a str>) -> Option<i64> {
+    ca_pems
+        .into_iter()
+        .map(|pem| not_after_unix(pem).ok())
+        .collect::<Option<Vec<i64>>>()?
+        .into_iter()
+        .min()
+}

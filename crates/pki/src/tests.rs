@@ -430,3 +430,75 @@ fn replica_certificates_live_as_long_as_asked_and_their_expiry_reads_back() {
     }
     assert!(not_after_unix("not a certificate").is_err());
 }
+
+/// A CA that expires in an hour, as a ten-year CA does in its last hour.
+fn ca_expiring_in_an_hour() -> CertKey {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, KeyUsagePurpose};
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::days(3651);
+    params.not_after = now + time::Duration::hours(1);
+    let cert = params.self_signed(&key).unwrap();
+    CertKey {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}
+
+/// No certificate outlives the CA that signed it: a chain is refused once its CA expires, whatever the leaf says,
+/// so a leaf's expiry (what plan reads to renew, and what `ha_admin_credentials` reports) is capped at the CA's.
+#[test]
+fn no_certificate_outlives_its_ca() {
+    let ca = ca_expiring_in_an_hour();
+    let issuer = Issuer::from_pem(&ca.cert_pem, &ca.key_pem).unwrap();
+    let ca_expiry = not_after_unix(&ca.cert_pem).unwrap();
+    assert_eq!(issuer.expires_at().unix_timestamp(), ca_expiry);
+
+    let year = issuer
+        .issue_for(
+            &LeafSpec::default(),
+            Usage::Client,
+            time::Duration::days(365),
+        )
+        .unwrap();
+    assert_eq!(
+        not_after_unix(&year.cert_pem).unwrap(),
+        ca_expiry,
+        "a year-long leaf"
+    );
+    verify_client(&ca.cert_pem, &year.cert_pem).unwrap();
+
+    // Shorter than what the CA has left: as asked.
+    let before = time::OffsetDateTime::now_utc().unix_timestamp();
+    let short = issuer
+        .issue_for(
+            &LeafSpec::default(),
+            Usage::Client,
+            time::Duration::minutes(10),
+        )
+        .unwrap();
+    let t = not_after_unix(&short.cert_pem).unwrap();
+    assert!((before + 600..=before + 601).contains(&t), "{t}");
+
+    let admin = issue_admin_cert(
+        &ca,
+        &AdminCertRequest {
+            user: "alice".into(),
+            groups: vec![],
+            validity: std::time::Duration::from_secs(2 * 3600),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        admin.not_after.unix_timestamp(),
+        ca_expiry,
+        "the reported expiry"
+    );
+    assert_eq!(not_after_unix(&admin.cert.cert_pem).unwrap(), ca_expiry);
+}
