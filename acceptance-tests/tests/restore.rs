@@ -106,11 +106,11 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
             "[{label}] a restore replaces no replica:\n{plan}"
         );
 
-        refuse_bytes_the_backup_did_not_record(&ws, &sim, &gcs, &newest, &by_zone);
+        let restoring = refuse_bytes_the_backup_did_not_record(&ws, &sim, &gcs, &newest, &by_zone);
 
-        // Generation 1 was spent on the refused restore: a new attempt raises it, as the refusal of an empty
-        // start says.
-        ws.write_main_tf(&config(&sim, &gcs, Some(2)));
+        // The refused restore left generation 1 unspent, and the first replica has restored with it since, from
+        // the good copy: the same configuration, without the short timeout, brings the others back as new members.
+        ws.write_main_tf(&restoring);
         ws.apply();
         // Three healthy voters, the same replicas by name, and an empty plan.
         check(client, &ws, &sim, 3);
@@ -166,17 +166,20 @@ fn a_cluster_that_lost_every_vm_and_disk_comes_back_from_its_newest_snapshot_wit
 /// Someone with write access to the bucket puts other bytes under the snapshot's name, keeping its metadata. The
 /// restore runs and fails: the restoring VM's fetch compares the bytes with the SHA-256 the backup recorded and
 /// refuses them, so its etcd never starts (the etcd log says why), and the apply fails naming the init
-/// containers. Then the snapshot's own bytes go back and the VM the failed restore made is deleted with its data
-/// disk, as docs/guides/disaster-recovery.md tells the user to (the next apply does not clear it yet: its etcd
-/// does not answer, and the join refuses to go on without the member list), and the caller's restore, with the
-/// generation raised again, runs on the real snapshot.
+/// containers. The user then points `restore.snapshot` at a good copy of the snapshot, and does nothing by hand:
+/// the next plan shows the restore again for every replica (the failed attempt did not spend the generation),
+/// naming the one whose VM that attempt left, and the next apply deletes that VM (which would go on fetching the
+/// tampered object) and restores from the copy. Returns that configuration. The failed apply and the restoring one target
+/// the first replica alone, so it is the one that restores (with all three, the others wait for the cluster's lock
+/// and the one that gets it may clear the failed VM, logs and all, before the test reads them); the caller's apply
+/// joins the others.
 fn refuse_bytes_the_backup_did_not_record(
     ws: &acceptance_tests::Workspace,
     sim: &Sim,
     gcs: &FakeGcs,
     newest: &str,
     by_zone: &std::collections::BTreeMap<String, String>,
-) {
+) -> String {
     let dir = tempfile::tempdir().unwrap();
     let good = std::fs::read(gcs.download(BUCKET, newest, dir.path())).unwrap();
     let recorded = gcs
@@ -194,16 +197,24 @@ fn refuse_bytes_the_backup_did_not_record(
     );
 
     // A short update timeout: the restoring replica waits for an etcd that never starts.
-    let config = config(sim, gcs, Some(1)).replace(
+    let short = config(sim, gcs, Some(1)).replace(
         "  zone     = each.value\n",
         "  zone     = each.value\n  timeouts {\n    update = \"40s\"\n  }\n",
     );
     assert!(
-        config.contains("update = \"40s\""),
+        short.contains("update = \"40s\""),
         "the replica block moved"
     );
-    ws.write_main_tf(&config);
-    let failed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+    ws.write_main_tf(&short);
+    let first = &by_zone[B];
+    let target = format!("-target=ha_master_replica.r[\"{B}\"]");
+    let failed = ws.run(&[
+        "apply",
+        "-input=false",
+        "-no-color",
+        "-auto-approve",
+        &target,
+    ]);
     assert!(
         !failed.success(),
         "a tampered snapshot was restored:\n{failed}"
@@ -230,31 +241,56 @@ fn refuse_bytes_the_backup_did_not_record(
         !logs.contains("init container restore-snapshot starting"),
         "etcd's restore ran on refused bytes:\n{logs}"
     );
+    // A good copy, kept apart from the cluster's backups, with the metadata the backup wrote.
+    let copy = format!("kept-by-hand/{}", newest.rsplit('/').next().unwrap());
+    gcs.put(BUCKET, &copy, &good, &recorded);
+    let restoring = config(sim, gcs, Some(1)).replace(
+        "    generation = 1\n",
+        &format!("    generation = 1\n    snapshot   = \"gs://{BUCKET}/{copy}\"\n"),
+    );
+    assert!(restoring.contains(&copy), "the restore block moved");
 
-    gcs.put(BUCKET, newest, &good, &recorded);
-    // Whatever the failed apply made: a replica cut short by the timeout may have its data disk and no VM yet.
-    let disks = sim.names("disks");
-    for (zone, vm) in by_zone {
-        if sim.find_instance(vm).is_some() {
-            sim.gcloud(&[
-                "compute",
-                "instances",
-                "delete",
-                vm,
-                "--zone",
-                zone,
-                "--quiet",
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-        }
-        let disk = format!("{vm}-pd");
-        if disks.contains(&disk) {
-            sim.gcloud(&[
-                "compute", "disks", "delete", &disk, "--zone", zone, "--quiet",
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-        }
+    // What the attempt left: the restoring VM, whose etcd never answers.
+    assert_eq!(
+        sim.instance(first)["labels"]["ha-master-build"],
+        "restore-snapshot",
+        "the refused restore's VM"
+    );
+    ws.write_main_tf(&restoring);
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(
+        plan.code,
+        Some(2),
+        "plan after the refused restore:\n{plan}"
+    );
+    for vm in by_zone.values() {
+        plan.assert_contains(&format!(
+            "Replica {vm} comes back from the cluster's snapshot"
+        ));
     }
+    plan.assert_contains(&format!(
+        "Replica {first} comes back from the cluster's snapshot, again"
+    ));
+    let said = plan.combined();
+    assert!(
+        !said.contains("survives") && !said.contains("must be replaced"),
+        "a failed attempt's leftovers are cleared, not refused or replaced:\n{plan}"
+    );
+    // The first replica deletes its failed VM and restores the copy; its etcd answers with the snapshot's keys.
+    ws.run(&[
+        "apply",
+        "-input=false",
+        "-no-color",
+        "-auto-approve",
+        &target,
+    ])
+    .assert_success();
+    assert_eq!(
+        key_count(sim, first, "restore/"),
+        KEYS,
+        "keys after the restore"
+    );
+    restoring
 }
 
 /// The revision `vm`'s etcd is at (`etcdctl endpoint status`'s header).

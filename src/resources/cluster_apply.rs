@@ -257,8 +257,10 @@ pub async fn update(
     }
     // A restore from a snapshot, or a start with an empty etcd, is the replicas' to run (the first to rejoin
     // restores or founds, `domain::restore`, `domain::start_empty`): the cluster has no VM to repair the load
-    // balancer around until they have.
-    if super::cluster_model::recovery_planned(Some(&prior), &p)
+    // balancer around until they have. So is a change of the `restore` block at the same generation, as after a
+    // restore that failed: the replicas that did not finish restore again with it (the repair would wait for an
+    // API that has no etcd yet).
+    if (super::cluster_model::recovery_planned(Some(&prior), &p) || prior.restore != p.restore)
         && p.spec
             .known()
             .is_some_and(|s| s.snapshot_choice().is_some() || s.starts_empty())

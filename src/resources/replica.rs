@@ -281,7 +281,19 @@ fn plan_recovery(prior: &ReplicaModel, p: &mut ReplicaModel, diags: &mut Diagnos
         // A restore (or an empty start) is for a cluster with nothing left: a VM or data disk that survives keeps
         // its data instead.
         let disk_kept = prior.status.known().is_some_and(|s| s == VM_DELETED);
-        if disk_kept {
+        let member_recorded = prior
+            .etcd_member_id
+            .known()
+            .is_some_and(|id| !id.is_empty());
+        // A VM refresh found although the state records no instance.
+        let vm_unrecorded =
+            gone && !disk_kept && prior.status.known().is_some_and(|s| !s.is_empty());
+        if restoring
+            && ha_domain::restore::left_by_failed_attempt(vm_unrecorded, disk_kept, member_recorded)
+        {
+            let (summary, detail) = ha_domain::restore::failed_attempt_note(&name);
+            diags.warning(summary, detail);
+        } else if disk_kept {
             let (summary, detail) = ha_domain::restore::disk_survives(&name);
             diags.push(Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")));
         } else if gone && restoring {

@@ -146,15 +146,16 @@ pub async fn create(
 ) -> Option<ReplicaModel> {
     let ctx = context(settings, &p, diags).await?;
     let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
-    join_as_new_member(&ctx, stop, None, p, until, diags).await
+    join_as_new_member(&ctx, stop, None, None, p, until, diags).await
 }
 
-/// The replica joins etcd as a new member (a learner first): its create, or its rejoin after the cluster's
-/// recovery dropped its member.
+/// The replica joins etcd as a new member (a learner first): its create, or its rejoin (`prior` is then its state)
+/// after the cluster's recovery dropped its member.
 async fn join_as_new_member(
     ctx: &ClusterCtx,
     stop: &CancellationToken,
     restore: Option<ha_domain::restore::SnapshotChoice>,
+    prior: Option<&ReplicaModel>,
     p: ReplicaModel,
     until: Instant,
     diags: &mut Diagnostics,
@@ -192,6 +193,9 @@ async fn join_as_new_member(
         name: name.clone(),
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
+        member_recorded: prior
+            .and_then(|s| s.etcd_member_id.known())
+            .is_some_and(|id| !id.is_empty()),
         restore,
     };
     match unless_stopped(stop, join(ctx, &req, until)).await {
@@ -203,14 +207,31 @@ async fn join_as_new_member(
         Some(Err(e)) => {
             report(diags, "create", &name, e);
             // Save what may exist (the reserved IP, perhaps a VM or a learner) so the next apply cleans it up.
-            Some(fill(p, ctx, &name, &zone, None))
+            Some(unfinished(p, prior, ctx, &req))
         }
         None => {
             // The join stopped mid-way; its name is saved, so the next apply finds and removes what it made.
             report_interrupted(diags, &format!("Creating replica {name}"));
-            Some(fill(p, ctx, &name, &zone, None))
+            Some(unfinished(p, prior, ctx, &req))
         }
     }
+}
+
+/// The state a join that failed or was stopped leaves: its name and zone, so the next apply finds what it made. A
+/// restore keeps the replica's `cluster` from before it, with the old restore generation: the next plan shows the
+/// restore again, and its apply clears what this attempt left (`ops::restore::clear_failed_attempts`) instead of
+/// finding the generation spent.
+fn unfinished(
+    p: ReplicaModel,
+    prior: Option<&ReplicaModel>,
+    ctx: &ClusterCtx,
+    req: &JoinRequest,
+) -> ReplicaModel {
+    let mut saved = fill(p, ctx, &req.name, &req.zone, None);
+    if let (Some(_), Some(prior)) = (&req.restore, prior) {
+        saved.cluster = prior.cluster.clone();
+    }
+    saved
 }
 
 /// After the last membership change of an apply, warns about a shape that is worse than it looks (two replicas, or
@@ -399,7 +420,7 @@ pub async fn update(
         // An update: the user's `update` timeout bounds it, and without one it has a create's time, since it
         // does what a create does (and a restore fetches a snapshot first).
         let until = deadline(&p.timeouts, Op::Update, CREATE_TIMEOUT);
-        return join_as_new_member(&ctx, stop, restore, p, until, diags).await;
+        return join_as_new_member(&ctx, stop, restore, Some(&prior), p, until, diags).await;
     }
     if recovered && prior.master_settings.known() == p.master_settings.known() {
         let old = ctx.spec.master.build();

@@ -314,6 +314,51 @@ pub fn disk_survives(name: &str) -> Refusal {
     )
 }
 
+/// The VMs a failed attempt at the restore left, among the cluster's VMs (name, `ha-master-build` label): each
+/// still carries [`RESTORING_BUILD`], which a restore that finishes replaces (its VM is created again with its
+/// normal build). A restoring join holds the cluster's lock, so no other attempt is running: such a VM is dead
+/// (its fetch refused the snapshot, its etcd never answered, or its apply timed out), and what its disk holds is
+/// at most the snapshot, which is still in Cloud Storage. It is deleted with its data disk
+/// ([`clear_failed_attempt`]) before the restore starts again, so a failed restore does not block the next apply.
+pub fn failed_attempts<'a>(
+    vms: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> Vec<String> {
+    vms.into_iter()
+        .filter(|(_, build)| *build == Some(RESTORING_BUILD))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// The steps that remove a failed attempt's VM and its data disk (each step does nothing if its object is gone).
+pub fn clear_failed_attempt() -> Vec<Step> {
+    steps![ReplicaStep::DeleteInstance, ReplicaStep::DeleteDataDisk]
+}
+
+/// Whether what a replica has under its name while the cluster restores was left by a failed attempt at this
+/// restore rather than by a member that held data: a VM its state records no instance of, or a data disk without
+/// its VM, and a state that records no etcd member (`member_recorded` false), which a failed join writes. Plan
+/// then says the restore runs again for it ([`failed_attempt_note`]) and the join deletes such a disk first; a
+/// disk whose replica recorded a member is refused at plan instead ([`disk_survives`]), since its member could
+/// come back with its data.
+pub fn left_by_failed_attempt(
+    vm_without_instance: bool,
+    disk_without_vm: bool,
+    member_recorded: bool,
+) -> bool {
+    !member_recorded && (vm_without_instance || disk_without_vm)
+}
+
+/// What a replica's plan says when an earlier attempt at the restore did not finish for it and left its VM or its
+/// data disk.
+pub fn failed_attempt_note(name: &str) -> (String, String) {
+    (
+        format!("Replica {name} comes back from the cluster's snapshot, again"),
+        format!(
+            "An earlier apply of this restore did not finish for {name}: its state records no etcd member, and that attempt left a VM or a data disk under its name. A VM that still restores, and a data disk without its VM, hold at most the snapshot, which is still in Cloud Storage: they are deleted, and {name} is created again on a new data disk. If it is the first replica to apply, it restores the snapshot; otherwise it joins the restored cluster as a new member."
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,6 +605,46 @@ mod tests {
             "etcd_version = \"3.5\"",
         ] {
             assert!(detail.contains(part), "{part}: {detail}");
+        }
+    }
+
+    #[test]
+    fn only_vms_still_carrying_the_restoring_build_are_a_failed_attempt() {
+        let vms = [
+            ("walk-a", Some(RESTORING_BUILD)),
+            ("walk-b", Some("b8d1c0ffee")),
+            ("walk-c", None),
+            ("walk-d", Some(crate::recovery::RECOVERING_BUILD)),
+            ("walk-e", Some(RESTORING_BUILD)),
+        ];
+        assert_eq!(failed_attempts(vms), vec!["walk-a", "walk-e"]);
+        assert!(failed_attempts([]).is_empty());
+        assert_eq!(
+            clear_failed_attempt(),
+            steps![ReplicaStep::DeleteInstance, ReplicaStep::DeleteDataDisk]
+        );
+    }
+
+    #[test]
+    fn what_a_replica_that_recorded_no_member_left_is_a_failed_attempt() {
+        // (a VM the state records no instance of, a data disk without its VM, state records a member, left by a
+        // failed attempt)
+        let cases = [
+            (false, true, false, true),
+            (true, false, false, true),
+            // A member that held data: refused at plan, never deleted.
+            (false, true, true, false),
+            (true, false, true, false),
+            // Nothing left.
+            (false, false, false, false),
+            (false, false, true, false),
+        ];
+        for (vm, disk, member, left) in cases {
+            assert_eq!(
+                left_by_failed_attempt(vm, disk, member),
+                left,
+                "vm {vm}, disk {disk}, member recorded {member}"
+            );
         }
     }
 }

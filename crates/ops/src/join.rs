@@ -31,6 +31,9 @@ pub struct JoinRequest {
     /// The cluster restores etcd from this snapshot in this apply: a join that finds no member restores it
     /// instead of founding an empty etcd (`domain::restore`).
     pub restore: Option<SnapshotChoice>,
+    /// The replica's state records an etcd member: a data disk found without its VM then held that member's data,
+    /// and is never taken for a failed restore's leftover.
+    pub member_recorded: bool,
 }
 
 /// What exists once the join is done (or as far as it got).
@@ -44,6 +47,18 @@ pub struct Joined {
 pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Result<Joined> {
     let spec = &ctx.spec;
     let c = &ctx.compute;
+    // A restore that failed before (its etcd never answered) left VMs that would make the member list unreadable:
+    // they go first.
+    if req.restore.is_some() {
+        super::restore::clear_failed_attempts(
+            ctx,
+            &req.name,
+            &req.zone,
+            req.member_recorded,
+            deadline,
+        )
+        .await?;
+    }
     // A join that was killed before Terraform saved anything left its objects under a name no state holds.
     clear_orphans(ctx, &req.name, deadline).await?;
     let address = c

@@ -6,9 +6,12 @@ use tokio::time::Instant;
 
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
-use super::observe::observe;
+use super::execute::{Replica, Run};
+use super::observe::{data_disk_exists, observe};
+use super::shared::zone_of;
 use ha_domain::backup;
 use ha_domain::restore::{self, SnapshotChoice, SnapshotInfo};
+use ha_domain::roll::BUILD_LABEL;
 use ha_master::SnapshotRestore;
 use ha_storage::Bucket;
 
@@ -159,4 +162,54 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
         bump_revision: ha_domain::restore::revision_bump(&ctx.spec.master.etcd_version),
         sha256: snapshot.sha256,
     })
+}
+
+/// Before a restoring join, under the cluster's lock: what failed attempts at this restore left is deleted, so the
+/// restore runs again instead of stopping at an etcd that never answers or a data disk it would not restore over.
+/// That is every VM still carrying the restoring build, with its data disk (`domain::restore::failed_attempts`),
+/// and the joiner's own data disk without a VM when its state records no member
+/// (`domain::restore::left_by_failed_attempt`). `member_recorded` is what the replica's state says.
+pub async fn clear_failed_attempts(
+    ctx: &ClusterCtx,
+    me: &str,
+    my_zone: &str,
+    member_recorded: bool,
+    deadline: Instant,
+) -> Result<()> {
+    let snap = observe(ctx, &[], deadline).await?;
+    let builds = snap.instances.values().map(|i| {
+        (
+            i.name.as_str(),
+            i.labels.get(BUILD_LABEL).map(String::as_str),
+        )
+    });
+    let mut left: Vec<(String, String)> = restore::failed_attempts(builds)
+        .into_iter()
+        .map(|name| (zone_of(&snap.instances[&name]), name))
+        .collect();
+    if !snap.instances.contains_key(me)
+        && restore::left_by_failed_attempt(
+            false,
+            data_disk_exists(ctx, my_zone, me, deadline).await?,
+            member_recorded,
+        )
+    {
+        left.push((my_zone.to_string(), me.to_string()));
+    }
+    for (zone, name) in left {
+        tracing::info!(
+            "{me}: deleting the VM and data disk of {name}, left by an attempt at the restore that did not finish"
+        );
+        let who = Replica {
+            name,
+            zone,
+            labels: Default::default(),
+            // Deleting creates nothing, so the replica's address is never asked for.
+            internal_ip: std::net::Ipv4Addr::UNSPECIFIED,
+        };
+        Run::for_replica(ctx, &snap, &who, deadline)
+            .execute(&restore::clear_failed_attempt())
+            .await?;
+    }
+    Ok(())
 }
