@@ -249,6 +249,20 @@ impl Workspace {
         self.checked(&["apply", "-input=false", "-no-color", "-auto-approve"])
     }
 
+    /// `apply -target=<address>`, which must succeed: that resource and what it depends on, nothing else (a
+    /// replica first, before a plain apply does the rest).
+    #[track_caller]
+    pub fn apply_target(&self, address: &str) -> CmdOutput {
+        let target = format!("-target={address}");
+        self.checked(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            &target,
+        ])
+    }
+
     /// `destroy -auto-approve`, which must succeed.
     #[track_caller]
     pub fn destroy(&self) -> CmdOutput {

@@ -77,15 +77,7 @@ fn etcd_goes_back_while_mixed_then_upgrades_to_3_5_one_replica_at_a_time_and_can
         // runs 3.4, so going back is allowed, and that replica rolls back onto 3.4 with its data.
         set_vars(&ws, &THREE_ZONES, &[("etcd_version", "3.5")]);
         let first = &by_zone[THREE_ZONES[0]];
-        let target = format!(r#"-target=ha_master_replica.r["{}"]"#, THREE_ZONES[0]);
-        ws.run(&[
-            "apply",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            &target,
-        ])
-        .assert_success();
+        ws.apply_target(&format!(r#"ha_master_replica.r["{}"]"#, THREE_ZONES[0]));
         for vm in &vms {
             let want = if vm == first { "3.5." } else { "3.4." };
             let v = server_version(&sim, vm).expect("etcd answers");

@@ -79,15 +79,7 @@ fn kubernetes_moves_one_minor_at_a_time_behind_the_static_ip_and_refuses_two() {
         plan.assert_contains("Kubernetes of cluster walk will be upgraded from 1.33.5 to 1.34.1");
         plan.assert_contains("0 to add, 4 to change, 0 to destroy");
         plan.assert_contains("will be rolled: kubernetes_version changes");
-        let target = format!(r#"-target=ha_master_replica.r["{}"]"#, THREE_ZONES[0]);
-        ws.run(&[
-            "apply",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            &target,
-        ])
-        .assert_success();
+        ws.apply_target(&format!(r#"ha_master_replica.r["{}"]"#, THREE_ZONES[0]));
         set_version(&ws, "1.35");
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_failure();

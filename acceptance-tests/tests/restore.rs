@@ -207,7 +207,8 @@ fn refuse_bytes_the_backup_did_not_record(
     );
     ws.write_main_tf(&short);
     let first = &by_zone[B];
-    let target = format!("-target=ha_master_replica.r[\"{B}\"]");
+    let replica = format!("ha_master_replica.r[\"{B}\"]");
+    let target = format!("-target={replica}");
     let failed = ws.run(&[
         "apply",
         "-input=false",
@@ -277,14 +278,7 @@ fn refuse_bytes_the_backup_did_not_record(
         "a failed attempt's leftovers are cleared, not refused or replaced:\n{plan}"
     );
     // The first replica deletes its failed VM and restores the copy; its etcd answers with the snapshot's keys.
-    ws.run(&[
-        "apply",
-        "-input=false",
-        "-no-color",
-        "-auto-approve",
-        &target,
-    ])
-    .assert_success();
+    ws.apply_target(&replica);
     assert_eq!(
         key_count(sim, first, "restore/"),
         KEYS,

@@ -146,15 +146,7 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
         );
 
         // The down replica first (its own roll restarts it on the new machine type), then the rest.
-        let target = format!("-target=ha_master_replica.r[\"{C}\"]");
-        ws.run(&[
-            "apply",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            &target,
-        ])
-        .assert_success();
+        ws.apply_target(&format!("ha_master_replica.r[\"{C}\"]"));
         ws.apply();
         check(client, &ws, &sim, 3);
         assert_eq!(
