@@ -49,7 +49,7 @@ impl Mirror {
     }
 
     /// The mirror of the previous release's provider, for the upgrade test: under its own version (the one
-    /// `scripts/setup` recorded beside the binary), in `.work/acceptance/previous-mirrors`.
+    /// `scripts/build-previous-release` recorded beside the binary), in `.work/acceptance/previous-mirrors`.
     pub fn previous() -> Arc<Mirror> {
         static PREVIOUS: OnceLock<Arc<Mirror>> = OnceLock::new();
         PREVIOUS

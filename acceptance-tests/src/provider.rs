@@ -98,8 +98,9 @@ pub fn provider_binary() -> PathBuf {
 /// `scripts/setup` builds.
 pub const PREVIOUS_PROVIDER_BIN_ENV: &str = "HA_PREVIOUS_PROVIDER_BIN";
 
-/// The previous release's provider, which `scripts/setup` builds from the commit pinned there
-/// (`PREVIOUS_RELEASE`) into `.tools/previous-release/`: the upgrade test applies with it and plans with this one.
+/// The previous release's provider, which `scripts/build-previous-release` (run by `make test`) builds from the
+/// commit pinned there (`PREVIOUS_RELEASE`) into `.tools/previous-release/`: the upgrade test applies with it and
+/// plans with this one.
 pub fn previous_provider_binary() -> PathBuf {
     let path = match std::env::var_os(PREVIOUS_PROVIDER_BIN_ENV) {
         Some(p) => repo_root().join(p),
@@ -110,8 +111,8 @@ pub fn previous_provider_binary() -> PathBuf {
     };
     assert!(
         path.is_file(),
-        "the previous release's provider {} not found: run `scripts/setup` (it builds the commit pinned as \
-         PREVIOUS_RELEASE), or set {PREVIOUS_PROVIDER_BIN_ENV}",
+        "the previous release's provider {} not found: run `bash scripts/build-previous-release` (it builds the \
+         commit pinned as PREVIOUS_RELEASE; `make test` runs it first), or set {PREVIOUS_PROVIDER_BIN_ENV}",
         path.display()
     );
     path
