@@ -402,16 +402,7 @@ pub fn with_expiry(mut m: ReplicaModel) -> ReplicaModel {
     m
 }
 
-/// A Unix time as Terraform users read timestamps (RFC 3339, UTC).
-pub(super) fn rfc3339(unix: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp(unix)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_default()
-}
+pub(super) use ha_domain::certificates::rfc3339;
 
 /// Certificates within the cluster's renewal window: the replica is rolled, and the rebuild issues new ones from
 /// the same CAs (`domain::certificates`). Within 30 days but outside the window, a warning. `now` is injected.

@@ -142,6 +142,17 @@ fn human(d: Duration) -> String {
     }
 }
 
+/// A Unix time as Terraform users read timestamps (RFC 3339, UTC); empty when out of range.
+pub fn rfc3339(unix: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
