@@ -10,6 +10,7 @@ pub mod certificates;
 pub mod etcd_version;
 pub mod exposure;
 pub mod guard;
+pub mod health;
 pub mod ids;
 pub mod image;
 pub mod key_placement;
