@@ -11,6 +11,7 @@ pub mod endpoint;
 pub mod error;
 pub mod etcd_version;
 pub mod execute;
+pub mod health;
 pub mod join;
 pub mod kubernetes_version;
 pub mod leave;

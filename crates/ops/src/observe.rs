@@ -11,7 +11,7 @@ use super::context::ClusterCtx;
 use super::error::Result;
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT};
 use ha_domain::topology::{IpHolder, MemberView, Observed};
-use ha_etcd::{EtcdTarget, Member};
+use ha_etcd::{EndpointHealth, EtcdTarget, Member};
 use ha_gce::{InstanceInfo, InstanceRef};
 
 pub struct Snapshot {
@@ -22,6 +22,8 @@ pub struct Snapshot {
     pub members: Vec<Member>,
     /// Where to reach each running replica's etcd.
     pub targets: Vec<EtcdTarget>,
+    /// What each target said about itself, in the order of `targets` (empty when the member list was not read).
+    pub health: Vec<EndpointHealth>,
     /// The target pool's members with their zones (empty without a pool): a member that is not a replica VM is
     /// removed by zone and name.
     pub pool_members: Vec<InstanceRef>,
@@ -114,12 +116,13 @@ pub async fn observe(
         .filter_map(|i| etcd_target(ctx, i))
         .collect();
     let mut etcd_unreachable = None;
+    let mut health = Vec::new();
     let (members, member_views) = if targets.is_empty() {
         (Vec::new(), None)
     } else {
         match ctx.etcd.member_list(&targets).await {
             Ok(members) => {
-                let health = ctx.etcd.health(&targets).await;
+                health = ctx.etcd.health(&targets).await;
                 let views = members
                     .iter()
                     .map(|m| MemberView {
@@ -181,6 +184,7 @@ pub async fn observe(
         instances,
         members,
         targets,
+        health,
         pool_members,
     })
 }
