@@ -1,4 +1,4 @@
-//! The `ha` provider: its configuration, resources, data source, ephemeral resource and functions.
+//! The `ha` provider: its configuration, resources, data sources, ephemeral resource and functions.
 
 use std::sync::Arc;
 
@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{self, ProviderConfig, SharedSettings};
 use crate::resources::admin_credentials::{AdminCredentialsDataSource, AdminCredentialsEphemeral};
 use crate::resources::cluster::ClusterResource;
+use crate::resources::cluster_health::ClusterHealthDataSource;
 use crate::resources::replica::ReplicaResource;
 
 #[derive(Default)]
@@ -45,7 +46,12 @@ impl Provider for HaProvider {
     }
 
     fn data_sources(&self) -> Vec<DataSourceHandle> {
-        vec![data_source(AdminCredentialsDataSource)]
+        vec![
+            data_source(AdminCredentialsDataSource),
+            data_source(ClusterHealthDataSource {
+                settings: Arc::clone(&self.settings),
+            }),
+        ]
     }
 
     fn ephemeral_resources(&self) -> Vec<EphemeralHandle> {

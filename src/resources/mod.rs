@@ -5,6 +5,7 @@ mod advice;
 mod cancel;
 pub mod cluster;
 mod cluster_apply;
+pub mod cluster_health;
 pub mod cluster_model;
 #[cfg(test)]
 mod extreme_tests;
