@@ -59,9 +59,9 @@ pub use lockfile::{LockEntry, hashes_for, render as render_lock_file};
 pub use mirror::Mirror;
 pub use paths::{repo_root, tools_bin, work_dir};
 pub use provider::{
-    NAMESPACE, PREVIOUS_PROVIDER_BIN_ENV, PROVIDER_BIN_ENV, PROVIDER_TYPE, REGISTRY_HOSTS,
-    REQUIRED_PROVIDERS, SOURCE, platform, previous_provider_binary, provider_address,
-    provider_binary, provider_version,
+    LEGACY_PROVIDER_BIN_ENV, NAMESPACE, PREVIOUS_PROVIDER_BIN_ENV, PROVIDER_BIN_ENV, PROVIDER_TYPE,
+    REGISTRY_HOSTS, REQUIRED_PROVIDERS, Release, SOURCE, platform, provider_address,
+    provider_binary, provider_version, release_provider_binary,
 };
 pub use sim::{SIM_BIN_ENV, Sim, etcd35_bin, sim_binary};
 pub use workspace::Workspace;

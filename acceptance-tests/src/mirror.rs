@@ -1,9 +1,10 @@
 //! A local filesystem mirror holding the provider the way a user would install it offline, plus the CLI config
 //! and lock file that make a workspace install from it.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -12,8 +13,8 @@ use crate::dirhash::hash1;
 use crate::lockfile::{LockEntry, render};
 use crate::paths::work_dir;
 use crate::provider::{
-    NAMESPACE, PROVIDER_TYPE, REGISTRY_HOSTS, platform, previous_provider_binary, provider_address,
-    provider_binary, provider_version,
+    NAMESPACE, PROVIDER_TYPE, REGISTRY_HOSTS, Release, platform, provider_address, provider_binary,
+    provider_version, release_provider_binary,
 };
 
 /// A mirror directory with the provider package under both registry hosts, and the package's h1 hash.
@@ -48,19 +49,24 @@ impl Mirror {
             .clone()
     }
 
-    /// The mirror of the previous release's provider, for the upgrade test: under its own version (the one
+    /// The mirror of an earlier release's provider, for the upgrade tests: under its own version (the one
     /// `scripts/build-previous-release` recorded beside the binary), in `.work/acceptance/previous-mirrors`.
-    pub fn previous() -> Arc<Mirror> {
-        static PREVIOUS: OnceLock<Arc<Mirror>> = OnceLock::new();
-        PREVIOUS
-            .get_or_init(|| {
-                let binary = previous_provider_binary();
+    pub fn release(release: Release) -> Arc<Mirror> {
+        static MIRRORS: OnceLock<Mutex<HashMap<Release, Arc<Mirror>>>> = OnceLock::new();
+        let mut mirrors = MIRRORS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        mirrors
+            .entry(release)
+            .or_insert_with(|| {
+                let binary = release_provider_binary(release);
                 let version_file = binary.with_file_name("VERSION");
                 let version = std::fs::read_to_string(&version_file)
                     .unwrap_or_else(|e| panic!("reading {}: {e}", version_file.display()));
-                let mirrors = work_dir().join("previous-mirrors");
+                let parent = work_dir().join("previous-mirrors");
                 Arc::new(
-                    Mirror::content_addressed_as(&mirrors, &binary, version.trim()).unwrap_or_else(
+                    Mirror::content_addressed_as(&parent, &binary, version.trim()).unwrap_or_else(
                         |e| panic!("building the mirror of {}: {e}", binary.display()),
                     ),
                 )

@@ -98,22 +98,59 @@ pub fn provider_binary() -> PathBuf {
 /// `scripts/setup` builds.
 pub const PREVIOUS_PROVIDER_BIN_ENV: &str = "HA_PREVIOUS_PROVIDER_BIN";
 
-/// The previous release's provider, which `scripts/build-previous-release` (run by `make test`) builds from the
-/// commit pinned there (`PREVIOUS_RELEASE`) into `.tools/previous-release/`: the upgrade test applies with it and
-/// plans with this one.
-pub fn previous_provider_binary() -> PathBuf {
-    let path = match std::env::var_os(PREVIOUS_PROVIDER_BIN_ENV) {
+/// An earlier release the upgrade tests start from. `scripts/build-previous-release` builds each from the commit
+/// pinned there into `.tools/<dir>/`: the upgrade test applies with it and plans with this checkout's provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Release {
+    /// `PREVIOUS_RELEASE`: the last commit that landed on main.
+    Previous,
+    /// `LEGACY_RELEASE`: the last release whose masters keep their keys in instance metadata.
+    Legacy,
+}
+
+impl Release {
+    fn dir(self) -> &'static str {
+        match self {
+            Release::Previous => "previous-release",
+            Release::Legacy => "legacy-release",
+        }
+    }
+
+    fn pin(self) -> &'static str {
+        match self {
+            Release::Previous => "PREVIOUS_RELEASE",
+            Release::Legacy => "LEGACY_RELEASE",
+        }
+    }
+
+    fn env(self) -> &'static str {
+        match self {
+            Release::Previous => PREVIOUS_PROVIDER_BIN_ENV,
+            Release::Legacy => LEGACY_PROVIDER_BIN_ENV,
+        }
+    }
+}
+
+/// Overrides the binary of [`Release::Legacy`].
+pub const LEGACY_PROVIDER_BIN_ENV: &str = "HA_LEGACY_PROVIDER_BIN";
+
+/// The provider of `release`, as `scripts/build-previous-release` (run by `make test`) built it.
+pub fn release_provider_binary(release: Release) -> PathBuf {
+    let path = match std::env::var_os(release.env()) {
         Some(p) => repo_root().join(p),
         None => repo_root()
             .join(".tools")
-            .join("previous-release")
+            .join(release.dir())
             .join("terraform-provider-ha"),
     };
     assert!(
         path.is_file(),
-        "the previous release's provider {} not found: run `bash scripts/build-previous-release` (it builds the \
-         commit pinned as PREVIOUS_RELEASE; `make test` runs it first), or set {PREVIOUS_PROVIDER_BIN_ENV}",
-        path.display()
+        "the provider of {} {} not found: run `bash scripts/build-previous-release` (it builds the commit pinned \
+         as {}; `make test` runs it first), or set {}",
+        release.pin(),
+        path.display(),
+        release.pin(),
+        release.env()
     );
     path
 }

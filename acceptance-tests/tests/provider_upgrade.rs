@@ -1,14 +1,17 @@
-//! Upgrading the provider plans nothing. A cluster applied with the previous release's provider (built by
-//! `scripts/build-previous-release` from the commit it pins as `PREVIOUS_RELEASE`) is planned with this checkout's
-//! provider, under each client, and the plan must be empty: a new setting that changed every master's build digest, an attribute
-//! whose default moved, or a state the new schema reads differently would all show here as a change, and a
-//! changed digest as a roll of every replica.
+//! Upgrading the provider plans nothing. A cluster applied with an earlier release's provider (built by
+//! `scripts/build-previous-release` from the commits it pins) is planned with this checkout's provider, under each
+//! client, and the plan must be empty: a new setting that changed every master's build digest, an attribute whose
+//! default moved, or a state the new schema reads differently would all show here as a change, and a changed digest
+//! as a roll of every replica. Two releases are started from:
+//! - `PREVIOUS_RELEASE`, the last that landed: what most users run;
+//! - `LEGACY_RELEASE`, the last whose masters keep their keys in instance metadata and whose replicas keep leaf
+//!   keys in state (schema version 0). Its state must be upgraded to this schema, and the cluster destroyed with
+//!   the Secret Manager API disabled, as in a project that never enabled it: its masters keep their keys in
+//!   metadata, so nothing may need it.
 //!
 //! Terraform's cluster runs the default etcd and OpenTofu's etcd 3.5, so both kinds of build the digest has to
 //! keep stable (the default's image left out, and a non-default one in) are covered. After the empty plan an
-//! apply with the new provider must leave every VM as it was and every key in etcd. Last, the cluster is destroyed
-//! with the Secret Manager API disabled, as in a project that never enabled it: its masters keep their keys in
-//! metadata, so nothing may need it.
+//! apply with the new provider must leave every VM as it was and every key in etcd.
 
 use std::time::Duration;
 
@@ -16,7 +19,7 @@ use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::walk::{
     assert_sim_empty, check, outputs, set_vars, walk_config_in, write_keys,
 };
-use acceptance_tests::{Client, Mirror, Sim, Workspace, for_each_client};
+use acceptance_tests::{Client, Mirror, Release, Sim, Workspace, for_each_client};
 
 const ZONES: [&str; 2] = ["europe-west1-b", "europe-west1-c"];
 
@@ -37,43 +40,18 @@ fn vm_ids(sim: &Sim, vms: &[String]) -> Vec<String> {
 #[test]
 fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
     for_each_client(|client| {
-        let sim = Sim::start(&format!("provider-upgrade-{client}"));
-        let mut ws = Workspace::with_mirror(client, "provider-upgrade", Mirror::previous())
-            .with_timeout(Duration::from_secs(600));
-        // The previous release has no `secret_manager_custom_endpoint`: its masters keep their keys in metadata.
-        let config = walk_config_in(&sim, ZONES[0]);
-        ws.write_main_tf(&without_secret_manager(&config));
-        set_vars(&ws, &ZONES, &vars(client));
-        ws.init();
-        ws.apply();
-        let vms: Vec<String> = outputs(&ws)["replicas"]["value"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect();
-        assert_eq!(vms.len(), ZONES.len(), "[{client}] replicas: {vms:?}");
-        write_keys(&sim, &vms[0]);
-        let before = vm_ids(&sim, &vms);
+        let (sim, ws) = upgraded(client, Release::Previous, "provider-upgrade");
+        ws.destroy();
+        assert_sim_empty(client, &sim);
+    });
+}
 
-        ws.switch_mirror(Mirror::shared());
-        ws.write_main_tf(&config);
-        ws.init();
-        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
-        assert_eq!(
-            plan.code,
-            Some(0),
-            "[{client}] upgrading the provider must plan nothing, but the plan says:\n{plan}"
-        );
-        let apply = ws.apply();
-        apply.assert_contains("0 added, 0 changed, 0 destroyed");
+#[test]
+fn a_cluster_whose_keys_are_in_metadata_plans_nothing_with_this_one_and_is_removed_without_secret_manager()
+ {
+    for_each_client(|client| {
+        let (sim, ws) = upgraded(client, Release::Legacy, "legacy-upgrade");
         assert_replicas_state_upgraded(client, &ws);
-        assert_eq!(
-            vm_ids(&sim, &vms),
-            before,
-            "[{client}] a VM was rebuilt by upgrading the provider"
-        );
-        check(client, &ws, &sim, ZONES.len());
 
         // A project that never enabled Secret Manager can still remove a cluster whose masters keep their keys
         // in metadata: no replica's delete needs it, and the cluster's finds nothing there to clean.
@@ -91,6 +69,51 @@ fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
         ws.destroy();
         assert_sim_empty(client, &sim);
     });
+}
+
+/// A two-replica cluster applied by `release`, then planned (nothing) and applied (no VM rebuilt, every key kept)
+/// with this checkout's provider.
+fn upgraded(client: Client, release: Release, scenario: &str) -> (Sim, Workspace) {
+    let sim = Sim::start(&format!("{scenario}-{client}"));
+    let mut ws = Workspace::with_mirror(client, scenario, Mirror::release(release))
+        .with_timeout(Duration::from_secs(600));
+    let config = walk_config_in(&sim, ZONES[0]);
+    // The legacy release has no `secret_manager_custom_endpoint`: its masters keep their keys in metadata.
+    match release {
+        Release::Legacy => ws.write_main_tf(&without_secret_manager(&config)),
+        Release::Previous => ws.write_main_tf(&config),
+    }
+    set_vars(&ws, &ZONES, &vars(client));
+    ws.init();
+    ws.apply();
+    let vms: Vec<String> = outputs(&ws)["replicas"]["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(vms.len(), ZONES.len(), "[{client}] replicas: {vms:?}");
+    write_keys(&sim, &vms[0]);
+    let before = vm_ids(&sim, &vms);
+
+    ws.switch_mirror(Mirror::shared());
+    ws.write_main_tf(&config);
+    ws.init();
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(
+        plan.code,
+        Some(0),
+        "[{client}] upgrading the provider from {release:?} must plan nothing, but the plan says:\n{plan}"
+    );
+    let apply = ws.apply();
+    apply.assert_contains("0 added, 0 changed, 0 destroyed");
+    assert_eq!(
+        vm_ids(&sim, &vms),
+        before,
+        "[{client}] a VM was rebuilt by upgrading the provider from {release:?}"
+    );
+    check(client, &ws, &sim, ZONES.len());
+    (sim, ws)
 }
 
 /// The replicas' stored state was upgraded to this release's schema (version 1: no leaf private keys), which
@@ -125,7 +148,7 @@ fn assert_replicas_state_upgraded(client: Client, ws: &Workspace) {
     }
 }
 
-/// The walk-through's configuration as the previous release takes it.
+/// The walk-through's configuration as the legacy release takes it.
 fn without_secret_manager(config: &str) -> String {
     let out: String = config
         .lines()
