@@ -398,7 +398,8 @@ pub fn schema() -> Schema {
                  kubelet, controller-manager and cluster autoscaler on a master use it to call Google's \
                  APIs (`--cloud-provider=gce`). Whoever runs Terraform needs `iam.serviceAccounts.actAs` on \
                  it. A change rolls the replicas one at a time (GCE sets a VM's service account only while \
-                 it is stopped).",
+                 it is stopped). The default account usually holds Editor on the project, so plan warns when \
+                 a create or a change sets it; docs/guides/gce.md gives a dedicated account's roles.",
             )
             .validator(string_check(
                 "`default` or a service account's email.",
@@ -1195,6 +1196,20 @@ impl Resource for ClusterResource {
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;
             self.check_recovery(prior, p, diags).await;
+        }
+        if let (Some(name), Some(account)) = (p.name.known(), p.service_account.known())
+            && let Some((summary, detail)) = ha_domain::service_account::default_account_warning(
+                name,
+                change
+                    .prior
+                    .and_then(|m| m.service_account.known())
+                    .map(String::as_str),
+                account,
+            )
+        {
+            diags.push(
+                Diagnostic::warning(summary, detail).at(AttributePath::attr("service_account")),
+            );
         }
         if let Some(name) = p.name.known() {
             let prior = change.prior.map(|m| exposure_of(name, m));

@@ -102,13 +102,13 @@ async fn cluster_create_plan_knows_settings_and_not_generated_material() {
     )
     .await;
     assert!(!diags.has_error(), "{diags:?}");
-    // The defaults open the API to the Internet and put the masters on the default network: a create says so.
-    let warned: Vec<String> = diags
-        .iter()
-        .filter(|d| d.severity == tfplugin::diag::Severity::Warning)
-        .filter_map(|d| d.attribute.as_ref().map(|p| p.to_string()))
-        .collect();
-    assert_eq!(warned, ["api_source_ranges", "network"], "{diags:?}");
+    // The defaults run the masters as the project's default service account, open the API to the Internet and
+    // put the masters on the default network: a create says so.
+    assert_eq!(
+        warned_at(&diags),
+        ["service_account", "api_source_ranges", "network"],
+        "{diags:?}"
+    );
     let get = |k: &str| tfplugin_framework::plan::attr(&planned, k).clone();
     assert_eq!(get("id"), s("p/europe-west1/prod"));
     assert_eq!(
@@ -136,6 +136,40 @@ async fn cluster_create_plan_knows_settings_and_not_generated_material() {
         &s("europe-west1")
     );
     assert!(tfplugin_framework::plan::attr(&spec, "ca_private_key").is_unknown());
+}
+
+/// The attributes the plan's warnings are at, in order.
+fn warned_at(diags: &tfplugin::diag::Diagnostics) -> Vec<String> {
+    diags
+        .iter()
+        .filter(|d| d.severity == tfplugin::diag::Severity::Warning)
+        .filter_map(|d| d.attribute.as_ref().map(|p| p.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn masters_with_their_own_service_account_are_not_warned_of_it() {
+    let server = FrameworkServer::new(HaProvider::default());
+    let (_, diags) = plan_cluster(
+        &server,
+        &[
+            ("name", s("prod")),
+            ("project", s("p")),
+            ("zone", s("europe-west1-b")),
+            ("service_account", s("masters@p.iam.gserviceaccount.com")),
+            (
+                "etcd_client_source_ranges",
+                Value::List(vec![s("10.0.0.0/8")]),
+            ),
+        ],
+    )
+    .await;
+    assert!(!diags.has_error(), "{diags:?}");
+    assert_eq!(
+        warned_at(&diags),
+        ["api_source_ranges", "network"],
+        "{diags:?}"
+    );
 }
 
 #[tokio::test]

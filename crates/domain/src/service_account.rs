@@ -103,6 +103,36 @@ pub fn check_email(email: &str) -> Result<(), crate::Problem> {
     }
 }
 
+/// Whether `email` names the project's default Compute Engine service account: `default`, or its email
+/// (`<project number>-compute@developer.gserviceaccount.com`).
+pub fn is_default_account(email: &str) -> bool {
+    email == DEFAULT_EMAIL || email.ends_with("-compute@developer.gserviceaccount.com")
+}
+
+/// The plan's warning when the masters run as the project's default Compute Engine service account. Shown when the
+/// plan sets the account (a create, or a change of it), as the exposure warnings are: news, not noise on every plan.
+/// `prior` is the account before this plan (None at create).
+pub fn default_account_warning(
+    cluster: &str,
+    prior: Option<&str>,
+    planned: &str,
+) -> Option<crate::Problem> {
+    if !is_default_account(planned) || prior == Some(planned) {
+        return None;
+    }
+    Some((
+        format!("Cluster {cluster}'s masters run as the project's default Compute Engine service account"),
+        "GCE grants that account the Editor role on the project, unless the organization policy \
+         `iam.automaticIamGrantsForDefaultServiceAccounts` is enforced, and the masters' token has the \
+         `cloud-platform` scope (they fetch their keys from Secret Manager with it). Anything that runs on a \
+         master, a pod scheduled there or a compromised component, can then do what Editor can: change any VM's \
+         metadata and startup script in the project, read its buckets, delete its disks. Make a service account \
+         for the masters with only the roles docs/guides/gce.md lists (\"The masters' service account\") and set \
+         `service_account` to its email; the change rolls the masters one at a time."
+            .to_string(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +210,29 @@ mod tests {
         assert_eq!(with[4], CLOUD_PLATFORM);
         assert_eq!(with_secret_manager_scope(&with), with);
         assert_eq!(scope_url("cloud-platform").unwrap(), CLOUD_PLATFORM);
+    }
+
+    #[test]
+    fn the_default_account_is_warned_of_when_a_plan_sets_it() {
+        let own = "masters@prod.iam.gserviceaccount.com";
+        let number = "123456789-compute@developer.gserviceaccount.com";
+        for (prior, planned, warned) in [
+            (None, DEFAULT_EMAIL, true),
+            (None, number, true),
+            (None, own, false),
+            (Some(own), DEFAULT_EMAIL, true),
+            (Some(DEFAULT_EMAIL), number, true),
+            // A steady configuration is not warned of again at every plan.
+            (Some(DEFAULT_EMAIL), DEFAULT_EMAIL, false),
+            (Some(DEFAULT_EMAIL), own, false),
+        ] {
+            let w = default_account_warning("prod", prior, planned);
+            assert_eq!(w.is_some(), warned, "{prior:?} -> {planned}: {w:?}");
+            if let Some((summary, detail)) = w {
+                assert!(summary.contains("prod"), "{summary}");
+                assert!(detail.contains("`service_account`"), "{detail}");
+                assert!(detail.contains("docs/guides/gce.md"), "{detail}");
+            }
+        }
     }
 }
