@@ -263,6 +263,33 @@ impl Workspace {
         ])
     }
 
+    /// `apply -refresh-only -auto-approve`, which must succeed: state takes what the real objects and data sources
+    /// say now, and nothing changes.
+    #[track_caller]
+    pub fn refresh_only(&self) -> CmdOutput {
+        self.checked(&[
+            "apply",
+            "-refresh-only",
+            "-auto-approve",
+            "-input=false",
+            "-no-color",
+        ])
+    }
+
+    /// The attributes state holds for `address` (a root-module resource or data source, like `ha_master_cluster.c`
+    /// or `data.ha_cluster_health.c`), sensitive ones included; panics when state has no such address.
+    #[track_caller]
+    pub fn state_values(&self, address: &str) -> Value {
+        let state = self.show_json();
+        state["values"]["root_module"]["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["address"] == address)
+            .map(|r| r["values"].clone())
+            .unwrap_or_else(|| panic!("[{}] no {address} in state: {state}", self.client))
+    }
+
     /// `destroy -auto-approve`, which must succeed.
     #[track_caller]
     pub fn destroy(&self) -> CmdOutput {

@@ -139,24 +139,10 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
 
         // `last_backup` shows the newest after a refresh. (Not an output here: an output of it changes after every
         // change that took a backup, which `check`'s empty plan would count.)
-        ws.run(&[
-            "apply",
-            "-refresh-only",
-            "-auto-approve",
-            "-input=false",
-            "-no-color",
-        ])
-        .assert_success();
-        let state = ws.show_json();
-        let cluster = state["values"]["root_module"]["resources"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["address"] == "ha_master_cluster.c")
-            .expect("the cluster in state")
-            .clone();
+        ws.refresh_only();
+        let cluster = ws.state_values("ha_master_cluster.c");
         assert_eq!(
-            cluster["values"]["last_backup"].as_str(),
+            cluster["last_backup"].as_str(),
             Some(format!("gs://{BUCKET}/{}", newest.name).as_str()),
             "[{label}] last_backup"
         );

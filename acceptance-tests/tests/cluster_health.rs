@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{THREE_ZONES, three_replicas, wait_until_healthy};
-use acceptance_tests::{Client, Workspace, for_each_client};
+use acceptance_tests::{Workspace, for_each_client};
 use serde_json::Value;
 
 /// The data source, a `check` block on it, and its verdict as an output: what docs/guides/health.md shows.
@@ -50,23 +50,9 @@ data "ha_cluster_health" "gate" {
 "#;
 
 /// Reads the data source again (a refresh-only apply) and returns its saved attributes.
-fn read_health(client: Client, ws: &Workspace) -> Value {
-    ws.run(&[
-        "apply",
-        "-refresh-only",
-        "-auto-approve",
-        "-input=false",
-        "-no-color",
-    ])
-    .assert_success();
-    let state = ws.show_json();
-    state["values"]["root_module"]["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["address"] == "data.ha_cluster_health.c")
-        .map(|r| r["values"].clone())
-        .unwrap_or_else(|| panic!("[{client}] no data.ha_cluster_health.c in state: {state}"))
+fn read_health(ws: &Workspace) -> Value {
+    ws.refresh_only();
+    ws.state_values("data.ha_cluster_health.c")
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -98,7 +84,7 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
         let names: Vec<String> = THREE_ZONES.iter().map(|z| by_zone[*z].clone()).collect();
 
         // Healthy.
-        let h = read_health(client, &ws);
+        let h = read_health(&ws);
         assert_eq!(h["healthy"], true, "[{client}] {h:#}");
         assert_eq!(
             h["verdict"], "healthy: 3 of 3 etcd voters healthy, tolerates 1 failure",
@@ -158,7 +144,7 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
         sim.event(Event::CrashVm {
             instance: stopped.clone(),
         });
-        let h = read_health(client, &ws);
+        let h = read_health(&ws);
         assert_eq!(h["healthy"], false, "[{client}] {h:#}");
         assert!(
             has_problem(&h, &format!("Replica {stopped}'s VM is TERMINATED")),
@@ -186,7 +172,7 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
         // The next apply restarts it.
         ws.apply();
         wait_until_healthy(&sim, stopped);
-        let h = read_health(client, &ws);
+        let h = read_health(&ws);
         assert_eq!(h["healthy"], true, "[{client}] after the restart: {h:#}");
 
         // A learner mid-join: added as a join adds it, before its VM exists (so it never started).
@@ -208,7 +194,7 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
             );
             std::thread::sleep(Duration::from_millis(500));
         }
-        let h = read_health(client, &ws);
+        let h = read_health(&ws);
         assert_eq!(h["healthy"], false, "[{client}] {h:#}");
         let learner = h["members"]
             .as_array()
@@ -230,7 +216,7 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
             "[{client}] a learner does not vote: {h:#}"
         );
         sim.ssh(&names[0], &["etcdctl", "member", "remove", &id]);
-        assert_eq!(read_health(client, &ws)["healthy"], true, "[{client}]");
+        assert_eq!(read_health(&ws)["healthy"], true, "[{client}]");
 
         // Lost quorum: two of three VMs crash.
         for vm in &names[1..] {
@@ -238,7 +224,7 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
                 instance: vm.clone(),
             });
         }
-        let h = read_health(client, &ws);
+        let h = read_health(&ws);
         assert_eq!(h["healthy"], false, "[{client}] {h:#}");
         assert!(has_problem(&h, "etcd has no quorum"), "[{client}] {h:#}");
         assert_eq!(h["fault_tolerance"].as_i64(), Some(0), "[{client}]");

@@ -85,22 +85,24 @@ async fn plan_cluster(
     (planned, resp.diagnostics)
 }
 
+/// A cluster's configuration with only what has no default: a name, a project, a zone and where etcd admits
+/// Terraform from.
+fn minimal_cluster() -> Vec<(&'static str, Value)> {
+    vec![
+        ("name", s("prod")),
+        ("project", s("p")),
+        ("zone", s("europe-west1-b")),
+        (
+            "etcd_client_source_ranges",
+            Value::List(vec![s("10.0.0.0/8")]),
+        ),
+    ]
+}
+
 #[tokio::test]
 async fn cluster_create_plan_knows_settings_and_not_generated_material() {
     let server = FrameworkServer::new(HaProvider::default());
-    let (planned, diags) = plan_cluster(
-        &server,
-        &[
-            ("name", s("prod")),
-            ("project", s("p")),
-            ("zone", s("europe-west1-b")),
-            (
-                "etcd_client_source_ranges",
-                Value::List(vec![s("10.0.0.0/8")]),
-            ),
-        ],
-    )
-    .await;
+    let (planned, diags) = plan_cluster(&server, &minimal_cluster()).await;
     assert!(!diags.has_error(), "{diags:?}");
     // The defaults run the masters as the project's default service account, open the API to the Internet and
     // put the masters on the default network: a create says so.
@@ -153,15 +155,10 @@ async fn masters_with_their_own_service_account_are_not_warned_of_it() {
     let (_, diags) = plan_cluster(
         &server,
         &[
-            ("name", s("prod")),
-            ("project", s("p")),
-            ("zone", s("europe-west1-b")),
-            ("service_account", s("masters@p.iam.gserviceaccount.com")),
-            (
-                "etcd_client_source_ranges",
-                Value::List(vec![s("10.0.0.0/8")]),
-            ),
-        ],
+            minimal_cluster(),
+            vec![("service_account", s("masters@p.iam.gserviceaccount.com"))],
+        ]
+        .concat(),
     )
     .await;
     assert!(!diags.has_error(), "{diags:?}");
@@ -204,19 +201,7 @@ async fn cluster_plan_errors_name_the_attribute() {
 #[tokio::test]
 async fn replica_zone_must_follow_the_cluster() {
     let server = FrameworkServer::new(HaProvider::default());
-    let (cluster_plan, _) = plan_cluster(
-        &server,
-        &[
-            ("name", s("prod")),
-            ("project", s("p")),
-            ("zone", s("europe-west1-b")),
-            (
-                "etcd_client_source_ranges",
-                Value::List(vec![s("10.0.0.0/8")]),
-            ),
-        ],
-    )
-    .await;
+    let (cluster_plan, _) = plan_cluster(&server, &minimal_cluster()).await;
     let spec = tfplugin_framework::plan::attr(&cluster_plan, "spec").clone();
     let ty = ReplicaResource {
         settings: Default::default(),
