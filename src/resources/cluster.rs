@@ -879,6 +879,57 @@ impl ClusterResource {
 
     /// A raised `restore.generation` with `source = "snapshot"`: the snapshot the restore will use and what it
     /// does, or why it may not run (`domain::restore`). Judged with the planned backup bucket and etcd version.
+    /// A new cluster with `restore { source = "snapshot" }`: its first replica restores the snapshot instead of
+    /// founding an empty etcd (the way into another network or project). The plan names the snapshot, or refuses
+    /// the create when it cannot be found or used, as it does for an existing cluster's restore.
+    async fn check_restore_at_create(&self, p: &ClusterModel, diags: &mut Diagnostics) {
+        let planned = spec_of(p, None);
+        let Some(choice) = planned.snapshot_choice() else {
+            return;
+        };
+        let at = AttributePath::attr("restore").then_attr("source");
+        let (Some(name), Some(etcd_version), Some(data_gb), Some(boot_gb)) = (
+            planned.name.known(),
+            planned.etcd_version.known(),
+            planned.data_disk_size_gb.known(),
+            planned.boot_disk_size_gb.known(),
+        ) else {
+            // Known at apply: the join reads the snapshot then, and fails with the same words.
+            return;
+        };
+        let backup = planned.backup_policy();
+        let new = ha_ops::restore::NewCluster {
+            name,
+            backup: backup.as_ref(),
+            etcd_version,
+            data_disk_size_gb: *data_gb,
+            boot_disk_size_gb: *boot_gb,
+        };
+        let judged = tokio::time::timeout(
+            ha_ops::plan_check::PATIENCE,
+            ha_ops::restore::plan_new(&self.settings(), &new, &choice),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(ha_ops::OpError::Other(
+                "the backup bucket did not answer".into(),
+            ))
+        });
+        match judged {
+            Ok(snapshot) => {
+                let (summary, detail) =
+                    ha_domain::restore::describe_at_create(name, &snapshot, etcd_version);
+                diags.push(Diagnostic::warning(summary, detail).at(at));
+            }
+            Err(e) => diags.push(not_judged(
+                e,
+                at,
+                format!("Cannot judge the restore of cluster {name}"),
+                "A new cluster's restore is planned from what its backup bucket says",
+            )),
+        }
+    }
+
     async fn check_restore(
         &self,
         prior: &ClusterModel,
@@ -1196,6 +1247,8 @@ impl Resource for ClusterResource {
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;
             self.check_recovery(prior, p, diags).await;
+        } else {
+            self.check_restore_at_create(p, diags).await;
         }
         if let (Some(name), Some(account)) = (p.name.known(), p.service_account.known())
             && let Some((summary, detail)) = ha_domain::service_account::default_account_warning(

@@ -146,7 +146,11 @@ pub async fn create(
 ) -> Option<ReplicaModel> {
     let ctx = context(settings, &p, diags).await?;
     let until = deadline(&p.timeouts, Op::Create, CREATE_TIMEOUT);
-    join_as_new_member(&ctx, stop, None, None, p, until, diags).await
+    // A cluster created with `restore { source = "snapshot" }`: the replica that finds no member of a new cluster
+    // restores the snapshot instead of founding an empty etcd (`JoinRequest::restore_at_create`); a replica that
+    // finds members joins them as any other.
+    let restore = ctx.spec.restore_snapshot.clone();
+    join_as_new_member(&ctx, stop, restore, None, p, until, diags).await
 }
 
 /// The replica joins etcd as a new member (a learner first): its create, or its rejoin (`prior` is then its state)
@@ -196,6 +200,7 @@ async fn join_as_new_member(
         member_recorded: prior
             .and_then(|s| s.etcd_member_id.known())
             .is_some_and(|id| !id.is_empty()),
+        restore_at_create: prior.is_none() && restore.is_some(),
         restore,
     };
     match unless_stopped(stop, join(ctx, &req, until)).await {

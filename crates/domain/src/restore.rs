@@ -268,6 +268,23 @@ fn when(unix: i64) -> String {
 
 /// What the plan says of a restore: a warning, since it is destructive by design.
 pub fn describe(cluster: &str, s: &SnapshotInfo, etcd_version: &str) -> (String, String) {
+    let what = facts(s);
+    (
+        format!(
+            "Cluster {cluster}: etcd will be restored from the snapshot {}",
+            s.url
+        ),
+        format!(
+            "No replica of the cluster has a VM, so no etcd member survives. The apply restores the snapshot ({}) as a new etcd cluster: the first replica to apply creates its VM on a new data disk, fetches the snapshot with the VM's service account (it needs read access to the object) and restores it before etcd starts; its API server serves only once the restore is done. Its VM is then created again on that disk with its normal configuration. The other replicas join as new members, learners first. Everything written after the snapshot was taken is lost. {}",
+            what.join(", "),
+            revision_note(etcd_version)
+        ),
+    )
+}
+
+/// What a snapshot is, for the plan: its size, revision, etcd version and when it was taken, as far as its
+/// metadata says.
+fn facts(s: &SnapshotInfo) -> Vec<String> {
     let mut what = vec![format!("{} bytes", s.size)];
     if let Some(r) = s.revision {
         what.push(format!("revision {r}"));
@@ -278,14 +295,20 @@ pub fn describe(cluster: &str, s: &SnapshotInfo, etcd_version: &str) -> (String,
     if let Some(t) = s.taken_at {
         what.push(format!("taken {}", when(t)));
     }
+    what
+}
+
+/// The plan's warning for a new cluster created with `restore { source = "snapshot" }`: its etcd starts from the
+/// snapshot (another cluster's, for a move to another network or project) instead of empty.
+pub fn describe_at_create(cluster: &str, s: &SnapshotInfo, etcd_version: &str) -> (String, String) {
     (
         format!(
             "Cluster {cluster}: etcd will be restored from the snapshot {}",
             s.url
         ),
         format!(
-            "No replica of the cluster has a VM, so no etcd member survives. The apply restores the snapshot ({}) as a new etcd cluster: the first replica to apply creates its VM on a new data disk, fetches the snapshot with the VM's service account (it needs read access to the object) and restores it before etcd starts; its API server serves only once the restore is done. Its VM is then created again on that disk with its normal configuration. The other replicas join as new members, learners first. Everything written after the snapshot was taken is lost. {}",
-            what.join(", "),
+            "The new cluster's etcd starts from the snapshot ({}) instead of empty: the first replica to apply creates its VM on a new data disk, fetches the snapshot with the VM's service account (it needs read access to the object) and restores it before etcd starts; its API server serves only once the restore is done. The other replicas join as new members, learners first. The cluster the snapshot came from is not touched. {}",
+            facts(s).join(", "),
             revision_note(etcd_version)
         ),
     )
@@ -606,6 +629,25 @@ mod tests {
         ] {
             assert!(detail.contains(part), "{part}: {detail}");
         }
+    }
+
+    #[test]
+    fn a_new_clusters_plan_names_the_snapshot_it_starts_from_and_loses_nothing() {
+        let (summary, detail) = describe_at_create("new", &snapshot(Some("3.5.24")), "3.5");
+        assert_eq!(
+            summary,
+            "Cluster new: etcd will be restored from the snapshot gs://b/c/etcd-20261125T101500Z-rev42.db"
+        );
+        for part in [
+            "4096 bytes",
+            "revision 42",
+            "instead of empty",
+            "not touched",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
+        // Nothing of a new cluster can be lost.
+        assert!(!detail.contains("is lost"), "{detail}");
     }
 
     #[test]

@@ -31,6 +31,11 @@ pub struct JoinRequest {
     /// The cluster restores etcd from this snapshot in this apply: a join that finds no member restores it
     /// instead of founding an empty etcd (`domain::restore`).
     pub restore: Option<SnapshotChoice>,
+    /// `restore` comes from the cluster's `restore` block at the replica's create, not from a raised generation:
+    /// the join restores only where the cluster shows no data of its own (a new cluster started from another's
+    /// snapshot, `domain::start_empty`'s evidence); where it had data, the founding rules stand and a restore needs
+    /// its generation raised.
+    pub restore_at_create: bool,
     /// The replica's state records an etcd member: a data disk found without its VM then held that member's data,
     /// and is never taken for a failed restore's leftover.
     pub member_recorded: bool,
@@ -82,7 +87,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
         (Some(choice), true) => Some(super::restore::source(ctx, choice).await?),
         _ => None,
     };
-    if !restoring {
+    if !restoring || req.restore_at_create {
         super::restore::check_founding(ctx, &snap.observed).await?;
     }
     let steps = backup_first(

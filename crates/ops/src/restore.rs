@@ -17,9 +17,17 @@ use ha_storage::Bucket;
 
 /// Where the newest snapshot is looked for, for sentences.
 fn looked_in(ctx: &ClusterCtx, choice: &SnapshotChoice) -> String {
-    match (choice, &ctx.spec.backup) {
+    looked_in_for(ctx.spec.backup.as_ref(), &ctx.spec.name, choice)
+}
+
+fn looked_in_for(
+    backup: Option<&backup::Policy>,
+    cluster: &str,
+    choice: &SnapshotChoice,
+) -> String {
+    match (choice, backup) {
         (SnapshotChoice::Url(url), _) => url.clone(),
-        (SnapshotChoice::Newest, Some(p)) => p.location(&ctx.spec.name),
+        (SnapshotChoice::Newest, Some(p)) => p.location(cluster),
         (SnapshotChoice::Newest, None) => {
             "the cluster's backup bucket (it has no `backup` block)".into()
         }
@@ -28,8 +36,24 @@ fn looked_in(ctx: &ClusterCtx, choice: &SnapshotChoice) -> String {
 
 /// The snapshot `choice` names, with its size and metadata; `None` when there is none.
 pub async fn resolve(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Option<SnapshotInfo>> {
+    resolve_for(
+        &ctx.settings,
+        ctx.spec.backup.as_ref(),
+        &ctx.spec.name,
+        choice,
+    )
+    .await
+}
+
+/// [`resolve`] for cluster `cluster` with backup policy `backup`, before a context exists (a cluster's create).
+async fn resolve_for(
+    settings: &ha_settings::Settings,
+    backup: Option<&backup::Policy>,
+    cluster: &str,
+    choice: &SnapshotChoice,
+) -> Result<Option<SnapshotInfo>> {
     // The bucket, and either the object or the prefix whose newest snapshot is wanted.
-    let (bucket, object, newest_under) = match (choice, &ctx.spec.backup) {
+    let (bucket, object, newest_under) = match (choice, backup) {
         (SnapshotChoice::Url(url), _) => {
             let (bucket, object) = restore::parse_url(url).map_err(|m| {
                 OpError::Refused("restore.snapshot is not a Cloud Storage object".into(), m)
@@ -37,12 +61,12 @@ pub async fn resolve(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Option
             (bucket.to_string(), object.to_string(), None)
         }
         (SnapshotChoice::Newest, Some(p)) => {
-            let prefix = backup::cluster_prefix(&p.prefix, &ctx.spec.name);
+            let prefix = backup::cluster_prefix(&p.prefix, cluster);
             (p.bucket.clone(), prefix.clone(), Some(prefix))
         }
         (SnapshotChoice::Newest, None) => return Ok(None),
     };
-    let listed = Bucket::connect(&ctx.settings, &bucket)
+    let listed = Bucket::connect(settings, &bucket)
         .await?
         .list(&object)
         .await?;
@@ -59,6 +83,38 @@ pub async fn resolve(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Option
         .map(|o| {
             SnapshotInfo::from_metadata(format!("gs://{bucket}/{}", o.name), o.size, &o.metadata)
         }))
+}
+
+/// At the plan of a cluster's create with a `restore` block naming a snapshot: the snapshot its first replica will
+/// restore, checked as a restore of an existing cluster is (found, fits the disks, its etcd minor, its digest).
+/// Nothing of the cluster exists yet, so there is nothing to observe: the new cluster has no member to lose.
+pub async fn plan_new(
+    settings: &ha_settings::Settings,
+    spec: &NewCluster<'_>,
+    choice: &SnapshotChoice,
+) -> Result<SnapshotInfo> {
+    let found = resolve_for(settings, spec.backup, spec.name, choice).await?;
+    restore::decide(
+        &ha_domain::topology::Observed::default(),
+        spec.etcd_version,
+        found.as_ref(),
+        &looked_in_for(spec.backup, spec.name, choice),
+    )
+    .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    let found = found.ok_or_else(|| OpError::Other("no snapshot".into()))?;
+    restore::room(&found, spec.data_disk_size_gb, spec.boot_disk_size_gb)
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    restore::check_digest(&found).map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    Ok(found)
+}
+
+/// What [`plan_new`] needs of a cluster that does not exist yet.
+pub struct NewCluster<'a> {
+    pub name: &'a str,
+    pub backup: Option<&'a backup::Policy>,
+    pub etcd_version: &'a str,
+    pub data_disk_size_gb: i64,
+    pub boot_disk_size_gb: i64,
 }
 
 /// The newest snapshot of the cluster in its backup location (`gs://…`), `None` without a `backup` block or
