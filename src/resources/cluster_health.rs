@@ -265,7 +265,6 @@ fn fill(mut m: ClusterHealthModel, facts: &Facts, v: &Verdict) -> ClusterHealthM
             })
             .collect(),
     );
-    let leader_name = v.leader.as_deref();
     m.members = Val::Known(
         facts
             .members
@@ -275,10 +274,7 @@ fn fill(mut m: ClusterHealthModel, facts: &Facts, v: &Verdict) -> ClusterHealthM
                 id: Val::Known(format!("{:x}", mf.id)),
                 name: known(&mf.name),
                 learner: Val::Known(mf.learner),
-                leader: Val::Known(
-                    leader_name == Some(mf.name.as_str())
-                        || leader_name == Some(&format!("{:x}", mf.id)),
-                ),
+                leader: Val::Known(v.leader_id == Some(mf.id)),
                 state: Val::Known(match &mf.state {
                     MemberState::Healthy => "healthy".to_string(),
                     MemberState::Unhealthy(why) => format!("unhealthy: {why}"),

@@ -12,6 +12,7 @@ use tfplugin_framework::{FrameworkServer, Resource};
 
 use super::cluster::ClusterResource;
 use super::replica::ReplicaResource;
+use super::tests::minimal_cluster;
 use crate::provider::HaProvider;
 
 fn object(ty: &Type, set: &[(&str, Value)]) -> Value {
@@ -70,18 +71,6 @@ const EXTREME_DURATIONS: &[&str] = &[
     "1h 30m",
     "h",
 ];
-
-fn cluster_base() -> Vec<(&'static str, Value)> {
-    vec![
-        ("name", s("prod")),
-        ("project", s("p")),
-        ("zone", s("europe-west1-b")),
-        (
-            "etcd_client_source_ranges",
-            Value::List(vec![s("10.0.0.0/8")]),
-        ),
-    ]
-}
 
 fn timeouts(op: &str, v: &str) -> Value {
     Value::Object(
@@ -149,7 +138,7 @@ async fn cluster_numbers_and_durations_fail_closed_at_their_attribute() {
     .value_type();
     for attr in ["boot_disk_size_gb", "data_disk_size_gb", "api_port"] {
         for (label, v) in extreme_numbers() {
-            let mut set = cluster_base();
+            let mut set = minimal_cluster();
             set.push((attr, v));
             let diags =
                 validate_and_plan(&server, "ha_master_cluster", &ty, &object(&ty, &set)).await;
@@ -159,7 +148,7 @@ async fn cluster_numbers_and_durations_fail_closed_at_their_attribute() {
     }
     for op in ["create", "update", "delete"] {
         for d in EXTREME_DURATIONS {
-            let mut set = cluster_base();
+            let mut set = minimal_cluster();
             set.push(("timeouts", timeouts(op, d)));
             let diags =
                 validate_and_plan(&server, "ha_master_cluster", &ty, &object(&ty, &set)).await;
@@ -184,8 +173,8 @@ async fn replica_durations_and_spec_numbers_fail_closed() {
         .plan_resource_change(PlanResourceChangeRequest {
             type_name: "ha_master_cluster".into(),
             prior_state: DynamicValue::msgpack(vec![0xc0]),
-            proposed_new_state: mp(&cluster_ty, &object(&cluster_ty, &cluster_base())),
-            config: mp(&cluster_ty, &object(&cluster_ty, &cluster_base())),
+            proposed_new_state: mp(&cluster_ty, &object(&cluster_ty, &minimal_cluster())),
+            config: mp(&cluster_ty, &object(&cluster_ty, &minimal_cluster())),
             ..Default::default()
         })
         .await;

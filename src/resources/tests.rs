@@ -87,7 +87,7 @@ async fn plan_cluster(
 
 /// A cluster's configuration with only what has no default: a name, a project, a zone and where etcd admits
 /// Terraform from.
-fn minimal_cluster() -> Vec<(&'static str, Value)> {
+pub(super) fn minimal_cluster() -> Vec<(&'static str, Value)> {
     vec![
         ("name", s("prod")),
         ("project", s("p")),

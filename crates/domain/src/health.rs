@@ -92,6 +92,8 @@ pub struct Verdict {
     pub notes: Vec<String>,
     /// The leader's member name, when the members agree on one that is listed.
     pub leader: Option<String>,
+    /// Its member id.
+    pub leader_id: Option<u64>,
     /// How many more voters may fail before etcd loses quorum (0 when it has none).
     pub fault_tolerance: u64,
     pub voters: u64,
@@ -120,10 +122,17 @@ pub fn judge(facts: &Facts, now: i64) -> Verdict {
     if let Some(why) = &facts.etcd_unreachable {
         problems.push(format!("etcd did not answer through any replica: {why}"));
     }
-    let (voters, healthy_voters, leader) = match members {
+    let (voters, healthy_voters, leader_id) = match members {
         Some(members) => judge_members(facts, members, &mut problems),
         None => (0, 0, None),
     };
+    let leader = leader_id.and_then(|id| {
+        members
+            .into_iter()
+            .flatten()
+            .find(|m| m.id == id)
+            .map(label_name)
+    });
     let fault_tolerance = healthy_voters.saturating_sub(quorum::quorum(voters));
     for alarm in &facts.alarms {
         problems.push(format!(
@@ -166,6 +175,7 @@ pub fn judge(facts: &Facts, now: i64) -> Verdict {
         problems,
         notes,
         leader,
+        leader_id,
         fault_tolerance,
         voters,
         healthy_voters,
@@ -173,12 +183,12 @@ pub fn judge(facts: &Facts, now: i64) -> Verdict {
 }
 
 /// Membership against the replica VMs, each member's health, learners, and quorum. Returns the voters, the
-/// healthy voters and the leader's name.
+/// healthy voters and the leader's id, when the members that answered agree on one that is listed.
 fn judge_members(
     facts: &Facts,
     members: &[MemberFacts],
     problems: &mut Vec<String>,
-) -> (u64, u64, Option<String>) {
+) -> (u64, u64, Option<u64>) {
     let named: BTreeSet<&str> = members.iter().map(|m| m.name.as_str()).collect();
     for r in facts
         .replicas
@@ -235,14 +245,14 @@ fn judge_members(
             quorum::quorum(count)
         ));
     }
-    // The leader the answering members agree on, by name.
+    // The leader the answering members agree on.
     let leaders: BTreeSet<u64> = members
         .iter()
         .filter_map(|m| m.leader_id)
         .filter(|id| *id != 0)
         .collect();
     let leader = match leaders.iter().collect::<Vec<_>>().as_slice() {
-        [one] => members.iter().find(|m| m.id == **one).map(label_name),
+        [one] => members.iter().any(|m| m.id == **one).then_some(**one),
         _ => None,
     };
     (count, healthy_voters, leader)

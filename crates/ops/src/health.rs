@@ -1,8 +1,7 @@
 //! The facts `ha_domain::health` judges a cluster by, read from the real APIs: one `observe` (VMs, pool, static
 //! IP holder, etcd's member list and each member's status), then what observe does not need: the load balancer's
 //! view of each backend, raised alarms, the certificates in each VM's public files, and the newest snapshot.
-//! Read-only: nothing here changes the cluster, takes its lock, or writes a log line above DEBUG for a fault it
-//! reports (the verdict reports it).
+//! Read-only: nothing here changes the cluster or takes its lock.
 
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use super::context::ClusterCtx;
 use super::error::Result;
 use super::observe::{Snapshot, observe};
 use ha_domain::health::{Facts, MemberFacts, MemberState, ReplicaFacts};
-use ha_etcd::{EndpointHealth, Health};
+use ha_etcd::Health;
 use ha_gce::InstanceRef;
 
 /// How long the alarm list may take: it is answered through raft, so without quorum it would wait out etcd's own
@@ -104,11 +103,9 @@ fn members(snap: &Snapshot) -> Option<Vec<MemberFacts>> {
                     .health
                     .iter()
                     .find(|h| h.target.server_name == v.name && h.health.member_id().is_none());
-                let (state, status) = match (said, unanswered) {
-                    (Some(EndpointHealth { health, .. }), _) => state_of(health),
-                    (None, Some(EndpointHealth { health, .. })) => state_of(health),
-                    (None, None) => (MemberState::NotAsked, None),
-                };
+                let (state, status) = said
+                    .or(unanswered)
+                    .map_or((MemberState::NotAsked, None), |h| state_of(&h.health));
                 // A member that never started has no name of its own; observe calls it by its replica's VM
                 // (matched by internal IP) or, matching none, by its peer URL, which is no replica's name.
                 let unattributed = snap
