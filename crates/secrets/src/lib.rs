@@ -139,7 +139,9 @@ impl Secrets {
     }
 
     /// Makes `payload` the one live version of secret `id` (made with `labels` if it does not exist), and
-    /// `reader` (a service account's email) the only principal that may read it. Returns the version's number.
+    /// `reader` (a service account's email) the only principal a binding on the secret lets read it; with none,
+    /// no binding does (only who may read every secret of the project, such as the provider's own principal).
+    /// Returns the version's number.
     ///
     /// Idempotent as a whole, so a write interrupted anywhere is finished by writing again: a secret that exists
     /// is kept and its policy set again; a newest version that already holds `payload` is kept rather than added
@@ -149,7 +151,7 @@ impl Secrets {
         id: &str,
         labels: &BTreeMap<String, String>,
         payload: &[u8],
-        reader: &str,
+        reader: Option<&str>,
     ) -> Result<u64> {
         let created = self
             .client
@@ -177,11 +179,11 @@ impl Secrets {
         self.client
             .set_iam_policy()
             .set_resource(self.path(id))
-            .set_policy(
-                Policy::new().set_bindings([Binding::new()
+            .set_policy(Policy::new().set_bindings(reader.map(|reader| {
+                Binding::new()
                     .set_role(READER_ROLE)
-                    .set_members([format!("serviceAccount:{reader}")])]),
-            )
+                    .set_members([format!("serviceAccount:{reader}")])
+            })))
             // The whole policy is set, so setting it twice is setting it once.
             .with_idempotency(true)
             .with_user_agent(self.user_agent.clone())

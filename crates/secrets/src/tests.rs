@@ -31,7 +31,7 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
     assert_eq!(owner.read("prod-a-keys", None).await.unwrap(), None);
     assert_eq!(
         owner
-            .put("prod-a-keys", &labels, &keys, MASTERS)
+            .put("prod-a-keys", &labels, &keys, Some(MASTERS))
             .await
             .unwrap(),
         1
@@ -69,7 +69,7 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
     );
     assert!(
         masters
-            .put("prod-a-keys", &labels, b"x", MASTERS)
+            .put("prod-a-keys", &labels, b"x", Some(MASTERS))
             .await
             .is_err(),
         "a reader writes nothing"
@@ -78,7 +78,7 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
     // The same payload again (a resumed write) adds nothing.
     assert_eq!(
         owner
-            .put("prod-a-keys", &labels, &keys, MASTERS)
+            .put("prod-a-keys", &labels, &keys, Some(MASTERS))
             .await
             .unwrap(),
         1
@@ -87,7 +87,7 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
     let renewed = b"renewed".to_vec();
     assert_eq!(
         owner
-            .put("prod-a-keys", &labels, &renewed, MASTERS)
+            .put("prod-a-keys", &labels, &renewed, Some(MASTERS))
             .await
             .unwrap(),
         2
@@ -124,7 +124,7 @@ async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_
     }
     assert_eq!(
         owner
-            .put("prod-b-keys", &labels, b"keys", MASTERS)
+            .put("prod-b-keys", &labels, b"keys", Some(MASTERS))
             .await
             .unwrap(),
         1,
@@ -141,7 +141,9 @@ async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_
 
     sim.fail_requests("secretmanager.secrets.addVersion", 429, 1)
         .await;
-    let overloaded = owner.put("prod-b-keys", &labels, b"renewed", MASTERS).await;
+    let overloaded = owner
+        .put("prod-b-keys", &labels, b"renewed", Some(MASTERS))
+        .await;
     let overloaded = overloaded.unwrap_err();
     assert!(overloaded.is_transient(), "{overloaded}");
     assert!(
@@ -150,7 +152,7 @@ async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_
     );
     assert_eq!(
         owner
-            .put("prod-b-keys", &labels, b"renewed", MASTERS)
+            .put("prod-b-keys", &labels, b"renewed", Some(MASTERS))
             .await
             .unwrap(),
         2,
@@ -185,7 +187,7 @@ async fn secrets_are_listed_by_every_label_asked_for() {
         ("b-keys", labelled(&[("cluster", "prod"), ("replica", "b")])),
         ("c-keys", labelled(&[("cluster", "test"), ("replica", "a")])),
     ] {
-        owner.put(id, &labels, b"k", MASTERS).await.unwrap();
+        owner.put(id, &labels, b"k", Some(MASTERS)).await.unwrap();
     }
     let ids = |found: Vec<(String, BTreeMap<String, String>)>| {
         let mut ids: Vec<String> = found.into_iter().map(|(id, _)| id).collect();
@@ -229,7 +231,7 @@ async fn a_project_without_the_api_is_told_how_to_enable_it() {
     }))
     .await;
     let put = owner
-        .put("prod-c-keys", &BTreeMap::new(), b"k", MASTERS)
+        .put("prod-c-keys", &BTreeMap::new(), b"k", Some(MASTERS))
         .await
         .unwrap_err();
     assert!(put.is_disabled() && !put.is_transient(), "{put}");
@@ -271,4 +273,27 @@ fn the_endpoint_is_the_origin_however_it_is_written() {
         with(Some("https://secretmanager.googleapis.com/v1/"), None),
         "https://secretmanager.googleapis.com"
     );
+}
+
+#[tokio::test]
+async fn a_secret_without_a_reader_is_read_by_its_owner_alone() {
+    let sim = Sim::start().await;
+    let owner = Secrets::connect(&settings(&sim), "proj").await.unwrap();
+    let labels = BTreeMap::from([("ha-master".to_string(), "prod".to_string())]);
+    owner
+        .put("prod-cluster-keys", &labels, b"ca keys", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        owner.readers("prod-cluster-keys").await.unwrap(),
+        Some(vec![])
+    );
+    assert_eq!(
+        owner.read("prod-cluster-keys", None).await.unwrap(),
+        Some(b"ca keys".to_vec())
+    );
+    let masters = Secrets::connect(&as_account(&sim, MASTERS), "proj")
+        .await
+        .unwrap();
+    assert!(masters.read("prod-cluster-keys", None).await.is_err());
 }
