@@ -47,7 +47,9 @@ impl Provider for HaProvider {
 
     fn data_sources(&self) -> Vec<DataSourceHandle> {
         vec![
-            data_source(AdminCredentialsDataSource),
+            data_source(AdminCredentialsDataSource {
+                settings: Arc::clone(&self.settings),
+            }),
             data_source(ClusterHealthDataSource {
                 settings: Arc::clone(&self.settings),
             }),
@@ -55,7 +57,9 @@ impl Provider for HaProvider {
     }
 
     fn ephemeral_resources(&self) -> Vec<EphemeralHandle> {
-        vec![ephemeral(AdminCredentialsEphemeral)]
+        vec![ephemeral(AdminCredentialsEphemeral {
+            settings: Arc::clone(&self.settings),
+        })]
     }
 
     fn functions(&self) -> Vec<FunctionHandle> {

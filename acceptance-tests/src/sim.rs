@@ -206,6 +206,8 @@ impl Sim {
                 "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
                 format!("{}compute/v1/", self.url),
             )
+            // `gcloud secrets` against the sim's Secret Manager, which is served from its root.
+            .env("CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER", &self.url)
             .env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", &token)
             .env("CLOUDSDK_CORE_PROJECT", "walk")
             .env("CLOUDSDK_CORE_DISABLE_PROMPTS", "1")

@@ -466,3 +466,42 @@ pub fn with_storage(config: String, gcs: &crate::FakeGcs, block: &str) -> String
         ],
     )
 }
+
+/// PEM private keys in `text` (PKCS#8, PKCS#1 and SEC 1 alike), counted by their BEGIN lines' labels.
+pub fn private_keys_in(text: &str) -> usize {
+    let begin = "-----BEGIN ";
+    text.match_indices(begin)
+        .filter(|(at, _)| {
+            text[at + begin.len()..]
+                .split_once("-----")
+                .is_some_and(|(label, _)| label.ends_with("PRIVATE KEY"))
+        })
+        .count()
+}
+
+/// The state holds `want` private keys in all, every one in the cluster's `private_keys` and none in any
+/// replica's (docs/guides/secrets.md, "Where every secret lives").
+pub fn assert_private_keys_only_in_the_cluster(client: Client, ws: &Workspace, want: usize) {
+    let text = ws.read_file("terraform.tfstate");
+    assert_eq!(
+        private_keys_in(&text),
+        want,
+        "[{client}] private keys in the state"
+    );
+    let state: Value = serde_json::from_str(&text).expect("the state is JSON");
+    for resource in state["resources"].as_array().into_iter().flatten() {
+        for instance in resource["instances"].as_array().into_iter().flatten() {
+            let mut attributes = instance["attributes"].clone();
+            if resource["type"] == "ha_master_cluster" {
+                attributes["private_keys"] = Value::Null;
+            }
+            assert_eq!(
+                private_keys_in(&attributes.to_string()),
+                0,
+                "[{client}] {} {} holds private keys outside the cluster's `private_keys`",
+                resource["type"],
+                attributes["name"]
+            );
+        }
+    }
+}

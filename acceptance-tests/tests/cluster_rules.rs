@@ -298,9 +298,10 @@ fn an_abandoned_join_leaves_no_address_or_keys_once_a_later_join_or_the_clusters
             secrets(&sim),
             BTreeSet::from([
                 "rules-a-europe-west1-b-keys".to_string(),
-                "rules-c-europe-west1-b-keys".to_string()
+                "rules-c-europe-west1-b-keys".to_string(),
+                "rules-cluster-keys".to_string(),
             ]),
-            "[{client}] the abandoned join's keys are gone, the replicas' are kept"
+            "[{client}] the abandoned join's keys are gone, the replicas' and the cluster's are kept"
         );
 
         // So does the cluster's delete, when no join comes first.

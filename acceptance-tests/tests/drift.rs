@@ -10,12 +10,16 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use acceptance_tests::faults::Event;
-use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config, write_keys};
+use acceptance_tests::walk::{
+    check, replicas_by_zone, set_vars, set_zones, walk_config, write_keys,
+};
 use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
 
 const B: &str = "europe-west1-b";
 const C: &str = "europe-west1-c";
 const D: &str = "europe-west1-d";
+/// An image the masters are not built from by default: changing to it rebuilds every VM.
+const UBUNTU: &str = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64";
 
 /// A walk cluster with one replica per zone, keys written through the first.
 fn cluster(client: Client, sim: &Sim, scenario: &str, zones: &[&str]) -> Workspace {
@@ -277,6 +281,48 @@ fn a_sole_replica_that_lost_the_static_ip_gets_it_back() {
         );
         ws.apply();
         check(client, &ws, &sim, 1);
+    });
+}
+
+/// The cluster's keys' secret, deleted out of band: the cluster's refresh records it and the replicas' refreshes
+/// warn without failing the plan, which shows an update of the cluster; its apply writes the keys back from the
+/// cluster's state, before the replicas' changes, and a roll signed with them then works.
+#[test]
+fn a_deleted_keys_secret_is_written_back_from_the_clusters_state() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-keys-{client}"));
+        let ws = cluster(client, &sim, "drift-keys", &[B, C]);
+        sim.gcloud(&["secrets", "delete", "walk-cluster-keys", "--quiet"])
+            .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        let plan = plan_sees(
+            client,
+            &ws,
+            &[
+                "Secret walk-cluster-keys does not hold the cluster's CA keys",
+                "was not refreshed",
+            ],
+        );
+        plan.assert_contains("0 to add, 1 to change, 0 to destroy");
+        // The repair and a roll in one apply: the rebuilt VMs' new certificates are signed with the keys written
+        // back (the cluster's update runs before its replicas').
+        set_vars(&ws, &[B, C], &[("image", UBUNTU)]);
+        ws.apply();
+        let secret = sim
+            .gcloud(&[
+                "secrets",
+                "versions",
+                "access",
+                "latest",
+                "--secret",
+                "walk-cluster-keys",
+            ])
+            .unwrap_or_else(|e| panic!("[{client}] the secret is back: {e}"));
+        assert!(
+            secret.to_string().contains("data"),
+            "[{client}] the secret's payload: {}",
+            secret.to_string().len()
+        );
+        check(client, &ws, &sim, 2);
     });
 }
 

@@ -10,7 +10,8 @@
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    assert_sim_empty, check, outputs, set_zones, walk_config as config, write_keys,
+    assert_private_keys_only_in_the_cluster, assert_sim_empty, check, outputs, set_zones,
+    walk_config as config, write_keys,
 };
 use acceptance_tests::{Sim, Workspace, for_each_client};
 
@@ -93,19 +94,15 @@ fn three_replicas_in_one_apply() {
         for replica in &replicas {
             assert_masters_run_as_the_default_account_with_kube_ups_scopes(client, &sim, replica);
         }
-        // One secret per replica holds its keys.
+        // One secret per replica holds its keys, and one the cluster's.
         let secrets = sim.admin("state")["secrets"]
             .as_object()
             .map_or(0, |m| m.len());
-        assert_eq!(secrets, 3, "[{client}] key secrets");
-        // The private keys the state holds (docs/guides/secrets.md): the cluster's four in its `spec`, and per
-        // replica the four its `cluster` input carries. None of a master's own: they are in its secret alone.
-        let state = ws.read_file("terraform.tfstate");
-        assert_eq!(
-            private_keys_in(&state),
-            4 + 4 * 3,
-            "[{client}] private keys in the state"
-        );
+        assert_eq!(secrets, 3 + 1, "[{client}] key secrets");
+        // The private keys the state holds (docs/guides/secrets.md): the cluster's four, once, in its
+        // `private_keys`. None in any replica's state: not a master's own (in its secret alone), and not the
+        // cluster's (its `cluster` input names their secret instead).
+        assert_private_keys_only_in_the_cluster(client, &ws, 4);
         let first = &replicas[0];
         write_keys(&sim, first);
         check(client, &ws, &sim, 3);
@@ -195,16 +192,4 @@ fn assert_masters_run_as_the_default_account_with_kube_ups_scopes(
         ],
         "[{client}]"
     );
-}
-
-/// PEM private keys in `text` (PKCS#8, PKCS#1 and SEC 1 alike), counted by their BEGIN lines' labels.
-fn private_keys_in(text: &str) -> usize {
-    let begin = "-----BEGIN ";
-    text.match_indices(begin)
-        .filter(|(at, _)| {
-            text[at + begin.len()..]
-                .split_once("-----")
-                .is_some_and(|(label, _)| label.ends_with("PRIVATE KEY"))
-        })
-        .count()
 }

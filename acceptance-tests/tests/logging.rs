@@ -10,7 +10,7 @@ use serde_json::Value;
 /// An access token that cannot appear in a log by accident.
 const TOKEN: &str = "ya29.log-scan-4f1c9e7a2b";
 
-/// Every PEM private key in state, at any depth (the cluster's spec nests its CA keys).
+/// Every PEM private key in state, at any depth (the cluster's `private_keys` nests its CA keys).
 fn private_keys(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::String(s) if s.contains("PRIVATE KEY") => out.push(s.clone()),
@@ -63,10 +63,10 @@ fn provider_logs_at_trace_hold_no_token_and_no_private_key() {
         );
         let mut keys = Vec::new();
         private_keys(&ws.show_json(), &mut keys);
-        assert!(
-            keys.len() >= 5,
-            "[{client}] state should hold the CA keys and the replica's keys, found {}",
-            keys.len()
+        assert_eq!(
+            keys.len(),
+            4,
+            "[{client}] state should hold the cluster's three CA keys and its service-account key"
         );
         for key in &keys {
             for line in key_fingerprints(key) {

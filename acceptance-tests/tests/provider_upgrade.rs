@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::walk::{
-    assert_sim_empty, check, outputs, set_vars, walk_config_in, write_keys,
+    assert_private_keys_only_in_the_cluster, assert_sim_empty, check, outputs, set_vars,
+    walk_config_in, write_keys,
 };
 use acceptance_tests::{Client, Mirror, Release, Sim, Workspace, for_each_client};
 
@@ -41,9 +42,71 @@ fn vm_ids(sim: &Sim, vms: &[String]) -> Vec<String> {
 fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
     for_each_client(|client| {
         let (sim, ws) = upgraded(client, Release::Previous, "provider-upgrade");
+        move_ca_keys_to_secret_manager(client, &sim, &ws);
+        // The replicas' deletes sign the provider's etcd client certificate with the key from the secret.
         ws.destroy();
         assert_sim_empty(client, &sim);
     });
+}
+
+/// The previous release keeps the CA keys in the cluster's `spec`, and so in every replica's state. The upgraded
+/// plan warns of it once; `ca_key_store = "secret_manager"` moves them, changing every replica's `cluster` input in
+/// place with no VM rebuilt, after which only the cluster's state holds them and the next plan is empty.
+fn move_ca_keys_to_secret_manager(client: Client, sim: &Sim, ws: &Workspace) {
+    let warning = "CA keys are still in every replica's state";
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(plan.code, Some(0), "[{client}] {plan}");
+    assert_eq!(
+        plan.stdout.matches(warning).count() + plan.stderr.matches(warning).count(),
+        1,
+        "[{client}] the plan warns once: {plan}"
+    );
+    assert_eq!(
+        acceptance_tests::walk::private_keys_in(&ws.read_file("terraform.tfstate")),
+        4 * (1 + ZONES.len()),
+        "[{client}] before the move: the cluster's four keys in its spec and in each replica's input"
+    );
+    let vms: Vec<String> = outputs(ws)["replicas"]["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let before = vm_ids(sim, &vms);
+
+    let config = walk_config_in(sim, ZONES[0]);
+    let moved = config.replacen(
+        "  name                      = \"walk\"\n",
+        "  name                      = \"walk\"\n  ca_key_store              = \"secret_manager\"\n",
+        1,
+    );
+    assert_ne!(moved, config, "the walk-through names its cluster `walk`");
+    ws.write_main_tf(&moved);
+    let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+    plan.assert_contains(&format!(
+        "0 to add, {} to change, 0 to destroy",
+        1 + ZONES.len()
+    ));
+    assert!(!plan.stdout.contains(warning), "[{client}] {plan}");
+    ws.apply();
+    assert_eq!(
+        vm_ids(sim, &vms),
+        before,
+        "[{client}] moving the CA keys rebuilt a VM"
+    );
+    // The sim keys its secrets by `<project>/<id>`.
+    let secrets: Vec<String> = sim.admin("state")["secrets"]
+        .as_object()
+        .map(|s| s.keys().cloned().collect())
+        .unwrap_or_default();
+    assert!(
+        secrets.iter().any(|k| k.ends_with("/walk-cluster-keys")),
+        "[{client}] the cluster's keys secret: {secrets:?}"
+    );
+    assert_private_keys_only_in_the_cluster(client, ws, 4);
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(plan.code, Some(0), "[{client}] after the move: {plan}");
+    check(client, ws, sim, ZONES.len());
 }
 
 #[test]

@@ -13,6 +13,7 @@ use tfplugin_framework::validator::{duration, parse_duration};
 use tfplugin_framework::{Attribute, DataSource, EphemeralResource, Opened, Schema, Val};
 
 use super::spec::ClusterSpec;
+use crate::config::{Settings, SharedSettings};
 use ha_domain::admin_access;
 use ha_domain::kubeconfig::{KubeconfigInput, render};
 use ha_pki::{AdminCertRequest, CertKey, issue_admin_cert};
@@ -150,9 +151,64 @@ fn validate(m: &AdminCredentialsModel, diags: &mut Diagnostics) {
     }
 }
 
+/// The cluster CA's key from the cluster's keys secret, when its spec names one (`ops::cluster_keys`); `None` when
+/// the spec carries the key itself (or none). A secret that cannot be read is an error at `cluster`.
+async fn key_from_secret(
+    settings: &Settings,
+    m: &AdminCredentialsModel,
+    diags: &mut Diagnostics,
+) -> Option<Option<String>> {
+    let Some(path) = m.cluster.known().and_then(|c| c.keys_secret.known()) else {
+        return Some(None);
+    };
+    let name = m
+        .cluster
+        .known()
+        .and_then(|c| c.name.known().cloned())
+        .unwrap_or_default();
+    match ha_ops::cluster_keys::read(settings, path).await {
+        Ok(Some(keys)) => Some(Some(keys.ca_key)),
+        Ok(None) => {
+            diags.attr_error(
+                AttributePath::attr("cluster"),
+                format!("Cannot sign an admin certificate for cluster {name:?}"),
+                format!(
+                    "The cluster's CA keys are not in secret {path}: it does not exist or has no enabled                      version. Run `terraform apply` on the cluster, which writes them again from its state."
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            diags.attr_error(
+                AttributePath::attr("cluster"),
+                format!("Could not read cluster {name:?}'s CA key"),
+                format!(
+                    "{}. The provider's credentials need `secretmanager.versions.access` on secret {path}.",
+                    e.explain()
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// The configuration with the credential filled in. Runs only on known configuration (both clients defer a read
 /// or an open whose configuration is unknown).
-fn mint(mut m: AdminCredentialsModel, diags: &mut Diagnostics) -> Option<AdminCredentialsModel> {
+async fn mint_for(
+    settings: &Settings,
+    m: AdminCredentialsModel,
+    diags: &mut Diagnostics,
+) -> Option<AdminCredentialsModel> {
+    let key = key_from_secret(settings, &m, diags).await?;
+    mint(m, key, diags)
+}
+
+/// [`mint_for`] with the CA key read: `secret_key` from the cluster's keys secret, or else the spec's own.
+fn mint(
+    mut m: AdminCredentialsModel,
+    secret_key: Option<String>,
+    diags: &mut Diagnostics,
+) -> Option<AdminCredentialsModel> {
     let at = |name: &str| AttributePath::attr(name);
     let requested = match m.validity.known() {
         Some(v) => match parse_duration(v) {
@@ -188,7 +244,7 @@ fn mint(mut m: AdminCredentialsModel, diags: &mut Diagnostics) -> Option<AdminCr
         text(&cluster.name),
         text(&cluster.external_ip),
         text(&cluster.ca_certificate),
-        text(&cluster.ca_private_key),
+        secret_key.unwrap_or_else(|| text(&cluster.ca_private_key)),
     );
     let port = cluster
         .api_port
@@ -254,7 +310,9 @@ fn mint(mut m: AdminCredentialsModel, diags: &mut Diagnostics) -> Option<AdminCr
 }
 
 /// The ephemeral resource `ha_admin_credentials` (Terraform 1.10+).
-pub struct AdminCredentialsEphemeral;
+pub struct AdminCredentialsEphemeral {
+    pub settings: SharedSettings,
+}
 
 #[async_trait]
 impl EphemeralResource for AdminCredentialsEphemeral {
@@ -278,16 +336,24 @@ impl EphemeralResource for AdminCredentialsEphemeral {
         config: AdminCredentialsModel,
         diags: &mut Diagnostics,
     ) -> Option<Opened<AdminCredentialsModel>> {
-        mint(config, diags).map(|result| Opened {
-            result,
-            renew_at: None,
-            private: None,
-        })
+        mint_for(&current(&self.settings), config, diags)
+            .await
+            .map(|result| Opened {
+                result,
+                renew_at: None,
+                private: None,
+            })
     }
 }
 
 /// The data source `ha_admin_credentials`: the same credential, stored in state (for OpenTofu 1.6).
-pub struct AdminCredentialsDataSource;
+pub struct AdminCredentialsDataSource {
+    pub settings: SharedSettings,
+}
+
+fn current(settings: &SharedSettings) -> Settings {
+    settings.read().map(|s| s.clone()).unwrap_or_default()
+}
 
 #[async_trait]
 impl DataSource for AdminCredentialsDataSource {
@@ -310,7 +376,7 @@ impl DataSource for AdminCredentialsDataSource {
         config: AdminCredentialsModel,
         diags: &mut Diagnostics,
     ) -> Option<AdminCredentialsModel> {
-        mint(config, diags)
+        mint_for(&current(&self.settings), config, diags).await
     }
 }
 
@@ -358,7 +424,7 @@ mod tests {
         });
         m.validity = Val::Known("30m".into());
         let mut diags = Diagnostics::new();
-        let out = mint(m.clone(), &mut diags).expect("minted");
+        let out = mint(m.clone(), None, &mut diags).expect("minted");
         assert!(!diags.has_error(), "{diags:?}");
         assert_eq!(out.server.known().unwrap(), "https://203.0.113.9:6443");
         assert_eq!(
@@ -381,7 +447,7 @@ mod tests {
             c.ca_private_key = Val::Known(String::new());
         }
         let mut diags = Diagnostics::new();
-        assert!(mint(imported, &mut diags).is_none());
+        assert!(mint(imported, None, &mut diags).is_none());
         assert_eq!(
             paths(&diags),
             vec![format!("{:?}", Some(AttributePath::attr("cluster")))]

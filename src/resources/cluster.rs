@@ -11,7 +11,10 @@ use tfplugin_framework::{
     Attribute, PlanChange, Resource, Schema, SingleBlock, Val, timeouts_block,
 };
 
-use super::cluster_model::{ClusterModel, recovery_planned, restore_generation, spec_of};
+use super::cluster_model::{
+    ClusterModel, PrivateKeys, key_store, keys_to_secret, recovery_planned, restore_generation,
+    spec_of,
+};
 use super::spec::ClusterSpec;
 use crate::config::SharedSettings;
 use ha_domain::exposure::{Exposure, exposure_warnings};
@@ -292,9 +295,40 @@ pub fn schema() -> Schema {
             .computed()
             .sensitive()
             .description(
-                "Everything a replica inherits, including CA keys: pass it to replicas as `cluster = \
-                 ha_master_cluster.<name>.spec`. Sensitive: it lives only in state and on the masters.",
+                "Everything a replica inherits: pass it to replicas as `cluster = \
+                 ha_master_cluster.<name>.spec`. It names the cluster's keys' secret and carries no private \
+                 key, unless `ca_key_store` is `terraform_state`. Sensitive all the same, as it was when it \
+                 carried the keys.",
             ),
+    )
+    .attribute(
+        Attribute::string("ca_key_store")
+            .optional_computed()
+            .validator(string_check(
+                "`secret_manager` or `terraform_state`.",
+                key_store::check,
+            ))
+            .description(
+                "Where the private keys replicas are signed with live (the three CA keys and the \
+                 service-account signing key; docs/guides/secrets.md). `secret_manager` (the default for a \
+                 new cluster): in the cluster's own Secret Manager secret `<name>-cluster-keys`, which no \
+                 master may read, and once in this cluster's state (`private_keys`); no replica's state holds \
+                 one. `terraform_state`: in `spec`, and so in every replica's `cluster` input, where clusters \
+                 made by releases before the secret keep them; unset, such a cluster keeps them there, and \
+                 plan warns. Set it to `secret_manager` to move them: the apply writes the secret, and every \
+                 replica's plan shows its `cluster` input changing, with no roll. There is no way back.",
+            ),
+    )
+    .attribute(
+        Attribute::typed("private_keys", <PrivateKeys as TfType>::tf_type())
+            .computed()
+            .sensitive()
+            .description(
+                "The cluster's private keys, when `ca_key_store` is `secret_manager`: the copy its refresh \
+                 compares the keys' secret with, and its apply writes back when the secret is gone. Null \
+                 otherwise.",
+            )
+            .modifier(use_state_for_unknown()),
     )
     .attribute(
         Attribute::typed("drift", Type::list(Type::String))
@@ -634,7 +668,7 @@ impl ClusterResource {
             return;
         }
         // The prior spec reaches the running cluster (its IP and CAs); a cluster not created yet has no etcd.
-        let read = match prior.spec.known().map(ClusterSpec::to_ops) {
+        let read = match prior.ops_spec() {
             None => None,
             Some(Err(e)) => Some(Err(e.to_string())),
             Some(Ok(spec)) => Some(
@@ -663,6 +697,96 @@ impl ClusterResource {
 /// A setting that is optional and computed, left unset: a new cluster gets `for_new`, an existing one keeps what
 /// its state says it runs (`legacy` for a state from before the setting), so neither a provider upgrade nor a
 /// change elsewhere moves a cluster's masters unasked. `None`: the setting is configured, the plan keeps it.
+/// `ca_key_store`, `private_keys`, and where the planned spec keeps the keys (`cluster_model::key_store`). Known at
+/// plan in every case, so a replica's plan sees a known `cluster`.
+pub(super) fn plan_key_store(
+    config: &ClusterModel,
+    prior: Option<&ClusterModel>,
+    p: &mut ClusterModel,
+    diags: &mut Diagnostics,
+) {
+    use key_store::{SECRET_MANAGER, TERRAFORM_STATE};
+    let at = || AttributePath::attr("ca_key_store");
+    let name = p.name.known().cloned().unwrap_or_default();
+    let asked = config.ca_key_store.known().map(String::as_str);
+    let Some(prior) = prior else {
+        if asked == Some(TERRAFORM_STATE) {
+            diags.attr_error(
+                at(),
+                "A new cluster keeps its keys in Secret Manager",
+                format!(
+                    "`{TERRAFORM_STATE}` is where clusters made before the keys' secret keep their keys until \
+                     they move; a new cluster starts in `{SECRET_MANAGER}`. Remove `ca_key_store`."
+                ),
+            );
+        }
+        p.ca_key_store = Val::Known(SECRET_MANAGER.into());
+        p.private_keys = Val::Unknown;
+        keys_to_secret(p);
+        return;
+    };
+    // A state from before the setting (not refreshed since, as with `-refresh=false`) says nothing; its spec does.
+    let keeps_keys = prior
+        .spec
+        .known()
+        .and_then(PrivateKeys::from_spec)
+        .is_some();
+    let was = match prior.ca_key_store.known().map(String::as_str) {
+        None if keeps_keys => Some(TERRAFORM_STATE),
+        was => was,
+    };
+    match (was, asked) {
+        (Some(SECRET_MANAGER), Some(TERRAFORM_STATE)) => diags.attr_error(
+            at(),
+            format!("Cluster {name}'s keys cannot move back into state"),
+            format!(
+                "They are in its Secret Manager secret, and copying them into every replica's state again \
+                 would undo what moving them bought. Remove `ca_key_store` or set it to `{SECRET_MANAGER}`."
+            ),
+        ),
+        (Some(SECRET_MANAGER), _) => {
+            p.ca_key_store = Val::Known(SECRET_MANAGER.into());
+            p.private_keys = prior.private_keys.clone();
+        }
+        (Some(TERRAFORM_STATE), Some(SECRET_MANAGER)) => {
+            match prior.spec.known().and_then(PrivateKeys::from_spec) {
+                Some(keys) => {
+                    p.ca_key_store = Val::Known(SECRET_MANAGER.into());
+                    p.private_keys = Val::Known(keys);
+                    keys_to_secret(p);
+                }
+                None => diags.attr_error(
+                    at(),
+                    format!("Cluster {name}'s keys are not all in its state"),
+                    "A key of `spec` is empty, so there is nothing whole to move. Restore the state the \
+                     cluster was created with."
+                        .to_string(),
+                ),
+            }
+        }
+        (Some(_), _) => {
+            p.ca_key_store = prior.ca_key_store.clone();
+            p.private_keys = prior.private_keys.clone();
+            let (summary, detail) = ha_domain::key_placement::ca_keys_in_state_warning(&name);
+            diags.push(Diagnostic::warning(summary, detail).at(at()));
+        }
+        // An imported cluster: no key is anywhere this provider can reach (masters never hold CA keys).
+        (None, asked) => {
+            if asked.is_some() {
+                diags.attr_error(
+                    at(),
+                    format!("Cluster {name} has no keys to store"),
+                    "It was imported, and masters never hold CA keys, so neither its state nor a secret has \
+                     them. Remove `ca_key_store`."
+                        .to_string(),
+                );
+            }
+            p.ca_key_store = Val::Null;
+            p.private_keys = Val::Null;
+        }
+    }
+}
+
 fn unset_setting(
     configured: &Val<String>,
     prior: Option<&Val<String>>,
@@ -740,7 +864,7 @@ impl ClusterResource {
         let at = AttributePath::attr("kubernetes_version");
         // The masters' own versions, from their VMs; a cluster whose spec is not readable has nothing running to
         // judge beyond what state records.
-        let replicas = match prior.spec.known().map(ClusterSpec::to_ops) {
+        let replicas = match prior.ops_spec() {
             Some(Ok(spec)) => match ha_ops::ClusterCtx::new(&self.settings(), spec).await {
                 Ok(ctx) => ha_ops::kubernetes_version::read(&ctx).await,
                 Err(e) => Err(e),
@@ -855,10 +979,10 @@ impl ClusterResource {
     ) {
         let at = AttributePath::attr("restore").then_attr("generation");
         let name = planned.name.known().cloned().unwrap_or_default();
-        let Some(prior_spec) = prior.spec.known() else {
+        let Some(spec) = prior.ops_spec() else {
             return;
         };
-        let spec = prior_spec.to_ops().map(|mut spec| {
+        let spec = spec.map(|mut spec| {
             spec.backup = planned.backup_policy();
             spec
         });
@@ -939,10 +1063,10 @@ impl ClusterResource {
     ) {
         let at = AttributePath::attr("restore").then_attr("generation");
         let name = planned.name.known().cloned().unwrap_or_default();
-        let Some(prior_spec) = prior.spec.known() else {
+        let Some(spec) = prior.ops_spec() else {
             return;
         };
-        let spec = prior_spec.to_ops().map(|mut spec| {
+        let spec = spec.map(|mut spec| {
             spec.backup = planned.backup_policy();
             if let Some(v) = planned.etcd_version.known() {
                 spec.master.etcd_version = v.clone();
@@ -1204,6 +1328,7 @@ impl Resource for ClusterResource {
         plan_unset_settings(change.config, change.prior, p);
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
+        plan_key_store(change.config, change.prior, p, diags);
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
         // that lists what is wrong; `spec` above stays as it was, so replicas see no change from a repair.
         p.drift = Val::Known(Vec::new());

@@ -6,13 +6,14 @@ use std::time::Duration;
 use tfplugin::diag::Diagnostics;
 use tfplugin_framework::Val;
 
-use super::cluster_model::{ClusterModel, spec_of};
+use super::cluster_model::{ClusterModel, PrivateKeys, key_store, spec_of};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::shape::drift_sentences;
 use ha_ops::ClusterCtx;
 use ha_ops::cloud::Cloud;
 use ha_ops::cluster::{self as objects, ClusterNetwork};
+use ha_ops::cluster_keys::ClusterKeys;
 use ha_ops::lock::lock_cluster;
 use ha_ops::refresh::observe_shared;
 use ha_ops::repair::repair_shape;
@@ -101,6 +102,20 @@ pub async fn create(
         // Nothing is in state yet; the next apply's create finds what this one made (every step is "ensure").
         Err(e) => return failed(diags, "create", &name, super::advice::with_advice(&e)),
     };
+    // The keys' secret before anything refers to it. A create that fails from here leaves it as it leaves the
+    // address: the next create writes it again, with that create's keys.
+    let keys = ClusterKeys::of(&cas, &sa_key);
+    let secret = match ha_ops::cluster_keys::write(&c, &name, &keys).await {
+        Ok(path) => path,
+        Err(e) => {
+            return failed(
+                diags,
+                "store the CA keys of",
+                &name,
+                super::advice::with_advice(&e),
+            );
+        }
+    };
     p.external_ip = Val::Known(ip.clone());
     p.endpoint = Val::Known(endpoint(&ip, p.api_port.known().copied().unwrap_or(443)));
     p.ca_certificate = Val::Known(cas.cluster_ca.cert_pem.clone());
@@ -109,13 +124,17 @@ pub async fn create(
     let mut spec = spec_of(&p, None);
     spec.external_ip = Val::Known(ip);
     spec.ca_certificate = Val::Known(cas.cluster_ca.cert_pem.clone());
-    spec.ca_private_key = Val::Known(cas.cluster_ca.key_pem.clone());
     spec.etcd_peer_ca_certificate = Val::Known(cas.etcd_peer_ca.cert_pem.clone());
-    spec.etcd_peer_ca_private_key = Val::Known(cas.etcd_peer_ca.key_pem.clone());
     spec.etcd_client_ca_certificate = Val::Known(cas.etcd_client_ca.cert_pem.clone());
-    spec.etcd_client_ca_private_key = Val::Known(cas.etcd_client_ca.key_pem.clone());
-    spec.service_account_key = Val::Known(sa_key);
+    // The keys stay out of the spec (and so out of every replica's state): it names their secret.
+    spec.ca_private_key = Val::Null;
+    spec.etcd_peer_ca_private_key = Val::Null;
+    spec.etcd_client_ca_private_key = Val::Null;
+    spec.service_account_key = Val::Null;
+    spec.keys_secret = Val::Known(secret);
     p.spec = Val::Known(spec);
+    p.ca_key_store = Val::Known(key_store::SECRET_MANAGER.into());
+    p.private_keys = Val::Known(PrivateKeys::of(&keys));
     p.drift = Val::Known(Vec::new());
     // Replicas take the backups; a new cluster has none yet.
     if p.last_backup.is_unknown() {
@@ -147,6 +166,7 @@ pub async fn read(
         }
     }
     let cluster = net.name.to_string();
+    let keys_drift = keys_drift(&c, &s, diags).await;
     let Some(ctx) = context(settings, &s, diags).await else {
         return Some(s);
     };
@@ -156,8 +176,57 @@ pub async fn read(
             failed::<()>(diags, "observe the load balancer of", &cluster, e);
         }
     }
+    if let (Some(sentence), Val::Known(drift)) = (keys_drift, &mut s.drift) {
+        drift.push(sentence);
+    }
     read_last_backup(settings, &mut s, diags).await;
     Some(s)
+}
+
+/// What is wrong with the cluster's keys' secret, as a `drift` sentence: gone, or holding other keys than the
+/// cluster's state. The update writes it back (`write_keys_back`). A secret that cannot be read is a warning.
+async fn keys_drift(c: &Cloud, s: &ClusterModel, diags: &mut Diagnostics) -> Option<String> {
+    let keys = s
+        .keys_in_secret()
+        .then(|| s.private_keys.known()?.keys())??;
+    let name = s.name.known()?;
+    let secret = ha_domain::names::cluster_keys_secret(name);
+    match ha_ops::cluster_keys::holds(c, name, &keys).await {
+        Ok(true) => None,
+        Ok(false) => Some(format!(
+            "Secret {secret} does not hold the cluster's CA keys (deleted, disabled or overwritten); the apply \
+             writes them back from the cluster's state."
+        )),
+        Err(e) => {
+            diags.warning(
+                format!("Could not read cluster {name}'s keys secret"),
+                format!(
+                    "{}. The provider's credentials need `secretmanager.versions.access` on secret {secret}; \
+                     replicas cannot be signed without it.",
+                    e.explain()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Makes the cluster's keys' secret hold the keys in its state (an update, which a migration from
+/// `terraform_state` or a secret found missing at refresh plans). Reads before it writes, so an update of another
+/// setting writes nothing.
+async fn write_keys_back(c: &Cloud, p: &ClusterModel) -> Result<(), ha_ops::OpError> {
+    let (Some(keys), Some(name)) = (
+        p.keys_in_secret()
+            .then(|| p.private_keys.known().and_then(PrivateKeys::keys))
+            .flatten(),
+        p.name.known(),
+    ) else {
+        return Ok(());
+    };
+    if !ha_ops::cluster_keys::holds(c, name, &keys).await? {
+        ha_ops::cluster_keys::write(c, name, &keys).await?;
+    }
+    Ok(())
 }
 
 /// `last_backup`: the newest snapshot in the bucket. A bucket that cannot be listed leaves the value as it was,
@@ -214,6 +283,15 @@ pub fn fill_from_older_state(s: &mut ClusterModel) {
     if let Val::Known(spec) = &mut s.spec {
         spec.fill_from_older_state();
     }
+    // Made before `ca_key_store`: the keys are in `spec` (none at all for an imported cluster).
+    if s.ca_key_store.is_null()
+        && s.spec
+            .known()
+            .and_then(super::cluster_model::PrivateKeys::from_spec)
+            .is_some()
+    {
+        s.ca_key_store = Val::Known(super::cluster_model::key_store::TERRAFORM_STATE.into());
+    }
 }
 
 /// The cluster's operation context, from its spec in state (complete once the cluster exists).
@@ -223,8 +301,7 @@ async fn context(
     diags: &mut Diagnostics,
 ) -> Option<ClusterCtx> {
     let name = m.name.known().cloned().unwrap_or_default();
-    let spec = m.spec.known()?;
-    let built = match spec.to_ops() {
+    let built = match m.ops_spec()? {
         Ok(spec) => ClusterCtx::new(settings, spec).await,
         Err(e) => Err(e),
     };
@@ -251,6 +328,16 @@ pub async fn update(
     let name = net.name.to_string();
     let c = compute(settings, &project, &name, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
+    // The keys first: replicas planned with this spec read them from the secret.
+    if let Err(e) = write_keys_back(&c, &p).await {
+        failed::<()>(
+            diags,
+            "store the CA keys of",
+            &name,
+            super::advice::with_advice(&e),
+        );
+        return Some(prior);
+    }
     if let Err(e) = objects::update(&c, &net, until).await {
         failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
         return Some(prior);

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tfplugin_framework::Val;
+use tfplugin_framework::{Val, typed_object};
+
+use ha_ops::OpError;
+use ha_ops::context::Spec;
 
 use super::spec::ClusterSpec;
 use super::{Timeouts, known_or_default};
@@ -50,7 +53,102 @@ pub struct ClusterModel {
     pub restore: Val<Restore>,
     pub backup: Val<Backup>,
     pub last_backup: Val<String>,
+    pub ca_key_store: Val<String>,
+    pub private_keys: Val<PrivateKeys>,
     pub timeouts: Val<Timeouts>,
+}
+
+/// Where the cluster keeps the private keys its replicas are signed with (`ca_key_store`).
+pub mod key_store {
+    /// In the cluster's own Secret Manager secret (`ops::cluster_keys`), and once in the cluster's state.
+    pub const SECRET_MANAGER: &str = "secret_manager";
+    /// In the cluster's `spec`, and so in every replica's `cluster` input: clusters made before the secret.
+    pub const TERRAFORM_STATE: &str = "terraform_state";
+
+    pub fn check(v: &str) -> Result<(), (String, String)> {
+        if v == SECRET_MANAGER || v == TERRAFORM_STATE {
+            return Ok(());
+        }
+        Err((
+            "Unknown key store".into(),
+            format!(
+                "{v:?} is not a key store: use \"{SECRET_MANAGER}\" (the cluster's own Secret Manager secret; \
+                 the default) or \"{TERRAFORM_STATE}\" (every replica's state, as clusters made before the \
+                 secret keep them until they move)."
+            ),
+        ))
+    }
+}
+
+typed_object! {
+/// The cluster's private keys, kept once in its state (`private_keys`, sensitive) when `ca_key_store` is
+/// `secret_manager`: the copy the cluster's refresh compares its keys' secret with, and its apply writes back.
+#[derive(Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PrivateKeys {
+    pub ca: Val<String>,
+    pub etcd_peer_ca: Val<String>,
+    pub etcd_client_ca: Val<String>,
+    pub service_account: Val<String>,
+}}
+
+impl std::fmt::Debug for PrivateKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrivateKeys(<redacted>)")
+    }
+}
+
+impl PrivateKeys {
+    pub fn of(keys: &ha_ops::cluster_keys::ClusterKeys) -> PrivateKeys {
+        PrivateKeys {
+            ca: Val::Known(keys.ca_key.clone()),
+            etcd_peer_ca: Val::Known(keys.etcd_peer_ca_key.clone()),
+            etcd_client_ca: Val::Known(keys.etcd_client_ca_key.clone()),
+            service_account: Val::Known(keys.service_account_key.clone()),
+        }
+    }
+
+    /// The keys a spec that keeps them itself carries (`terraform_state`); `None` when any is missing.
+    pub fn from_spec(s: &ClusterSpec) -> Option<PrivateKeys> {
+        let key = |v: &Val<String>| v.known().filter(|k| !k.is_empty()).cloned();
+        Some(PrivateKeys::of(&ha_ops::cluster_keys::ClusterKeys {
+            ca_key: key(&s.ca_private_key)?,
+            etcd_peer_ca_key: key(&s.etcd_peer_ca_private_key)?,
+            etcd_client_ca_key: key(&s.etcd_client_ca_private_key)?,
+            service_account_key: key(&s.service_account_key)?,
+        }))
+    }
+
+    pub fn keys(&self) -> Option<ha_ops::cluster_keys::ClusterKeys> {
+        Some(ha_ops::cluster_keys::ClusterKeys {
+            ca_key: self.ca.known()?.clone(),
+            etcd_peer_ca_key: self.etcd_peer_ca.known()?.clone(),
+            etcd_client_ca_key: self.etcd_client_ca.known()?.clone(),
+            service_account_key: self.service_account.known()?.clone(),
+        })
+    }
+}
+
+impl ClusterModel {
+    /// The cluster's settings as `ops` takes them, with the private keys from the cluster's own state: its
+    /// refresh, plan checks and apply never depend on its keys' secret, which the refresh checks and the apply
+    /// writes back. `None` before the cluster exists.
+    pub fn ops_spec(&self) -> Option<Result<Spec, OpError>> {
+        let spec = self.spec.known()?;
+        Some(spec.to_ops().map(|mut s| {
+            if let Some(keys) = self.private_keys.known().and_then(PrivateKeys::keys) {
+                s.cas.cluster_ca.key_pem = keys.ca_key;
+                s.cas.etcd_peer_ca.key_pem = keys.etcd_peer_ca_key;
+                s.cas.etcd_client_ca.key_pem = keys.etcd_client_ca_key;
+                s.service_account_key = keys.service_account_key;
+            }
+            s
+        }))
+    }
+
+    /// Whether the cluster keeps its keys in its own secret (`ca_key_store = "secret_manager"`).
+    pub fn keys_in_secret(&self) -> bool {
+        self.ca_key_store.known().map(String::as_str) == Some(key_store::SECRET_MANAGER)
+    }
 }
 
 /// The `backup` block: where etcd snapshots go before every change that touches etcd.
@@ -141,7 +239,25 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         backup_prefix: backup_part(&p.backup, |b| &b.prefix),
         backup_keep: backup_part(&p.backup, |b| &b.keep),
         backup_stop_on_failure: backup_part(&p.backup, |b| &b.stop_on_failure),
+        keys_secret: carried(|s| &s.keys_secret),
     }
+}
+
+/// The spec with its keys moved to the cluster's secret: the key attributes null, and the secret's path, known
+/// from the project and name, so a replica's plan sees a known `cluster` that rolls nothing.
+pub fn keys_to_secret(p: &mut ClusterModel) {
+    let path = match (p.project.known(), p.name.known()) {
+        (Some(project), Some(name)) => Val::Known(ha_ops::cluster_keys::secret_path(project, name)),
+        _ => Val::Unknown,
+    };
+    let Val::Known(spec) = &mut p.spec else {
+        return;
+    };
+    spec.ca_private_key = Val::Null;
+    spec.etcd_peer_ca_private_key = Val::Null;
+    spec.etcd_client_ca_private_key = Val::Null;
+    spec.service_account_key = Val::Null;
+    spec.keys_secret = path;
 }
 
 /// One setting of the `backup` block: null without the block, unknown while the block is.

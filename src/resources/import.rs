@@ -132,6 +132,9 @@ pub async fn cluster(
         restore: Val::Null,
         backup: Val::Null,
         last_backup: Val::Null,
+        // Masters never hold CA keys, so import finds none to store (`ca_key_store`).
+        ca_key_store: Val::Null,
+        private_keys: Val::Null,
         timeouts: Val::Null,
     };
     let mut spec = spec_of(&m, None);
@@ -148,6 +151,7 @@ pub async fn cluster(
     ] {
         *key = Val::Known(String::new());
     }
+    spec.keys_secret = Val::Null;
     m.spec = Val::Known(spec);
     Some(m)
 }

@@ -79,6 +79,31 @@ async fn context(
     }
 }
 
+/// Whether the cluster's keys' secret, which the replica's `cluster` input names, is gone or holds other keys
+/// (`ops::cluster_keys::fill` refuses it): the replica's refresh then keeps its state as it was and warns, so the
+/// plan goes on and the cluster's update (which Terraform runs before its replicas') writes the secret back.
+/// Failing here would fail every plan, and with it the repair.
+async fn keys_secret_gone(
+    settings: &Settings,
+    s: &ReplicaModel,
+    name: &str,
+    diags: &mut Diagnostics,
+) -> bool {
+    let Some(Ok(mut spec)) = s.cluster.known().map(|c| c.to_ops()) else {
+        return false;
+    };
+    let Err(OpError::Refused(summary, detail)) =
+        ha_ops::cluster_keys::fill(settings, &mut spec).await
+    else {
+        return false;
+    };
+    diags.warning(
+        format!("Replica {name} was not refreshed. {summary}"),
+        format!("{detail} The replica's state is kept as it was until then."),
+    );
+    true
+}
+
 fn report(diags: &mut Diagnostics, what: &str, name: &str, e: OpError) {
     match e {
         OpError::Refused(summary, detail) | OpError::NotYet(summary, detail) => {
@@ -281,6 +306,9 @@ pub async fn read(
     let mut s = s;
     if let Val::Known(spec) = &mut s.cluster {
         spec.fill_from_older_state();
+    }
+    if keys_secret_gone(settings, &s, &name, diags).await {
+        return Some(s);
     }
     let ctx = context(settings, &s, diags).await?;
     let until = Instant::now() + Duration::from_secs(60);

@@ -71,6 +71,11 @@ pub struct ClusterSpec {
     pub backup_prefix: Val<String>,
     pub backup_keep: Val<i64>,
     pub backup_stop_on_failure: Val<bool>,
+    /// The Secret Manager secret (`projects/<project>/secrets/<cluster>-cluster-keys`) that holds the CA keys and
+    /// the service-account key, which the provider reads when it signs (`ops::cluster_keys`): set, the key
+    /// attributes above are null, so no replica's state holds a private key. Null for a cluster that keeps them
+    /// in this spec (made before the secret, `ca_key_store = "terraform_state"`) or has none (imported).
+    pub keys_secret: Val<String>,
 }}
 
 impl ClusterSpec {
@@ -208,9 +213,18 @@ fn need<T: Clone>(v: &Val<T>, what: &str) -> Result<T, OpError> {
 }
 
 impl ClusterSpec {
-    /// The settings as `ops` takes them: every value known, as at apply time.
+    /// The settings as `ops` takes them: every value known, as at apply time. With a keys secret the keys are
+    /// empty here, and `ops::ClusterCtx::new` reads them.
     pub fn to_ops(&self) -> Result<Spec, OpError> {
         let s = self;
+        let in_secret = s.keys_secret.known().is_some();
+        let key = |v: &Val<String>, what: &str| {
+            if in_secret {
+                Ok(String::new())
+            } else {
+                need(v, what)
+            }
+        };
         Ok(Spec {
             id: need(&s.id, "id")?,
             name: need(&s.name, "name")?,
@@ -222,18 +236,19 @@ impl ClusterSpec {
             cas: ClusterCas {
                 cluster_ca: CertKey {
                     cert_pem: need(&s.ca_certificate, "CA")?,
-                    key_pem: need(&s.ca_private_key, "CA key")?,
+                    key_pem: key(&s.ca_private_key, "CA key")?,
                 },
                 etcd_peer_ca: CertKey {
                     cert_pem: need(&s.etcd_peer_ca_certificate, "etcd peer CA")?,
-                    key_pem: need(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
+                    key_pem: key(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
                 },
                 etcd_client_ca: CertKey {
                     cert_pem: need(&s.etcd_client_ca_certificate, "etcd client CA")?,
-                    key_pem: need(&s.etcd_client_ca_private_key, "etcd client CA key")?,
+                    key_pem: key(&s.etcd_client_ca_private_key, "etcd client CA key")?,
                 },
             },
-            service_account_key: need(&s.service_account_key, "service account key")?,
+            service_account_key: key(&s.service_account_key, "service account key")?,
+            keys_secret: s.keys_secret.known().cloned(),
             // Unknown or absent (a state from before the setting): protected, the safe side.
             deletion_protection: s.deletion_protection.known() != Some(&false),
             certificate_validity: duration_or(

@@ -137,7 +137,25 @@ async fn cluster_create_plan_knows_settings_and_not_generated_material() {
         tfplugin_framework::plan::attr(&spec, "region"),
         &s("europe-west1")
     );
-    assert!(tfplugin_framework::plan::attr(&spec, "ca_private_key").is_unknown());
+    assert!(tfplugin_framework::plan::attr(&spec, "ca_certificate").is_unknown());
+    // The keys stay out of the spec a replica copies: it names their secret, known at plan.
+    for key in [
+        "ca_private_key",
+        "etcd_peer_ca_private_key",
+        "etcd_client_ca_private_key",
+        "service_account_key",
+    ] {
+        assert!(
+            tfplugin_framework::plan::attr(&spec, key).is_null(),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        tfplugin_framework::plan::attr(&spec, "keys_secret"),
+        &s("projects/p/secrets/prod-cluster-keys")
+    );
+    assert_eq!(get("ca_key_store"), s("secret_manager"));
+    assert!(get("private_keys").is_unknown());
 }
 
 /// The attributes the plan's warnings are at, in order.
@@ -304,4 +322,154 @@ async fn identities_and_the_list_resource_are_declared_and_an_identity_becomes_t
     let d = resp.diagnostics.iter().next().expect("an error");
     assert_eq!(d.summary, "Invalid import identity", "{d:?}");
     assert!(d.detail.contains("the identity has no name"), "{d:?}");
+}
+
+/// Where a cluster's keys are planned (`cluster::plan_key_store`), from a prior state and a configuration.
+mod key_store {
+    use tfplugin::diag::{Diagnostics, Severity};
+    use tfplugin_framework::Val;
+    use tfplugin_framework::model::TfType;
+
+    use super::super::cluster::plan_key_store;
+    use super::super::cluster_model::{ClusterModel, PrivateKeys, spec_of};
+    use super::super::spec::ClusterSpec;
+    use super::*;
+
+    /// A cluster named `prod` in project `p`, with its spec: its keys in the spec (`keys`), or none at all
+    /// (imported).
+    fn prior(store: Option<&str>, keys: bool) -> ClusterModel {
+        let ty = <ClusterSpec as TfType>::tf_type();
+        let mut spec: ClusterSpec =
+            tfplugin_framework::model::from_value(&object(&ty, &[])).unwrap();
+        let key = |k: &str| {
+            Val::Known(if keys {
+                format!("-----BEGIN PRIVATE KEY-----{k}")
+            } else {
+                String::new()
+            })
+        };
+        spec.ca_private_key = key("ca");
+        spec.etcd_peer_ca_private_key = key("peer");
+        spec.etcd_client_ca_private_key = key("client");
+        spec.service_account_key = key("sa");
+        let mut m = ClusterModel {
+            name: Val::Known("prod".into()),
+            project: Val::Known("p".into()),
+            ca_key_store: store.map_or(Val::Null, |s| Val::Known(s.into())),
+            ..ClusterModel::default()
+        };
+        // As the cluster's plan made it: the settings from the model, the keys carried.
+        m.spec = Val::Known(spec_of(&m, Some(&spec)));
+        m
+    }
+
+    fn plan(prior: &ClusterModel, asked: Option<&str>) -> (ClusterModel, Diagnostics) {
+        let config = ClusterModel {
+            ca_key_store: asked.map_or(Val::Null, |s| Val::Known(s.into())),
+            ..prior.clone()
+        };
+        let mut p = ClusterModel {
+            ca_key_store: Val::Unknown,
+            private_keys: Val::Unknown,
+            ..prior.clone()
+        };
+        p.spec = Val::Known(spec_of(&p, prior.spec.known()));
+        let mut diags = Diagnostics::new();
+        plan_key_store(&config, Some(prior), &mut p, &mut diags);
+        (p, diags)
+    }
+
+    fn at(diags: &Diagnostics, severity: Severity) -> Vec<String> {
+        diags
+            .iter()
+            .filter(|d| d.severity == severity)
+            .filter_map(|d| d.attribute.as_ref().map(|p| p.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn an_older_cluster_keeps_its_keys_where_they_are_and_is_warned() {
+        for store in [Some("terraform_state"), None] {
+            let prior = prior(store, true);
+            let (p, diags) = plan(&prior, None);
+            assert_eq!(
+                p.ca_key_store, prior.ca_key_store,
+                "{store:?}: nothing changes"
+            );
+            assert_eq!(p.private_keys, Val::Null);
+            assert_eq!(p.spec, prior.spec, "{store:?}: replicas see no change");
+            assert_eq!(at(&diags, Severity::Warning), ["ca_key_store"], "{store:?}");
+            assert!(!diags.has_error());
+        }
+    }
+
+    #[test]
+    fn asking_for_secret_manager_moves_the_keys_out_of_the_spec_with_everything_known() {
+        let prior = prior(Some("terraform_state"), true);
+        let (p, diags) = plan(&prior, Some("secret_manager"));
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(p.ca_key_store, Val::Known("secret_manager".into()));
+        let keys = p.private_keys.known().expect("known at plan");
+        assert_eq!(
+            Some(keys),
+            prior.spec.known().and_then(PrivateKeys::from_spec).as_ref()
+        );
+        let spec = p.spec.known().unwrap();
+        for key in [
+            &spec.ca_private_key,
+            &spec.etcd_peer_ca_private_key,
+            &spec.etcd_client_ca_private_key,
+            &spec.service_account_key,
+        ] {
+            assert_eq!(key, &Val::Null);
+        }
+        assert_eq!(
+            spec.keys_secret,
+            Val::Known("projects/p/secrets/prod-cluster-keys".into())
+        );
+    }
+
+    #[test]
+    fn keys_in_the_secret_stay_there_and_never_move_back() {
+        let mut moved = prior(Some("secret_manager"), false);
+        if let Val::Known(spec) = &mut moved.spec {
+            spec.ca_private_key = Val::Null;
+            spec.keys_secret = Val::Known("projects/p/secrets/prod-cluster-keys".into());
+        }
+        let (p, diags) = plan(&moved, None);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(p.ca_key_store, Val::Known("secret_manager".into()));
+        assert_eq!(p.spec, moved.spec);
+        let (_, diags) = plan(&moved, Some("terraform_state"));
+        assert_eq!(at(&diags, Severity::Error), ["ca_key_store"]);
+    }
+
+    #[test]
+    fn an_imported_cluster_has_no_keys_to_store() {
+        let imported = prior(None, false);
+        let (p, diags) = plan(&imported, None);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(p.ca_key_store, Val::Null);
+        let (_, diags) = plan(&imported, Some("secret_manager"));
+        assert_eq!(at(&diags, Severity::Error), ["ca_key_store"]);
+    }
+
+    #[tokio::test]
+    async fn a_new_cluster_starts_in_secret_manager_and_cannot_start_in_state() {
+        let server = FrameworkServer::new(HaProvider::default());
+        let (_, diags) = plan_cluster(
+            &server,
+            &[
+                minimal_cluster(),
+                vec![("ca_key_store", s("terraform_state"))],
+            ]
+            .concat(),
+        )
+        .await;
+        assert!(
+            diags.iter().any(|d| d.severity == Severity::Error
+                && d.attribute.as_ref().map(|p| p.to_string()).as_deref() == Some("ca_key_store")),
+            "{diags:?}"
+        );
+    }
 }

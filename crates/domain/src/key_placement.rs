@@ -38,6 +38,22 @@ pub fn warning(replica: &str, rebuilding: bool) -> Refusal {
     (summary, detail)
 }
 
+/// The plan's warning for a cluster whose CA keys are still in its `spec`, and so in every replica's state.
+pub fn ca_keys_in_state_warning(cluster: &str) -> Refusal {
+    (
+        "CA keys are still in every replica's state".into(),
+        format!(
+            "Cluster {cluster} was made by an earlier release and keeps its three CA private keys and its \
+             service-account signing key in `spec`, so every ha_master_replica's `cluster` input copies them \
+             into state: whoever reads the state, a saved plan or a state backup can sign any identity in the \
+             cluster, cluster-admin included. Set `ca_key_store = \"secret_manager\"` on the cluster to move \
+             them to its own Secret Manager secret ({cluster}-cluster-keys), which no master may read; the \
+             cluster keeps one copy in its state. Every replica's plan then shows its `cluster` input \
+             changing, and no master rolls. Upgrading the provider moves nothing by itself."
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +81,19 @@ mod tests {
             assert_eq!(in_metadata(&md(value)), holds, "{value}");
         }
         assert!(!in_metadata(&BTreeMap::new()));
+    }
+
+    #[test]
+    fn the_ca_keys_warning_names_the_cluster_the_setting_and_that_nothing_rolls() {
+        let (_, detail) = ca_keys_in_state_warning("prod");
+        for part in [
+            "Cluster prod",
+            "ca_key_store = \"secret_manager\"",
+            "prod-cluster-keys",
+            "no master rolls",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
     }
 
     #[test]

@@ -78,6 +78,13 @@ pub fn keys_secret(replica: &str, zone: &str) -> String {
     format!("{replica}-{zone}-keys")
 }
 
+/// The Secret Manager secret that holds a cluster's CA keys and service-account signing key, which the provider reads
+/// when it signs a replica's certificates (docs/guides/secrets.md). No replica secret can take this name: theirs
+/// end in `-<zone>-keys`, and no zone is called `cluster`.
+pub fn cluster_keys_secret(cluster: &str) -> String {
+    format!("{cluster}-cluster-keys")
+}
+
 /// The GCE objects a cluster owns, named from the cluster's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DerivedNames {

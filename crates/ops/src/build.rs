@@ -99,7 +99,9 @@ async fn write_keys(
         &BTreeMap::from([(REPLICA_LABEL.to_string(), who.name.to_string())]),
     );
     let secrets = ha_secrets::Secrets::connect(&ctx.settings, &spec.project).await?;
-    let version = secrets.put(&id, &labels, &bundle.tar, &reader).await?;
+    let version = secrets
+        .put(&id, &labels, &bundle.tar, Some(&reader))
+        .await?;
     tracing::info!(
         "{}: keys in secret {id} (version {version}), readable by {reader}",
         who.name

@@ -121,9 +121,13 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     {
         c.delete_address(n.region, &address.name, deadline).await?;
     }
+    // The cluster's own keys last (below): a delete that fails before the end keeps what the replicas sign with.
+    let keys = ha_domain::names::cluster_keys_secret(n.name);
     let secret_manager = cloud.secrets().await?;
     for (id, _) in crate::build::cluster_secrets(&secret_manager, n.name).await? {
-        secret_manager.delete(&id).await?;
+        if id != keys {
+            secret_manager.delete(&id).await?;
+        }
     }
     // Leftovers of an interrupted shrink, then the cluster's own objects.
     c.delete_forwarding_rule(n.region, &names.forwarding_rule, deadline)
@@ -136,7 +140,11 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
         c.delete_firewall(&fw.name, deadline).await?;
     }
     c.delete_address(n.region, &names.address, deadline).await?;
-    Ok(())
+    match secret_manager.delete(&keys).await {
+        // A cluster made before the keys' secret, in a project that never enabled the API: nothing to delete.
+        Err(e) if e.is_disabled() => Ok(()),
+        other => Ok(other.map(|_| ())?),
+    }
 }
 
 /// Whether the cluster's static address exists: it is the cluster's identity, so without it the cluster is gone.

@@ -24,8 +24,12 @@ pub struct Spec {
     /// What every master VM is made of (`domain::master_spec`): a roll compares its build.
     pub master: MasterSpec,
     pub external_ip: String,
+    /// The CAs (certificates, and keys once `ClusterCtx::new` has read them) and the service-account key.
     pub cas: ClusterCas,
     pub service_account_key: String,
+    /// The Secret Manager secret that holds the CA keys and the service-account key (`ops::cluster_keys`), when the
+    /// spec carries none itself.
+    pub keys_secret: Option<String>,
     /// While true, no leave removes the cluster's last voting member (`domain::protection`).
     pub deletion_protection: bool,
     /// How long a replica's certificates live, and how long before expiry a roll renews them
@@ -66,7 +70,8 @@ pub struct ClusterCtx {
 }
 
 impl ClusterCtx {
-    pub async fn new(settings: &Settings, spec: Spec) -> Result<ClusterCtx> {
+    pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {
+        super::cluster_keys::fill(settings, &mut spec).await?;
         let compute = Compute::new(settings)
             .await?
             .for_project(spec.project.clone());

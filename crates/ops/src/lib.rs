@@ -6,6 +6,7 @@ pub mod backup;
 pub mod build;
 pub mod cloud;
 pub mod cluster;
+pub mod cluster_keys;
 pub mod context;
 pub mod endpoint;
 pub mod error;

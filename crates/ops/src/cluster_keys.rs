@@ -1,0 +1,242 @@
+//! The cluster's private keys (its three CA keys and the service-account signing key) in a Secret Manager secret of
+//! their own, so that no replica's `cluster` input in Terraform state carries them (docs/guides/secrets.md). The
+//! provider reads them when it signs a replica's certificates or mints its own etcd client certificate; no master
+//! reads them (its own keys are in its replica's secret), so the secret has no reader binding: only principals
+//! that may read every secret of the project (the provider's own, owners) can.
+//!
+//! The secret's path is in every replica's `cluster` input; the keys read from it are checked against the CA
+//! certificates that input carries before anything is signed with them, so a secret that was overwritten fails
+//! closed rather than signing with a key no master trusts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{LazyLock, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use ha_pki::{CertKey, ClusterCas};
+use ha_settings::Settings;
+
+use super::cloud::Cloud;
+use super::context::Spec;
+use super::error::{OpError, Result};
+use super::shared::replica_labels;
+
+/// The four private keys, as the secret holds them (JSON).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterKeys {
+    pub ca_key: String,
+    pub etcd_peer_ca_key: String,
+    pub etcd_client_ca_key: String,
+    pub service_account_key: String,
+}
+
+impl std::fmt::Debug for ClusterKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterKeys(<redacted>)")
+    }
+}
+
+impl ClusterKeys {
+    pub fn of(cas: &ClusterCas, service_account_key: &str) -> ClusterKeys {
+        ClusterKeys {
+            ca_key: cas.cluster_ca.key_pem.clone(),
+            etcd_peer_ca_key: cas.etcd_peer_ca.key_pem.clone(),
+            etcd_client_ca_key: cas.etcd_client_ca.key_pem.clone(),
+            service_account_key: service_account_key.to_string(),
+        }
+    }
+
+    /// The CAs whose certificates are `certs`, with these keys; an error when a key is not its certificate's.
+    pub fn with_certs(&self, certs: &ClusterCas) -> Result<ClusterCas> {
+        let pair = |cert: &CertKey, key: &str| CertKey {
+            cert_pem: cert.cert_pem.clone(),
+            key_pem: key.to_string(),
+        };
+        let cas = ClusterCas {
+            cluster_ca: pair(&certs.cluster_ca, &self.ca_key),
+            etcd_peer_ca: pair(&certs.etcd_peer_ca, &self.etcd_peer_ca_key),
+            etcd_client_ca: pair(&certs.etcd_client_ca, &self.etcd_client_ca_key),
+        };
+        // Loading each CA checks that its key is the certificate's.
+        cas.issuers()?;
+        ha_pki::service_account_public_key(&self.service_account_key)?;
+        Ok(cas)
+    }
+
+    fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("four strings always serialize")
+    }
+}
+
+/// `projects/<project>/secrets/<cluster>-cluster-keys`: what a replica's `cluster` input names.
+pub fn secret_path(project: &str, cluster: &str) -> String {
+    format!(
+        "projects/{project}/secrets/{}",
+        ha_domain::names::cluster_keys_secret(cluster)
+    )
+}
+
+/// Keys read or written by this process, by secret path: every replica of a plan reads the same secret, and a
+/// second Google client per replica costs ~20 ms of CPU (`make bench`). A process is one Terraform command, and
+/// the keys are checked against the certificates at every use, so a secret rewritten meanwhile cannot be signed
+/// with unnoticed.
+static READ: LazyLock<Mutex<HashMap<String, ClusterKeys>>> = LazyLock::new(Default::default);
+
+fn remember(path: &str, keys: &ClusterKeys) {
+    READ.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.to_string(), keys.clone());
+}
+
+/// Writes the keys to the cluster's secret (made with the cluster's label, so its delete finds it), with no reader
+/// binding. Writing the same keys again adds nothing. Returns the secret's path.
+pub async fn write(cloud: &Cloud, cluster: &str, keys: &ClusterKeys) -> Result<String> {
+    let id = ha_domain::names::cluster_keys_secret(cluster);
+    let secrets = cloud.secrets().await?;
+    let version = secrets
+        .put(
+            &id,
+            &replica_labels(cluster, &BTreeMap::new()),
+            &keys.to_json(),
+            None,
+        )
+        .await?;
+    let path = secrets.path(&id);
+    tracing::info!("{cluster}: CA keys in secret {path} (version {version})");
+    remember(&path, keys);
+    Ok(path)
+}
+
+/// One read from Secret Manager at a time: the replicas of a plan are refreshed ten at a time, and all but the first
+/// then find the keys in memory instead of each building a client and reading the same secret.
+static READING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn remembered(path: &str) -> Option<ClusterKeys> {
+    READ.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(path)
+        .cloned()
+}
+
+/// The keys in the secret at `path`; `None` when the secret or its every version is gone.
+pub async fn read(settings: &Settings, path: &str) -> Result<Option<ClusterKeys>> {
+    if let Some(keys) = remembered(path) {
+        return Ok(Some(keys));
+    }
+    let _one_at_a_time = READING.lock().await;
+    if let Some(keys) = remembered(path) {
+        return Ok(Some(keys));
+    }
+    let (project, id) = parse(path)?;
+    let secrets = ha_secrets::Secrets::connect(settings, project).await?;
+    let Some(payload) = secrets.read(id, None).await? else {
+        return Ok(None);
+    };
+    let keys: ClusterKeys = serde_json::from_slice(&payload).map_err(|e| {
+        OpError::Other(format!(
+            "secret {path} does not hold a cluster's keys as this provider writes them ({e}); apply the \
+             cluster to write them again from its state"
+        ))
+    })?;
+    remember(path, &keys);
+    Ok(Some(keys))
+}
+
+/// Fills `spec`'s CA keys and service-account key from its keys secret, when it names one and carries no keys
+/// itself (a cluster made before the secret carries them in its spec; an imported one has none anywhere).
+pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
+    let Some(path) = spec.keys_secret.clone() else {
+        return Ok(());
+    };
+    if !spec.cas.cluster_ca.key_pem.is_empty() {
+        return Ok(());
+    }
+    let keys = read(settings, &path).await?.ok_or_else(|| {
+        OpError::Refused(
+            format!(
+                "Cluster {}'s CA keys are missing: secret {path} does not exist or has no enabled version",
+                spec.name
+            ),
+            "Nothing can be signed for its replicas until they are back. Run `terraform apply`: the cluster's \
+             refresh finds the secret missing and its apply writes it again from the cluster's state, before any \
+             replica's change."
+                .into(),
+        )
+    })?;
+    spec.cas = keys.with_certs(&spec.cas).map_err(|e| {
+        OpError::Refused(
+            format!(
+                "Cluster {}'s CA keys in secret {path} are not the keys of its CA certificates",
+                spec.name
+            ),
+            format!(
+                "The secret was overwritten ({e}). Run `terraform apply`: the cluster's refresh finds the secret \
+                 out of line and its apply writes the keys in its state back, before any replica's change."
+            ),
+        )
+    })?;
+    spec.service_account_key = keys.service_account_key;
+    Ok(())
+}
+
+/// Whether the cluster's secret holds exactly `keys`; read fresh, never from this process's memory (refresh).
+pub async fn holds(cloud: &Cloud, cluster: &str, keys: &ClusterKeys) -> Result<bool> {
+    let secrets = cloud.secrets().await?;
+    let id = ha_domain::names::cluster_keys_secret(cluster);
+    Ok(secrets.read(&id, None).await?.is_some_and(|payload| {
+        serde_json::from_slice::<ClusterKeys>(&payload).is_ok_and(|found| &found == keys)
+    }))
+}
+
+/// `projects/<project>/secrets/<id>` into the project and the id.
+fn parse(path: &str) -> Result<(&str, &str)> {
+    match path.split('/').collect::<Vec<_>>().as_slice() {
+        ["projects", project, "secrets", id] if !project.is_empty() && !id.is_empty() => {
+            Ok((project, id))
+        }
+        _ => Err(OpError::Other(format!(
+            "{path:?} is not a secret's path (projects/<project>/secrets/<id>)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_names_its_project_and_secret_and_nothing_else_is_one() {
+        assert_eq!(
+            parse(&secret_path("proj", "prod")).unwrap(),
+            ("proj", "prod-cluster-keys")
+        );
+        for bad in [
+            "",
+            "projects/proj/secrets/",
+            "projects//secrets/x",
+            "projects/proj/secrets/x/versions/1",
+            "proj/x",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_pair_only_with_their_own_certificates() {
+        let cas = ClusterCas::generate("prod").unwrap();
+        let sa = ha_pki::service_account_key().unwrap();
+        let keys = ClusterKeys::of(&cas, &sa);
+        assert_eq!(keys.with_certs(&cas).unwrap(), cas);
+        let other = ClusterCas::generate("other").unwrap();
+        let err = keys.with_certs(&other).unwrap_err().to_string();
+        assert!(err.contains("does not match"), "{err}");
+        let swapped = ClusterKeys {
+            etcd_peer_ca_key: keys.etcd_client_ca_key.clone(),
+            ..keys.clone()
+        };
+        assert!(swapped.with_certs(&cas).is_err());
+        assert!(
+            format!("{keys:?}").contains("redacted") && !format!("{keys:?}").contains("PRIVATE")
+        );
+    }
+}
