@@ -80,8 +80,8 @@ fn is_partly_unknown(v: &Value) -> bool {
     }
 }
 
-/// What only apply can know. A cluster: its static IP and what hangs on it, the CAs it generates, the drift
-/// refresh finds. A replica: what GCE assigns and the certificates signed for its IPs, its member id, and the
+/// What only apply can know. A cluster: its static IP and what hangs on it, the CAs (and their keys) it generates,
+/// the drift refresh finds. A replica: what GCE assigns and the certificates signed for its IPs, its member id, and the
 /// spec's generated parts (`cluster` carries the cluster's IP and CA material, unknown until the cluster exists).
 const CLUSTER_UNKNOWN: &[&str] = &[
     "api_server_ca_certificate",
@@ -91,6 +91,7 @@ const CLUSTER_UNKNOWN: &[&str] = &[
     "etcd_client_ca_certificate",
     "etcd_peer_ca_certificate",
     "external_ip",
+    "private_keys",
     "self_link",
     "spec",
 ];

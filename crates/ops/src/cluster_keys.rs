@@ -151,11 +151,24 @@ pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
     if !spec.cas.cluster_ca.key_pem.is_empty() {
         return Ok(());
     }
-    let keys = read(settings, &path).await?.ok_or_else(|| {
+    let (cas, service_account_key) = resolve(settings, &path, &spec.name, &spec.cas).await?;
+    spec.cas = cas;
+    spec.service_account_key = service_account_key;
+    Ok(())
+}
+
+/// The CAs whose certificates are `certs`, with their keys from the secret at `path`, and the service-account
+/// key; refused, naming the secret and the way out, when the secret is gone or holds other keys.
+async fn resolve(
+    settings: &Settings,
+    path: &str,
+    cluster: &str,
+    certs: &ClusterCas,
+) -> Result<(ClusterCas, String)> {
+    let keys = read(settings, path).await?.ok_or_else(|| {
         OpError::Refused(
             format!(
-                "Cluster {}'s CA keys are missing: secret {path} does not exist or has no enabled version",
-                spec.name
+                "Cluster {cluster}'s CA keys are missing: secret {path} does not exist or has no enabled version"
             ),
             "Nothing can be signed for its replicas until they are back. Run `terraform apply`: the cluster's \
              refresh finds the secret missing and its apply writes it again from the cluster's state, before any \
@@ -163,20 +176,16 @@ pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
                 .into(),
         )
     })?;
-    spec.cas = keys.with_certs(&spec.cas).map_err(|e| {
+    let cas = keys.with_certs(certs).map_err(|e| {
         OpError::Refused(
-            format!(
-                "Cluster {}'s CA keys in secret {path} are not the keys of its CA certificates",
-                spec.name
-            ),
+            format!("Cluster {cluster}'s CA keys in secret {path} are not the keys of its CA certificates"),
             format!(
                 "The secret was overwritten ({e}). Run `terraform apply`: the cluster's refresh finds the secret \
                  out of line and its apply writes the keys in its state back, before any replica's change."
             ),
         )
     })?;
-    spec.service_account_key = keys.service_account_key;
-    Ok(())
+    Ok((cas, keys.service_account_key))
 }
 
 /// Whether the cluster's secret holds exactly `keys`; read fresh, never from this process's memory (refresh).
@@ -238,5 +247,61 @@ mod tests {
         assert!(
             format!("{keys:?}").contains("redacted") && !format!("{keys:?}").contains("PRIVATE")
         );
+    }
+
+    /// Against ha-sim's Secret Manager. Each case has its own cluster name, so this process's memory of what it
+    /// read or wrote never answers for another.
+    #[tokio::test]
+    async fn keys_are_refused_when_their_secret_is_gone_or_holds_another_clusters() {
+        let sim = ha_gce::tests::Sim::start().await;
+        let settings = Settings {
+            secret_manager_endpoint: Some(format!("http://127.0.0.1:{}/", sim.port)),
+            ..sim.settings()
+        };
+        let cloud = Cloud {
+            compute: sim.compute().await,
+            settings: settings.clone(),
+            project: "proj".into(),
+        };
+        let cas = ClusterCas::generate("prod").unwrap();
+        let keys = ClusterKeys::of(&cas, &ha_pki::service_account_key().unwrap());
+        let refusal = |r: Result<(ClusterCas, String)>| match r {
+            Err(OpError::Refused(summary, detail)) => format!("{summary}. {detail}"),
+            other => panic!("not refused: {:?}", other.map(|_| ())),
+        };
+
+        let gone = secret_path("proj", "gone");
+        let said = refusal(resolve(&settings, &gone, "gone", &cas).await);
+        assert!(said.contains(&gone) && said.contains("missing"), "{said}");
+
+        // Another cluster's keys under this one's name, written past this process's memory.
+        let other = ClusterCas::generate("other").unwrap();
+        let foreign = ClusterKeys::of(&other, &keys.service_account_key);
+        cloud
+            .secrets()
+            .await
+            .unwrap()
+            .put(
+                &ha_domain::names::cluster_keys_secret("swapped"),
+                &BTreeMap::new(),
+                &foreign.to_json(),
+                None,
+            )
+            .await
+            .unwrap();
+        let swapped = secret_path("proj", "swapped");
+        let said = refusal(resolve(&settings, &swapped, "swapped", &cas).await);
+        assert!(
+            said.contains("not the keys of its CA certificates"),
+            "{said}"
+        );
+
+        let path = write(&cloud, "prod", &keys).await.unwrap();
+        assert_eq!(path, secret_path("proj", "prod"));
+        let (read_back, sa) = resolve(&settings, &path, "prod", &cas).await.unwrap();
+        assert_eq!((read_back, sa), (cas, keys.service_account_key.clone()));
+        assert!(holds(&cloud, "prod", &keys).await.unwrap());
+        assert!(!holds(&cloud, "prod", &foreign).await.unwrap());
+        assert!(!holds(&cloud, "gone", &keys).await.unwrap());
     }
 }
