@@ -176,7 +176,10 @@ pub async fn read(
             failed::<()>(diags, "observe the load balancer of", &cluster, e);
         }
     }
-    if let (Some(sentence), Val::Known(drift)) = (keys_drift, &mut s.drift) {
+    // Once: a refresh whose observation failed keeps the drift it had, which may say so already.
+    if let (Some(sentence), Val::Known(drift)) = (keys_drift, &mut s.drift)
+        && !drift.contains(&sentence)
+    {
         drift.push(sentence);
     }
     read_last_backup(settings, &mut s, diags).await;
