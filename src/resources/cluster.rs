@@ -765,7 +765,12 @@ pub(super) fn plan_key_store(
             }
         }
         (Some(_), _) => {
-            p.ca_key_store = prior.ca_key_store.clone();
+            // What the configuration asks for, when it does: a state not refreshed since the setting came says
+            // null, and planning null against a configured value is an inconsistent plan.
+            p.ca_key_store = match asked {
+                Some(asked) => Val::Known(asked.to_string()),
+                None => prior.ca_key_store.clone(),
+            };
             p.private_keys = prior.private_keys.clone();
             let (summary, detail) = ha_domain::key_placement::ca_keys_in_state_warning(&name);
             diags.push(Diagnostic::warning(summary, detail).at(at()));

@@ -404,6 +404,16 @@ mod key_store {
     }
 
     #[test]
+    fn an_older_state_not_yet_refreshed_plans_the_store_its_configuration_names() {
+        let prior = prior(None, true);
+        let (p, diags) = plan(&prior, Some("terraform_state"));
+        assert_eq!(p.ca_key_store, Val::Known("terraform_state".into()));
+        assert_eq!(p.spec, prior.spec, "replicas see no change");
+        assert_eq!(at(&diags, Severity::Warning), ["ca_key_store"]);
+        assert!(!diags.has_error());
+    }
+
+    #[test]
     fn asking_for_secret_manager_moves_the_keys_out_of_the_spec_with_everything_known() {
         let prior = prior(Some("terraform_state"), true);
         let (p, diags) = plan(&prior, Some("secret_manager"));
