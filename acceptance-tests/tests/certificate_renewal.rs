@@ -28,7 +28,7 @@ fn config(sim: &Sim) -> String {
         ("  multizone                 = true\n", lifetimes.as_str()),
         (
             "output \"ca\" {",
-            "output \"certs\" {\n  value = { for z, r in ha_master_replica.r : r.name => {\n    api         = r.api_server_certificate\n    expires     = r.certificates_expire_at\n    internal_ip = r.internal_ip\n    member      = r.etcd_member_id\n  } }\n}\n\noutput \"ca\" {",
+            "output \"certs\" {\n  value = { for z, r in ha_master_replica.r : r.name => {\n    api         = r.certificate_sha256[\"api_server\"]\n    expires     = r.certificates_expire_at\n    internal_ip = r.internal_ip\n    member      = r.etcd_member_id\n  } }\n}\n\noutput \"ca\" {",
         ),
     ];
     acceptance_tests::walk::edit_config(base, &edits)
@@ -110,8 +110,23 @@ fn certificates_in_the_renewal_window_are_renewed_by_a_roll_under_the_same_cas()
                 old["member"], new["member"],
                 "[{client}] {vm} is another etcd member"
             );
+            // The certificate the VM serves with, and state's fingerprint of it (openssl's, without colons).
             let pem = ws.path().join(format!("{vm}.pem"));
-            std::fs::write(&pem, new["api"].as_str().unwrap()).unwrap();
+            let on_vm = sim.ssh(vm, &["cat", "rootfs/etc/srv/kubernetes/pki/apiserver.crt"]);
+            std::fs::write(&pem, &on_vm).unwrap();
+            let fingerprint = openssl(&["x509", "-noout", "-fingerprint", "-sha256", "-in"], &pem);
+            let fingerprint = fingerprint
+                .trim()
+                .rsplit('=')
+                .next()
+                .unwrap()
+                .replace(':', "")
+                .to_lowercase();
+            assert_eq!(
+                new["api"].as_str(),
+                Some(fingerprint.as_str()),
+                "[{client}] {vm}: state's fingerprint is not the served certificate's"
+            );
             let verified = openssl(&["verify", "-CAfile", ca.to_str().unwrap()], &pem);
             assert!(
                 verified.trim_end().ends_with(": OK"),

@@ -100,12 +100,10 @@ const CLUSTER_UNKNOWN: &[&str] = &[
 /// different known value, and a name derived from configuration alone would collide for two replicas configured
 /// alike (`count`). `a_configured_replica_name_is_known_at_plan` checks the first half.
 const REPLICA_UNKNOWN: &[&str] = &[
-    "api_server_certificate",
+    "certificate_sha256",
     "certificates_expire_at",
     "cluster",
     "etcd_member_id",
-    "etcd_peer_certificate",
-    "etcd_server_certificate",
     "external_ip",
     "holds_static_ip",
     "id",

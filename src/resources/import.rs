@@ -190,6 +190,8 @@ pub async fn replica(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let s = |v: &str| Val::Known(v.to_string());
+    let pems = [&a.api_server, &a.etcd_peer, &a.etcd_server].map(|c| c.cert_pem.as_str());
+    let (fingerprints, first_expiry) = super::replica_model::certificate_facts(pems);
     Some(ReplicaModel {
         id: Val::Known(ids::replica_id(project, &zone_of(vm), name)),
         cluster: Val::Null,
@@ -204,15 +206,12 @@ pub async fn replica(
         external_ip: Val::Known(external),
         etcd_member_id: Val::Known(a.member_id.map(|id| format!("{id:x}")).unwrap_or_default()),
         status: s(&vm.status),
-        api_server_certificate: s(&a.api_server.cert_pem),
-        etcd_peer_certificate: s(&a.etcd_peer.cert_pem),
-        etcd_server_certificate: s(&a.etcd_server.cert_pem),
+        certificate_sha256: Val::Known(fingerprints),
         // What the VM carries now is what the provider owns from here on.
         startup_metadata: Val::Known(vm.metadata.iter().cloned().collect()),
         drift: Val::Known(Vec::new()),
         master_settings: Val::Null,
-        // Filled from the certificates above (`replica::with_expiry`).
-        certificates_expire_at: Val::Null,
+        certificates_expire_at: first_expiry.map_or(Val::Null, Val::Known),
         timeouts: Val::Null,
     })
 }

@@ -28,9 +28,12 @@ impl ReplicaResource {
     }
 }
 
-/// The replica's schema version. 1: the leaf private keys (`api_server_private_key`, `etcd_peer_private_key`,
-/// `etcd_server_private_key`) left the state; they live in the replica's secret alone (docs/guides/secrets.md).
-pub const SCHEMA_VERSION: i64 = 1;
+/// The replica's schema version.
+/// - 1: the leaf private keys (`api_server_private_key`, `etcd_peer_private_key`, `etcd_server_private_key`) left
+///   the state; they live in the replica's secret alone (docs/guides/secrets.md).
+/// - 2: the leaf certificates' PEMs (`DROPPED_IN_2`) gave way to their fingerprints, `certificate_sha256`, so that
+///   plans do not print some 40 lines of PEM per replica.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The attributes version 0 had and version 1 dropped.
 const DROPPED_IN_1: [&str; 3] = [
@@ -38,6 +41,35 @@ const DROPPED_IN_1: [&str; 3] = [
     "etcd_peer_private_key",
     "etcd_server_private_key",
 ];
+
+/// The attributes version 1 had and version 2 dropped, in `replica_model::CERTIFICATE_NAMES` order.
+const DROPPED_IN_2: [&str; 3] = [
+    "api_server_certificate",
+    "etcd_peer_certificate",
+    "etcd_server_certificate",
+];
+
+/// A version-1 state in version 2's terms: the fingerprints and the first expiry of the certificates it held.
+/// The expiry is what the version-1 provider computed from the same PEMs, so the plan after the upgrade is the
+/// plan before it.
+fn upgrade_to_2(state: &mut serde_json::Map<String, serde_json::Value>) {
+    let pems = DROPPED_IN_2.map(|name| match state.remove(name) {
+        Some(serde_json::Value::String(pem)) => pem,
+        _ => String::new(),
+    });
+    let (fingerprints, first_expiry) =
+        super::replica_model::certificate_facts(pems.each_ref().map(String::as_str));
+    state.insert("certificate_sha256".into(), serde_json::json!(fingerprints));
+    if state
+        .get("certificates_expire_at")
+        .is_none_or(serde_json::Value::is_null)
+    {
+        state.insert(
+            "certificates_expire_at".into(),
+            serde_json::json!(first_expiry),
+        );
+    }
+}
 
 pub fn schema() -> Schema {
     let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
@@ -125,19 +157,17 @@ pub fn schema() -> Schema {
          is healthy.",
     ))
     .attribute(
-        stable(Attribute::string("api_server_certificate")).description(
-            "PEM of the API server's serving certificate: the static IP, the internal IP, the first service \
-             IP and the `kubernetes` DNS names.",
+        stable(Attribute::typed("certificate_sha256", Type::map(Type::String))).description(
+            "The SHA-256 fingerprints of the replica's leaf certificates, by name: `api_server` (the API \
+             server's serving certificate: the static IP, the internal IP, the first service IP and the \
+             `kubernetes` DNS names), `etcd_peer` (mutual TLS between members) and `etcd_server` (etcd's \
+             client port). Each is the SHA-256 of the certificate's DER bytes in lower-case hex, what \
+             `openssl x509 -noout -fingerprint -sha256` prints without the colons. The certificates \
+             themselves are on the VM under `/etc/srv/kubernetes/` (docs/master-config.md), and the API \
+             server's is what a client sees at the static IP; state keeps their fingerprints so that plans \
+             do not print them. Schema version 2 replaced `api_server_certificate`, \
+             `etcd_peer_certificate` and `etcd_server_certificate` (PEM) with this.",
         ),
-    )
-    .attribute(
-        stable(Attribute::string("etcd_peer_certificate")).description(
-            "PEM of the etcd peer certificate (mutual TLS between members).",
-        ),
-    )
-    .attribute(
-        stable(Attribute::string("etcd_server_certificate"))
-            .description("PEM of the etcd client-port serving certificate."),
     )
     .attribute(
         stable(Attribute::string("certificates_expire_at")).description(
@@ -369,37 +399,12 @@ fn plan_rebuild(p: &mut ReplicaModel) {
     p.instance_id = Val::Unknown;
     p.startup_metadata = Val::Unknown;
     p.certificates_expire_at = Val::Unknown;
-    for cert in [
-        &mut p.api_server_certificate,
-        &mut p.etcd_peer_certificate,
-        &mut p.etcd_server_certificate,
-    ] {
-        *cert = Val::Unknown;
-    }
+    p.certificate_sha256 = Val::Unknown;
 }
 
-/// When the replica's certificates expire, read from the ones `m` holds (Unix seconds).
+/// When the first of the replica's certificates expires, as `m` records it (Unix seconds).
 fn expiry_unix(m: &ReplicaModel) -> Option<i64> {
-    [
-        &m.api_server_certificate,
-        &m.etcd_peer_certificate,
-        &m.etcd_server_certificate,
-    ]
-    .iter()
-    .map(|c| c.known().and_then(|pem| ha_pki::not_after_unix(pem).ok()))
-    .collect::<Option<Vec<i64>>>()?
-    .into_iter()
-    .min()
-}
-
-/// `certificates_expire_at` as the certificates `m` holds say (null while they are not known).
-pub fn with_expiry(mut m: ReplicaModel) -> ReplicaModel {
-    m.certificates_expire_at = match expiry_unix(&m) {
-        Some(t) => Val::Known(rfc3339(t)),
-        None if m.api_server_certificate.is_unknown() => Val::Unknown,
-        None => Val::Null,
-    };
-    m
+    ha_domain::certificates::parse_rfc3339(m.certificates_expire_at.known()?)
 }
 
 pub(super) use ha_domain::certificates::rfc3339;
@@ -536,6 +541,10 @@ impl Resource for ReplicaResource {
                 }
                 Ok(state)
             }
+            1 => {
+                upgrade_to_2(&mut state);
+                Ok(state)
+            }
             _ => Err(format!("ha_master_replica has no schema version {version}")),
         }
     }
@@ -624,15 +633,11 @@ impl Resource for ReplicaResource {
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::replica_apply::create(&self.settings(), &self.stop, planned, diags)
-            .await
-            .map(with_expiry)
+        super::replica_apply::create(&self.settings(), &self.stop, planned, diags).await
     }
 
     async fn read(&self, state: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::replica_apply::read(&self.settings(), state, diags)
-            .await
-            .map(with_expiry)
+        super::replica_apply::read(&self.settings(), state, diags).await
     }
 
     async fn update(
@@ -641,9 +646,7 @@ impl Resource for ReplicaResource {
         planned: ReplicaModel,
         diags: &mut Diagnostics,
     ) -> Option<ReplicaModel> {
-        super::replica_apply::update(&self.settings(), &self.stop, prior, planned, diags)
-            .await
-            .map(with_expiry)
+        super::replica_apply::update(&self.settings(), &self.stop, prior, planned, diags).await
     }
 
     async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
@@ -677,9 +680,7 @@ impl Resource for ReplicaResource {
     }
 
     async fn import(&self, id: &str, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        super::import::replica(&self.settings(), id, diags)
-            .await
-            .map(with_expiry)
+        super::import::replica(&self.settings(), id, diags).await
     }
 }
 
@@ -711,6 +712,80 @@ mod tests {
         let mut diags = Diagnostics::new();
         plan_repairs(prior, &mut p, &mut replace, &mut diags);
         (p, replace, diags)
+    }
+
+    /// A state an older schema wrote reads as the same replica: fingerprints of the PEMs it held, the expiry it
+    /// had, and no PEM left. From version 0 the private keys go too, on the way through version 1.
+    #[test]
+    fn older_states_keep_their_certificates_as_fingerprints() {
+        let cas = ha_pki::ClusterCas::generate("prod").unwrap();
+        let req = ha_pki::ReplicaCertRequest {
+            name: "prod-master-b".into(),
+            internal_ip: "10.128.0.7".parse().unwrap(),
+            static_ip: "34.1.2.3".parse().unwrap(),
+            first_service_ip: "10.0.0.1".parse().unwrap(),
+            dns_domain: "cluster.local".into(),
+            validity: time::Duration::days(30),
+        };
+        let certs = ha_pki::issue_replica_certs(&cas, &req).unwrap();
+        let pems =
+            [&certs.api_server, &certs.etcd_peer, &certs.etcd_server].map(|c| c.cert_pem.clone());
+        let expires = pems
+            .iter()
+            .map(|p| ha_pki::not_after_unix(p).unwrap())
+            .min()
+            .unwrap();
+        for (version, expiry_in_state) in [(0, false), (1, true), (1, false)] {
+            let mut old = serde_json::Map::new();
+            old.insert("name".into(), "prod-master-b".into());
+            for (name, pem) in DROPPED_IN_2.iter().zip(&pems) {
+                old.insert(name.to_string(), pem.clone().into());
+            }
+            for name in DROPPED_IN_1.iter().filter(|_| version == 0) {
+                old.insert(name.to_string(), "-----BEGIN PRIVATE KEY-----".into());
+            }
+            let recorded = if expiry_in_state {
+                rfc3339(expires).into()
+            } else {
+                serde_json::Value::Null
+            };
+            old.insert("certificates_expire_at".into(), recorded);
+            // As the framework does: one version at a time, up to the current one.
+            let resource = ReplicaResource {
+                settings: Default::default(),
+                stop: Default::default(),
+            };
+            let new = (version..SCHEMA_VERSION).fold(old, |state, from| {
+                resource.upgrade_state(from, state).unwrap()
+            });
+            let at = format!("version {version}, expiry in state: {expiry_in_state}");
+            for gone in DROPPED_IN_1.iter().chain(&DROPPED_IN_2) {
+                assert!(!new.contains_key(*gone), "{at}: {gone} stays");
+            }
+            assert_eq!(
+                new["certificates_expire_at"],
+                serde_json::json!(rfc3339(expires)),
+                "{at}"
+            );
+            for (name, pem) in super::super::replica_model::CERTIFICATE_NAMES
+                .iter()
+                .zip(&pems)
+            {
+                assert_eq!(
+                    new["certificate_sha256"][name],
+                    serde_json::json!(ha_pki::sha256_fingerprint(pem).unwrap()),
+                    "{at}: {name}"
+                );
+            }
+            assert_eq!(new["name"], "prod-master-b", "{at}");
+        }
+        let err = ReplicaResource {
+            settings: Default::default(),
+            stop: Default::default(),
+        }
+        .upgrade_state(3, serde_json::Map::new())
+        .unwrap_err();
+        assert!(err.contains("no schema version 3"), "{err}");
     }
 
     #[test]
@@ -787,7 +862,7 @@ mod tests {
         let (p, replace, diags) = plan(&s);
         assert!(replace.is_empty(), "a rebuild is in place");
         assert_eq!(p.status, Val::Known("RUNNING".into()));
-        assert!(p.instance_id.is_unknown() && p.api_server_certificate.is_unknown());
+        assert!(p.instance_id.is_unknown() && p.certificate_sha256.is_unknown());
         let d = diags.iter().next().unwrap();
         assert!(d.summary.contains("its etcd data disk is not"), "{d:?}");
     }

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{report_interrupted, unless_stopped};
-use super::replica_model::{ReplicaModel, VM_DELETED, cluster_recovers};
+use super::replica_model::{ReplicaModel, VM_DELETED, cluster_recovers, record_certificates};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::ids;
@@ -149,9 +149,7 @@ fn fill(
     let api = cert(|j| &j.certs.api_server);
     let peer = cert(|j| &j.certs.etcd_peer);
     let server = cert(|j| &j.certs.etcd_server);
-    p.api_server_certificate = Val::Known(api.cert_pem);
-    p.etcd_peer_certificate = Val::Known(peer.cert_pem);
-    p.etcd_server_certificate = Val::Known(server.cert_pem);
+    record_certificates(&mut p, [&api.cert_pem, &peer.cert_pem, &server.cert_pem]);
     // What the VM was made with is what refresh compares its metadata with from now on.
     p.startup_metadata = Val::Known(
         instance
@@ -561,18 +559,16 @@ async fn roll_replica(
     if let Some(certs) = r
         .certs
         .as_ref()
-        .filter(|_| p.api_server_certificate.is_unknown())
+        .filter(|_| p.certificate_sha256.is_unknown())
     {
-        p.api_server_certificate = Val::Known(certs.api_server.cert_pem.clone());
-        p.etcd_peer_certificate = Val::Known(certs.etcd_peer.cert_pem.clone());
-        p.etcd_server_certificate = Val::Known(certs.etcd_server.cert_pem.clone());
+        let pems = [&certs.api_server, &certs.etcd_peer, &certs.etcd_server];
+        record_certificates(&mut p, pems.map(|c| c.cert_pem.as_str()));
     }
     // Nothing was rebuilt after all, or the VM's configuration cannot be read: the certificates are still the ones
     // state holds (an apply must not leave them unknown).
-    if p.api_server_certificate.is_unknown() {
-        p.api_server_certificate = prior.api_server_certificate.clone();
-        p.etcd_peer_certificate = prior.etcd_peer_certificate.clone();
-        p.etcd_server_certificate = prior.etcd_server_certificate.clone();
+    if p.certificate_sha256.is_unknown() {
+        p.certificate_sha256 = prior.certificate_sha256.clone();
+        p.certificates_expire_at = prior.certificates_expire_at.clone();
     }
     p.startup_metadata = Val::Known(vm.metadata.iter().cloned().collect());
     p.master_settings = Val::Known(ctx.spec.master.build().shown());

@@ -24,14 +24,44 @@ pub struct ReplicaModel {
     pub holds_static_ip: Val<bool>,
     pub etcd_member_id: Val<String>,
     pub status: Val<String>,
-    pub api_server_certificate: Val<String>,
-    pub etcd_peer_certificate: Val<String>,
-    pub etcd_server_certificate: Val<String>,
+    pub certificate_sha256: Val<BTreeMap<String, String>>,
     pub startup_metadata: Val<BTreeMap<String, String>>,
     pub drift: Val<Vec<String>>,
     pub master_settings: Val<BTreeMap<String, String>>,
     pub certificates_expire_at: Val<String>,
     pub timeouts: Val<Timeouts>,
+}
+
+/// The keys of `certificate_sha256`, in the order `record_certificates` takes the certificates.
+pub const CERTIFICATE_NAMES: [&str; 3] = ["api_server", "etcd_peer", "etcd_server"];
+
+/// What state keeps of a replica's three leaf certificates (the API server's, etcd's peer and client-port ones,
+/// PEM, in `CERTIFICATE_NAMES` order): each one's fingerprint, and when the first expires. Plans show these
+/// rather than the PEMs, which are derived from the cluster's CAs and are on the VM. A certificate that cannot
+/// be read (none yet) has an empty fingerprint and leaves the expiry null.
+pub fn certificate_facts(pems: [&str; 3]) -> (BTreeMap<String, String>, Option<String>) {
+    let fingerprints = CERTIFICATE_NAMES
+        .iter()
+        .zip(pems)
+        .map(|(name, pem)| {
+            let sha = ha_pki::sha256_fingerprint(pem).unwrap_or_default();
+            (name.to_string(), sha)
+        })
+        .collect();
+    let first_expiry = pems
+        .iter()
+        .map(|pem| ha_pki::not_after_unix(pem).ok())
+        .collect::<Option<Vec<i64>>>()
+        .and_then(|t| t.into_iter().min())
+        .map(ha_domain::certificates::rfc3339);
+    (fingerprints, first_expiry)
+}
+
+/// Sets `certificate_sha256` and `certificates_expire_at` from the replica's certificates (`certificate_facts`).
+pub fn record_certificates(m: &mut ReplicaModel, pems: [&str; 3]) {
+    let (fingerprints, expiry) = certificate_facts(pems);
+    m.certificate_sha256 = Val::Known(fingerprints);
+    m.certificates_expire_at = expiry.map_or(Val::Null, Val::Known);
 }
 
 /// The `status` refresh records for a replica whose VM is gone while its etcd data disk and member remain: not

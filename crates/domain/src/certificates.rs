@@ -153,9 +153,29 @@ pub fn rfc3339(unix: i64) -> String {
         .unwrap_or_default()
 }
 
+/// A timestamp `rfc3339` wrote, back as Unix seconds; `None` when it is not RFC 3339.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|t| t.unix_timestamp())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timestamp_reads_back_as_it_was_written() {
+        for t in [0, 1_767_225_600, 4_102_444_799] {
+            assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t));
+        }
+        assert_eq!(
+            parse_rfc3339("2026-11-28T01:02:03+01:00"),
+            Some(1_795_824_123)
+        );
+        assert_eq!(parse_rfc3339(""), None);
+        assert_eq!(parse_rfc3339("yesterday"), None);
+    }
 
     const MIN: Duration = Duration::from_secs(60);
     const HOUR: Duration = Duration::from_secs(3600);

@@ -337,6 +337,22 @@ pub fn not_after_unix(cert_pem: &str) -> Result<i64> {
     Ok(cert.validity().not_after.timestamp())
 }
 
+/// The SHA-256 fingerprint of a PEM certificate: of its DER bytes, in lower-case hex (what
+/// `openssl x509 -noout -fingerprint -sha256` prints, without the colons).
+pub fn sha256_fingerprint(cert_pem: &str) -> Result<String> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| {
+        PkiError::InvalidRequest {
+            field: "certificate",
+            reason: format!("not a PEM certificate: {e}"),
+        }
+    })?;
+    Ok(ring::digest::digest(&ring::digest::SHA256, &pem.contents)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
 /// When the first of these CA certificates expires (Unix seconds): no leaf signed by them outlives it. `None` when
 /// any cannot be read (an empty or broken PEM), so a caller never caps by a guess.
 pub fn cas_expire_at<'a>(ca_pems: impl IntoIterator<Item = &'a str>) -> Option<i64> {

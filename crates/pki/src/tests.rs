@@ -431,6 +431,33 @@ fn replica_certificates_live_as_long_as_asked_and_their_expiry_reads_back() {
     assert!(not_after_unix("not a certificate").is_err());
 }
 
+/// A certificate's fingerprint is the SHA-256 of the DER bytes rcgen signed, whatever the PEM's line breaks.
+#[test]
+fn a_fingerprint_is_the_sha256_of_the_certificates_der() {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["a.example".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let want: String = ring::digest::digest(&ring::digest::SHA256, cert.der())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(sha256_fingerprint(&cert.pem()).unwrap(), want);
+    assert_eq!(
+        sha256_fingerprint(&cert.pem().replace('\n', "\r\n")).unwrap(),
+        want
+    );
+    let (cas, req, _) = fixture();
+    let certs = issue_replica_certs(cas, req).unwrap();
+    assert_ne!(
+        sha256_fingerprint(&certs.api_server.cert_pem).unwrap(),
+        sha256_fingerprint(&certs.etcd_peer.cert_pem).unwrap()
+    );
+    assert!(sha256_fingerprint("").is_err());
+}
+
 /// A CA that expires in an hour, as a ten-year CA does in its last hour.
 fn ca_expiring_in_an_hour() -> CertKey {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, KeyUsagePurpose};
