@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use tokio::task::JoinSet;
@@ -19,17 +19,38 @@ pub struct Etcd {
 }
 
 struct Inner {
-    tls: EtcdTls,
+    /// The current TLS material; replaced whole when `renewal` mints a new client certificate.
+    tls: Mutex<EtcdTls>,
+    renewal: Option<Renewal>,
     dial_timeout: Duration,
     request_timeout: Duration,
     // Keyed by endpoint *and* name: the same address verified as another member is another connection.
     clients: Mutex<HashMap<EtcdTarget, Client>>,
 }
 
+/// A client certificate and its key, PEM, minted for a short while.
+pub struct MintedIdentity {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub expires_at: SystemTime,
+}
+
+/// Mints the client identity; the error is a sentence saying why it could not.
+pub type Mint = Arc<dyn Fn() -> Result<MintedIdentity, String> + Send + Sync>;
+
+/// How a short-lived client certificate stays valid: minted anew, before any connection is made, once less than
+/// `renew_before` of it is left.
+struct Renewal {
+    mint: Mint,
+    renew_before: Duration,
+    expires_at: Mutex<SystemTime>,
+}
+
 impl std::fmt::Debug for Etcd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Etcd")
-            .field("tls", &self.inner.tls)
+            .field("tls", &*self.inner.tls.lock().expect("etcd tls lock"))
+            .field("renewing", &self.inner.renewal.is_some())
             .field("dial_timeout", &self.inner.dial_timeout)
             .field("request_timeout", &self.inner.request_timeout)
             .finish_non_exhaustive()
@@ -48,9 +69,49 @@ impl Etcd {
 
     /// As [`Etcd::new`], with a bound on each request as well (including its dial).
     pub fn with_timeouts(tls: EtcdTls, dial_timeout: Duration, request_timeout: Duration) -> Self {
+        Self::build(tls, None, dial_timeout, request_timeout)
+    }
+
+    /// A handle whose client certificate is short-lived: `mint` makes the first one now, and a new one whenever
+    /// a connection is about to be made with less than `renew_before` of the current one left. Connections made
+    /// with the old certificate are dropped then, so a reconnect never presents an expired one; a request already
+    /// under way keeps its connection (TLS checks the certificate at the handshake only).
+    pub fn renewing(
+        ca_pem: String,
+        mint: Mint,
+        renew_before: Duration,
+        dial_timeout: Duration,
+    ) -> Result<Self, String> {
+        let first = mint()?;
+        let tls = EtcdTls {
+            ca_pem,
+            client_cert_pem: first.cert_pem,
+            client_key_pem: first.key_pem,
+        };
+        let renewal = Renewal {
+            mint,
+            renew_before,
+            expires_at: Mutex::new(first.expires_at),
+        };
+        let request_timeout = DEFAULT_REQUEST_TIMEOUT.max(dial_timeout);
+        Ok(Self::build(
+            tls,
+            Some(renewal),
+            dial_timeout,
+            request_timeout,
+        ))
+    }
+
+    fn build(
+        tls: EtcdTls,
+        renewal: Option<Renewal>,
+        dial_timeout: Duration,
+        request_timeout: Duration,
+    ) -> Self {
         Etcd {
             inner: Arc::new(Inner {
-                tls,
+                tls: Mutex::new(tls),
+                renewal,
                 dial_timeout,
                 request_timeout,
                 clients: Mutex::new(HashMap::new()),
@@ -58,16 +119,47 @@ impl Etcd {
         }
     }
 
-    pub(super) fn tls(&self) -> &EtcdTls {
-        &self.inner.tls
+    /// The TLS material a new connection must use: renewed first when it is due.
+    pub(super) fn tls(&self) -> Result<EtcdTls, String> {
+        self.renew_if_due()?;
+        Ok(self.inner.tls.lock().expect("etcd tls lock").clone())
+    }
+
+    /// Mints a new client certificate when less than `renew_before` of the current one is left, and forgets the
+    /// connections made with the old one.
+    fn renew_if_due(&self) -> Result<(), String> {
+        let Some(renewal) = &self.inner.renewal else {
+            return Ok(());
+        };
+        let mut expires_at = renewal.expires_at.lock().expect("etcd renewal lock");
+        let left = expires_at
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
+        if left >= renewal.renew_before {
+            return Ok(());
+        }
+        let fresh = (renewal.mint)().map_err(|e| {
+            format!("the provider's etcd client certificate could not be renewed: {e}")
+        })?;
+        {
+            let mut tls = self.inner.tls.lock().expect("etcd tls lock");
+            tls.client_cert_pem = fresh.cert_pem;
+            tls.client_key_pem = fresh.key_pem;
+        }
+        *expires_at = fresh.expires_at;
+        self.inner
+            .clients
+            .lock()
+            .expect("etcd client cache lock")
+            .clear();
+        Ok(())
     }
 
     pub(super) fn dial_timeout(&self) -> Duration {
         self.inner.dial_timeout
     }
 
-    fn tls_options(&self, target: &EtcdTarget) -> TlsOptions {
-        let tls = &self.inner.tls;
+    fn tls_options(&self, tls: &EtcdTls, target: &EtcdTarget) -> TlsOptions {
         TlsOptions::new()
             // Only our CA: no system roots, so a publicly trusted certificate for the name is not enough.
             .ca_certificate(Certificate::from_pem(&tls.ca_pem))
@@ -81,11 +173,17 @@ impl Etcd {
     }
 
     pub(super) async fn client(&self, target: &EtcdTarget) -> Result<Client, EndpointFailure> {
+        let tls = self.tls().map_err(|message| EndpointFailure {
+            endpoint: target.endpoint,
+            server_name: target.server_name.clone(),
+            kind: FailureKind::Unreachable,
+            message,
+        })?;
         if let Some(client) = self.cached(target) {
             return Ok(client);
         }
         let options = ConnectOptions::new()
-            .with_tls(self.tls_options(target))
+            .with_tls(self.tls_options(&tls, target))
             .with_connect_timeout(self.inner.dial_timeout)
             .with_timeout(self.inner.request_timeout);
         let url = format!("https://{}", target.endpoint);

@@ -30,7 +30,7 @@ mod tests;
 use std::fmt;
 use std::net::SocketAddr;
 
-pub use client::Etcd;
+pub use client::{Etcd, Mint, MintedIdentity};
 pub use error::{CallError, EndpointFailure, EtcdError, FailureKind};
 pub use preflight::{PreflightError, PreflightProblem};
 pub use status::{EndpointHealth, Health};

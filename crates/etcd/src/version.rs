@@ -88,7 +88,7 @@ impl Etcd {
     }
 
     fn https_connector(&self) -> std::result::Result<TlsConnector, String> {
-        let tls = self.tls();
+        let tls = self.tls()?;
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(tls.ca_pem.as_bytes()) {
             let cert = cert.map_err(|e| format!("the etcd client CA is not valid PEM: {e}"))?;

@@ -69,6 +69,26 @@ pub struct ClusterCtx {
     pub(crate) settings: Settings,
 }
 
+/// Renew the provider's etcd client certificate with this much of its `PROVIDER_ETCD_CLIENT_LIFETIME` left (15
+/// minutes): every connection it makes has at least ten minutes of slack for clock skew between the provider and
+/// the masters. A lifetime at most twice this keeps any connection made with the previous certificate valid until
+/// the renewal after, which forgets it.
+const PROVIDER_ETCD_CLIENT_RENEW_BEFORE: Duration = Duration::from_secs(10 * 60);
+
+/// Mints the provider's etcd client certificate from the cluster's etcd client CA, for `Etcd::renewing`.
+fn provider_etcd_client_mint(cas: &pki::ClusterCas) -> ha_etcd::Mint {
+    let cas = cas.clone();
+    std::sync::Arc::new(move || {
+        let minted = pki::provider_etcd_client(&cas).map_err(|e| e.to_string())?;
+        let expires_at = pki::not_after_unix(&minted.cert_pem).map_err(|e| e.to_string())?;
+        Ok(ha_etcd::MintedIdentity {
+            cert_pem: minted.cert_pem,
+            key_pem: minted.key_pem,
+            expires_at: std::time::UNIX_EPOCH + Duration::from_secs(expires_at.max(0) as u64),
+        })
+    })
+}
+
 impl ClusterCtx {
     pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {
         super::cluster_keys::fill(settings, &mut spec).await?;
@@ -77,18 +97,35 @@ impl ClusterCtx {
             .for_project(spec.project.clone());
         // An imported cluster has no CA keys in state (they are never on a master): its etcd client certificate
         // comes from a replica's configuration instead of being minted.
-        let client = if spec.cas.etcd_client_ca.key_pem.is_empty() {
-            super::adopt::etcd_client_from_replicas(settings, &compute, &spec.region, &spec.name)
-                .await?
+        let dial_timeout = settings.etcd_dial_timeout.max(Duration::from_secs(1));
+        let etcd = if spec.cas.etcd_client_ca.key_pem.is_empty() {
+            let client = super::adopt::etcd_client_from_replicas(
+                settings,
+                &compute,
+                &spec.region,
+                &spec.name,
+            )
+            .await?;
+            let tls = EtcdTls {
+                ca_pem: spec.cas.etcd_client_ca.cert_pem.clone(),
+                client_cert_pem: client.cert_pem,
+                client_key_pem: client.key_pem,
+            };
+            Etcd::new(tls, dial_timeout)
         } else {
-            pki::provider_etcd_client(&spec.cas)?
+            Etcd::renewing(
+                spec.cas.etcd_client_ca.cert_pem.clone(),
+                provider_etcd_client_mint(&spec.cas),
+                PROVIDER_ETCD_CLIENT_RENEW_BEFORE,
+                dial_timeout,
+            )
+            .map_err(|e| {
+                crate::OpError::Other(format!(
+                    "the provider's etcd client certificate could not be minted from the cluster's etcd client \
+                     CA: {e}"
+                ))
+            })?
         };
-        let tls = EtcdTls {
-            ca_pem: spec.cas.etcd_client_ca.cert_pem.clone(),
-            client_cert_pem: client.cert_pem,
-            client_key_pem: client.key_pem,
-        };
-        let etcd = Etcd::new(tls, settings.etcd_dial_timeout.max(Duration::from_secs(1)));
         Ok(ClusterCtx {
             names: spec.names(),
             spec,

@@ -257,10 +257,19 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
     })
 }
 
-/// The provider's own etcd client certificate, for membership changes and health checks.
+/// How long the provider's own etcd client certificate lives. It is never written anywhere (the provider holds
+/// it in memory while it talks to etcd, and mints another before this runs out: `ha_etcd::Etcd::renewing`), so a
+/// copy taken from a core dump or a debugger is worth minutes. etcd has no revocation; expiry is the only limit.
+pub const PROVIDER_ETCD_CLIENT_LIFETIME: time::Duration = time::Duration::minutes(15);
+
+/// The provider's own etcd client certificate, for membership changes and health checks: it lives
+/// `PROVIDER_ETCD_CLIENT_LIFETIME` (or until the CA expires, if that is sooner).
 pub fn provider_etcd_client(cas: &ClusterCas) -> Result<CertKey> {
-    load("etcd client CA", &cas.etcd_client_ca)?
-        .issue(&client("terraform-provider-ha", &[]), Usage::Client)
+    load("etcd client CA", &cas.etcd_client_ca)?.issue_for(
+        &client("terraform-provider-ha", &[]),
+        Usage::Client,
+        PROVIDER_ETCD_CLIENT_LIFETIME,
+    )
 }
 
 /// A fresh cluster-wide service account signing key (ECDSA P-256, PKCS#8 PEM; tokens are ES256). Kept in state

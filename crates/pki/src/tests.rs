@@ -244,7 +244,15 @@ fn client_certs_are_client_only_and_signed_by_their_ca() {
     let (cas, _, certs) = fixture();
     let etcd_ca = &cas.etcd_client_ca.cert_pem;
     let cluster_ca = &cas.cluster_ca.cert_pem;
+    let before = time::OffsetDateTime::now_utc().unix_timestamp();
     let provider_cert = provider_etcd_client(cas).unwrap();
+    let expires = not_after_unix(&provider_cert.cert_pem).unwrap();
+    let lifetime = PROVIDER_ETCD_CLIENT_LIFETIME.whole_seconds();
+    assert!(
+        (before + lifetime..=before + lifetime + 5).contains(&expires),
+        "the provider's etcd client certificate lives {}s, not {lifetime}s",
+        expires - before
+    );
     let cases = [
         (&certs.etcd_apiserver_client, etcd_ca, "CN=client"),
         (&provider_cert, etcd_ca, "CN=terraform-provider-ha"),

@@ -55,6 +55,16 @@ impl Pki {
         pki
     }
 
+    /// Another handle on the same CA (its key is not `Clone`), for a test that signs from another thread.
+    pub fn new_sharing_ca(other: &Pki) -> Pki {
+        Pki {
+            ca_pem: other.ca_pem.clone(),
+            ca_params: other.ca_params.clone(),
+            ca_key: KeyPair::from_pem(&other.ca_key.serialize_pem()).unwrap(),
+            tls: other.tls.clone(),
+        }
+    }
+
     /// A certificate for `cn` with `sans` (IP literals become IP SANs), signed by the CA: (cert, key) PEM.
     pub fn issue(
         &self,
@@ -62,8 +72,23 @@ impl Pki {
         sans: &[String],
         eku: &[ExtendedKeyUsagePurpose],
     ) -> (String, String) {
+        self.issue_until(cn, sans, eku, None)
+    }
+
+    /// As `issue`, expiring at `not_after` (valid from a minute ago) when it is given.
+    pub fn issue_until(
+        &self,
+        cn: &str,
+        sans: &[String],
+        eku: &[ExtendedKeyUsagePurpose],
+        not_after: Option<std::time::SystemTime>,
+    ) -> (String, String) {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(sans.to_vec()).unwrap();
+        if let Some(t) = not_after {
+            params.not_after = time::OffsetDateTime::from(t);
+            params.not_before = time::OffsetDateTime::now_utc() - time::Duration::minutes(1);
+        }
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = eku.to_vec();
         params.key_usages = vec![

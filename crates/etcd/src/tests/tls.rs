@@ -67,6 +67,102 @@ async fn health_is_a_value_per_endpoint_even_when_a_member_is_down() {
     assert_eq!(health[1].health.member_id(), None);
 }
 
+/// The provider's own client certificate lives seconds here (minutes in the provider): a handle made with
+/// `Etcd::renewing` mints a new one before a connection would present one about to expire, and keeps working past
+/// the first one's expiry. The same expired certificate in a plain handle is refused at the handshake: etcd checks
+/// it, so the renewal is what keeps the handle working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_lived_client_certificate_is_renewed_before_it_expires() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::SystemTime;
+
+    use rcgen::ExtendedKeyUsagePurpose::ClientAuth;
+
+    let mut c = Cluster::new();
+    let a = c.target(1, "prod-a");
+    c.start(1, "prod-a", None);
+    c.wait_ready(&a).await;
+
+    const LIFETIME: Duration = Duration::from_secs(4);
+    let pki = Arc::new(super::Pki::new_sharing_ca(&c.pki));
+    let minted = Arc::new(AtomicUsize::new(0));
+    let first_expiry = SystemTime::now() + LIFETIME;
+    let expired = pki.issue_until("client", &[], &[ClientAuth], Some(first_expiry));
+    let mint: crate::Mint = {
+        let (pki, minted, expired) = (pki.clone(), minted.clone(), expired.clone());
+        Arc::new(move || {
+            // The first mint hands out the certificate the plain handle uses below.
+            let (cert_pem, key_pem, expires_at) = match minted.fetch_add(1, Ordering::SeqCst) {
+                0 => (expired.0.clone(), expired.1.clone(), first_expiry),
+                _ => {
+                    let until = SystemTime::now() + LIFETIME;
+                    let (cert, key) = pki.issue_until("client", &[], &[ClientAuth], Some(until));
+                    (cert, key, until)
+                }
+            };
+            Ok(crate::MintedIdentity {
+                cert_pem,
+                key_pem,
+                expires_at,
+            })
+        })
+    };
+    let renewing = crate::Etcd::renewing(
+        c.pki.tls.ca_pem.clone(),
+        mint,
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    renewing
+        .status(&a)
+        .await
+        .expect("a fresh certificate works");
+    assert_eq!(minted.load(Ordering::SeqCst), 1, "one mint up front");
+    renewing.status(&a).await.unwrap();
+    assert_eq!(
+        minted.load(Ordering::SeqCst),
+        1,
+        "no mint while it is fresh"
+    );
+
+    // Past the first certificate's expiry (rcgen's validity has whole seconds).
+    tokio::time::sleep(LIFETIME + Duration::from_secs(2)).await;
+    renewing
+        .status(&a)
+        .await
+        .expect("a renewed certificate works past the first one's expiry");
+    assert!(minted.load(Ordering::SeqCst) >= 2, "renewed");
+
+    let plain = crate::Etcd::new(
+        crate::EtcdTls {
+            ca_pem: c.pki.tls.ca_pem.clone(),
+            client_cert_pem: expired.0,
+            client_key_pem: expired.1,
+        },
+        Duration::from_secs(1),
+    );
+    let err = plain.status(&a).await.unwrap_err();
+    let EtcdError::Status { source, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(source.failures[0].kind, FailureKind::Unreachable, "{err}");
+    let log = c.log("prod-a");
+    assert!(
+        log.contains("certificate has expired"),
+        "etcd refused it for its expiry:\n{log}"
+    );
+
+    let failing = crate::Etcd::renewing(
+        c.pki.tls.ca_pem.clone(),
+        Arc::new(|| Err("the CA key is gone".into())),
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+    );
+    assert_eq!(failing.err().as_deref(), Some("the CA key is gone"));
+}
+
 #[test]
 fn tls_material_debug_never_shows_the_key() {
     let pki = super::Pki::new();
