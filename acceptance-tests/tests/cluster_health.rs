@@ -3,6 +3,7 @@
 //! in the data source's saved result:
 //! - healthy: three healthy voters, a leader, every replica HEALTHY in the load balancer, certificate and CA
 //!   expiry; the `check` block passes and `plan -detailed-exitcode` is 0 (the verdict output is stable);
+//! - the cluster's keys' secret deleted: unhealthy, naming the secret, with etcd still read; an apply mends it;
 //! - a stopped replica (its VM crashed): unhealthy, naming the VM, fault tolerance 0; the `check` block's warning
 //!   carries the verdict;
 //! - a learner mid-join (added to etcd as a join adds it, before its VM exists): unhealthy, naming the learner;
@@ -137,6 +138,30 @@ fn the_health_data_source_reports_a_healthy_a_stopped_a_joining_and_a_quorumless
         assert!(
             !plan.combined().contains("Check block assertion"),
             "[{client}]\n{plan}"
+        );
+
+        // The cluster's keys' secret deleted by hand: the cluster still serves, and the read still reaches etcd
+        // (with a master's own etcd client certificate, as for an imported cluster), naming the secret as the one
+        // problem. The next apply writes it back from the cluster's state.
+        sim.gcloud(&["secrets", "delete", "walk-cluster-keys", "--quiet"])
+            .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        let h = read_health(&ws);
+        assert_eq!(h["healthy"], false, "[{client}] {h:#}");
+        assert!(
+            has_problem(&h, "Cluster walk's CA keys are missing"),
+            "[{client}] {h:#}"
+        );
+        assert_eq!(strings(&h["problems"]).len(), 1, "[{client}] {h:#}");
+        assert_eq!(
+            (h["voters"].as_i64(), h["healthy_voters"].as_i64()),
+            (Some(3), Some(3)),
+            "[{client}] etcd was read all the same: {h:#}"
+        );
+        ws.apply();
+        let h = read_health(&ws);
+        assert_eq!(
+            h["healthy"], true,
+            "[{client}] the secret written back: {h:#}"
         );
 
         // A stopped replica: its VM crashed.

@@ -1,5 +1,5 @@
 //! The data source `ha_cluster_health`: a cluster's health as the real APIs report it, with a one-line verdict,
-//! as `kops validate cluster` gives one. The facts are read by `ops::health::read` and judged by
+//! as `kops validate cluster` gives one. The facts are read by `ops::health::read_cluster` and judged by
 //! `domain::health::judge`; this file declares the schema and copies the result into it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -213,12 +213,8 @@ impl DataSource for ClusterHealthDataSource {
             }
         };
         let settings = self.settings.read().map(|s| s.clone()).unwrap_or_default();
-        let read = async {
-            let ctx = ha_ops::ClusterCtx::new(&settings, spec).await?;
-            let deadline = tokio::time::Instant::now() + READ_TIMEOUT;
-            ha_ops::health::read(&ctx, deadline).await
-        };
-        let facts = match read.await {
+        let deadline = tokio::time::Instant::now() + READ_TIMEOUT;
+        let facts = match ha_ops::health::read_cluster(&settings, spec, deadline).await {
             Ok(facts) => facts,
             Err(e) => {
                 diags.error(

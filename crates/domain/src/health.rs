@@ -1,4 +1,4 @@
-//! A cluster's health, judged from one read of the real APIs (`ops::health::read` gathers the facts): each replica's
+//! A cluster's health, judged from one read of the real APIs (`ops::health::read_cluster` gathers the facts): each replica's
 //! VM, etcd's members and their health, the load balancer's view of its backends, who serves the static IP,
 //! certificate expiry and the last backup. The verdict is one line, as `kops validate cluster` gives one: healthy,
 //! or the problems that make the cluster unhealthy, each a sentence naming the replica or member and what is wrong.
@@ -74,6 +74,9 @@ pub struct Facts {
     pub backup_policy: bool,
     /// Why the backup location could not be listed, when it could not.
     pub backup_error: Option<String>,
+    /// Why the cluster's CA keys cannot be used (their secret gone or overwritten), when they cannot: nothing can
+    /// join, roll or be renewed until they are back.
+    pub keys_error: Option<String>,
     /// When the first of the cluster's CAs expires (Unix seconds).
     pub ca_expires_at: Option<i64>,
     /// How long before expiry a roll renews a replica's certificates (the cluster's `certificate_renew_before`).
@@ -141,6 +144,9 @@ pub fn judge(facts: &Facts, now: i64) -> Verdict {
         ));
     }
 
+    if let Some(why) = &facts.keys_error {
+        problems.push(why.clone());
+    }
     judge_serving(facts, &mut problems);
     judge_expiry(facts, now, &mut problems, &mut notes);
     if let Some(why) = &facts.backup_error {

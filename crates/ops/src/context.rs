@@ -92,6 +92,28 @@ fn provider_etcd_client_mint(cas: &pki::ClusterCas) -> ha_etcd::Mint {
 impl ClusterCtx {
     pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {
         super::cluster_keys::fill(settings, &mut spec).await?;
+        Self::build(settings, spec).await
+    }
+
+    /// For reading alone (`ops::health`): when the cluster's CA keys cannot be used (their secret gone or
+    /// overwritten), etcd is still reached, with the API server's etcd client certificate from a master as for an
+    /// imported cluster, and the refusal comes back to be reported. Nothing may be signed with such a context.
+    pub async fn for_reading(
+        settings: &Settings,
+        spec: Spec,
+    ) -> Result<(ClusterCtx, Option<String>)> {
+        let mut filled = spec.clone();
+        match super::cluster_keys::fill(settings, &mut filled).await {
+            Ok(()) => Ok((Self::build(settings, filled).await?, None)),
+            Err(refused @ crate::OpError::Refused(..)) => Ok((
+                Self::build(settings, spec).await?,
+                Some(refused.to_string()),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn build(settings: &Settings, spec: Spec) -> Result<ClusterCtx> {
         let compute = Compute::new(settings)
             .await?
             .for_project(spec.project.clone());

@@ -7,19 +7,29 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::context::ClusterCtx;
+use super::context::{ClusterCtx, Spec};
 use super::error::Result;
 use super::observe::{Snapshot, observe};
 use ha_domain::health::{Facts, MemberFacts, MemberState, ReplicaFacts};
 use ha_etcd::Health;
 use ha_gce::InstanceRef;
+use ha_settings::Settings;
 
 /// How long the alarm list may take: it is answered through raft, so without quorum it would wait out etcd's own
 /// request timeout for nothing (as `ha_etcd::Etcd::health` bounds it).
 const ALARMS_WAIT: Duration = Duration::from_secs(2);
 
+/// Reads everything the verdict needs about the cluster of `spec`, even when its CA keys cannot be used: that is
+/// then one of the facts (`ClusterCtx::for_reading`). Compute calls share `deadline`.
+pub async fn read_cluster(settings: &Settings, spec: Spec, deadline: Instant) -> Result<Facts> {
+    let (ctx, keys_error) = ClusterCtx::for_reading(settings, spec).await?;
+    let mut facts = read(&ctx, deadline).await?;
+    facts.keys_error = keys_error;
+    Ok(facts)
+}
+
 /// Reads everything the verdict needs about the cluster. Compute calls share `deadline`.
-pub async fn read(ctx: &ClusterCtx, deadline: Instant) -> Result<Facts> {
+async fn read(ctx: &ClusterCtx, deadline: Instant) -> Result<Facts> {
     let snap = observe(ctx, &[], deadline).await?;
     let mut replicas = Vec::with_capacity(snap.instances.len());
     for vm in snap.instances.values() {
@@ -55,6 +65,7 @@ pub async fn read(ctx: &ClusterCtx, deadline: Instant) -> Result<Facts> {
         last_backup,
         backup_policy: ctx.spec.backup.is_some(),
         backup_error,
+        keys_error: None,
         ca_expires_at: ha_pki::cas_expire_at([
             cas.cluster_ca.cert_pem.as_str(),
             cas.etcd_peer_ca.cert_pem.as_str(),

@@ -42,6 +42,7 @@ fn healthy_three() -> Facts {
         last_backup: Some("gs://b/prod/1.db".into()),
         backup_policy: true,
         backup_error: None,
+        keys_error: None,
         ca_expires_at: Some(NOW + 3650 * DAY),
         renew_before: Duration::from_secs(30 * DAY as u64),
     }
@@ -174,6 +175,17 @@ fn each_fault_is_one_problem_naming_what_is_wrong() {
             "expired replica certificates",
             |f| f.replicas[0].certificates_expire_at = Some(NOW - 1),
             &["Replica a's certificates expired at"],
+        ),
+        (
+            "the CA keys' secret gone",
+            |f| {
+                f.keys_error = Some(
+                    "Cluster prod's CA keys are missing: secret projects/p/secrets/prod-cluster-keys does not \
+                     exist. Run `terraform apply`."
+                        .into(),
+                )
+            },
+            &["Cluster prod's CA keys are missing"],
         ),
         (
             "an expired CA",
