@@ -5,7 +5,9 @@
 //! `restore { source = "snapshot", generation = 1, snapshot = "gs://…" }` naming that snapshot. The create's plan names the
 //! snapshot; one apply brings up two healthy voters holding every key, the old cluster is untouched, and both
 //! clusters' next plans are empty. Once the new cluster has data of its own, a replica's create never restores
-//! over it: with its replicas destroyed, the plan that would create them again is refused.
+//! over it: with its replicas destroyed, the plan that would create them again is refused. Destroyed whole, a new
+//! cluster of the same name in the same backup location is refused at its own plan (its first replica would be
+//! refused at apply), and plans again once its `backup` block has a prefix of its own.
 
 use std::time::Duration;
 
@@ -116,8 +118,36 @@ fn a_new_cluster_on_another_network_starts_from_another_clusters_snapshot() {
         .assert_success();
         let plan = new.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_failure()
-            .assert_contains("Cluster walk had data, and this apply would start it empty: refused")
-            .assert_contains("its newest snapshot is gs://ha-migrate/new/walk/");
+            .assert_contains(
+                "Cluster walk had data of its own, so its `restore` block does not apply to this create: refused",
+            )
+            .assert_contains("its newest snapshot is gs://ha-migrate/new/walk/")
+            .assert_contains("raise `restore.generation` by one");
+
+        // A new cluster of the same name whose backup location holds those snapshots: the first replica's create
+        // would refuse to restore, so the cluster's own plan refuses, naming the way that works: a prefix of its
+        // own, with the snapshot named in `restore.snapshot`.
+        // Both clients' destroy plans the configuration first to refresh it, and that plan is the refused one:
+        // `-refresh=false` skips it (docs/guides/troubleshooting.md).
+        new.run(&[
+            "destroy",
+            "-refresh=false",
+            "-auto-approve",
+            "-input=false",
+            "-no-color",
+        ])
+        .assert_success();
+        let plan = new.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_failure()
+            .assert_contains(
+                "Cluster walk's backup location already holds snapshots of a cluster of that name",
+            )
+            .assert_contains("gs://ha-migrate/new/walk/")
+            .assert_contains("give its `backup` block a `prefix`");
+        new.write_main_tf(&config(&new_sim, &gcs, "new-2", &restore));
+        let plan = new.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success()
+            .assert_contains(&format!("etcd will be restored from the snapshot {url}"));
 
         // The old cluster is as it was, and its snapshots are where they were.
         check(client, &old, &old_sim, 2);

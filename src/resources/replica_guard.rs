@@ -160,6 +160,7 @@ async fn check_founding(
     let evidence = Evidence {
         had_member,
         newest_snapshot: newest.as_deref(),
+        create_restore: ctx.spec.restore_snapshot.is_some(),
     };
     if let Some((summary, detail)) = check(world, &ctx.spec.name, &evidence) {
         diags.error(summary, detail);

@@ -22,6 +22,9 @@ pub struct Evidence<'a> {
     pub had_member: Option<&'a str>,
     /// The newest snapshot of the cluster in its backup location (`gs://…`).
     pub newest_snapshot: Option<&'a str>,
+    /// The cluster's `restore` block asks for a snapshot: a replica's create restores it only into a cluster with
+    /// no data of its own, so the refusal says that rather than "would start it empty".
+    pub create_restore: bool,
 }
 
 /// A join founds etcd when no replica has a VM (a replica whose VM is gone and whose disk is not is rebuilt on
@@ -55,11 +58,42 @@ pub fn check(world: &Observed, cluster: &str, evidence: &Evidence) -> Option<Ref
         Some(url) => format!("restore {url}"),
         None => "restore a snapshot".to_string(),
     };
+    if evidence.create_restore {
+        return Some((
+            format!(
+                "Cluster {cluster} had data of its own, so its `restore` block does not apply to this create: refused"
+            ),
+            format!(
+                "No replica of cluster {cluster} has a VM or a data disk left, so the first replica to apply would found etcd anew. A `restore` block restores at a replica's create only into a cluster that shows no data of its own (a new cluster started from another's snapshot), so that no create puts an older snapshot in place of a cluster's own data unasked. The cluster had data: {}. To restore into it on purpose, raise `restore.generation` by one: the snapshot the block names is restored (without one, the newest: {restore_newest}). To start empty on purpose, keeping the snapshots, raise it with `source = \"{EMPTY}\"` instead. See docs/guides/disaster-recovery.md.",
+                why.join("; ")
+            ),
+        ));
+    }
     Some((
         format!("Cluster {cluster} had data, and this apply would start it empty: refused"),
         format!(
             "No replica of cluster {cluster} has a VM or a data disk left, so the first replica to apply would found a new, empty etcd, and every Kubernetes object the old masters held would be gone. The cluster had data: {}. To {restore_newest}, add `restore {{ source = \"snapshot\", generation = 1 }}` to the ha_master_cluster (or raise its generation by one). To start empty on purpose, keeping the snapshots, raise it with `source = \"{EMPTY}\"` instead. See docs/guides/disaster-recovery.md.",
             why.join("; ")
+        ),
+    ))
+}
+
+/// At a new cluster's plan, with a `restore` block naming a snapshot: its own backup location (`location`) holds
+/// snapshots under its name already, the newest `newest_own`, left by an earlier cluster of that name. To the
+/// founding rules that is data of its own (`check`), so the first replica's create would be refused at apply; the
+/// plan refuses instead, with the way that works. `None` when the location holds none.
+pub fn check_new_cluster(
+    cluster: &str,
+    location: &str,
+    newest_own: Option<&str>,
+) -> Option<Refusal> {
+    let newest = newest_own?;
+    Some((
+        format!(
+            "Cluster {cluster}'s backup location already holds snapshots of a cluster of that name: its `restore` block cannot apply"
+        ),
+        format!(
+            "{location} holds snapshots of a cluster named {cluster}, the newest {newest}, so to the founding rules the cluster had data, and a replica's create never restores over data of its own: the apply would stop at the first replica. To start this cluster from a snapshot, give its `backup` block a `prefix` that no cluster named {cluster} used (or give the cluster another name), and name the snapshot in `restore.snapshot` (it may be {newest}). See docs/guides/disaster-recovery.md."
         ),
     ))
 }
@@ -135,6 +169,47 @@ mod tests {
             for part in [why, "source = \"snapshot\"", "source = \"empty\""] {
                 assert!(detail.contains(part), "{part}: {detail}");
             }
+        }
+    }
+
+    #[test]
+    fn a_create_with_a_restore_block_is_told_why_its_block_does_not_apply_and_how_to_restore() {
+        let snapshot = "gs://b/clusters/prod/etcd-20261126T101500Z-rev42.db";
+        let evidence = Evidence {
+            newest_snapshot: Some(snapshot),
+            create_restore: true,
+            ..Evidence::default()
+        };
+        let (summary, detail) = check(&gone(), "prod", &evidence).unwrap();
+        assert!(
+            summary.contains("its `restore` block does not apply")
+                && !summary.contains("start it empty"),
+            "{summary}"
+        );
+        for part in [
+            "its newest snapshot is gs://b/clusters/prod/",
+            "raise `restore.generation` by one",
+            "source = \"empty\"",
+        ] {
+            assert!(detail.contains(part), "{part}: {detail}");
+        }
+        // Without evidence of data, the block applies: nothing to refuse.
+        let create = Evidence {
+            create_restore: true,
+            ..Evidence::default()
+        };
+        assert_eq!(check(&gone(), "prod", &create), None);
+    }
+
+    #[test]
+    fn a_new_cluster_whose_location_holds_its_names_snapshots_is_refused_with_the_way_that_works() {
+        let location = "gs://b/clusters/prod/";
+        assert_eq!(check_new_cluster("prod", location, None), None);
+        let newest = "gs://b/clusters/prod/etcd-20261126T101500Z-rev42.db";
+        let (summary, detail) = check_new_cluster("prod", location, Some(newest)).unwrap();
+        assert!(summary.contains("cannot apply"), "{summary}");
+        for part in [location, newest, "`prefix`", "`restore.snapshot`"] {
+            assert!(detail.contains(part), "{part}: {detail}");
         }
     }
 

@@ -94,6 +94,15 @@ pub async fn plan_new(
     choice: &SnapshotChoice,
 ) -> Result<SnapshotInfo> {
     let found = resolve_for(settings, spec.backup, spec.name, choice).await?;
+    // Snapshots of an earlier cluster of this name in its own location: the first join would refuse to restore.
+    let own = resolve_for(settings, spec.backup, spec.name, &SnapshotChoice::Newest).await?;
+    if let Some((summary, detail)) = ha_domain::start_empty::check_new_cluster(
+        spec.name,
+        &looked_in_for(spec.backup, spec.name, &SnapshotChoice::Newest),
+        own.as_ref().map(|s| s.url.as_str()),
+    ) {
+        return Err(OpError::Refused(summary, detail));
+    }
     restore::decide(
         &ha_domain::topology::Observed::default(),
         spec.etcd_version,
@@ -142,6 +151,7 @@ pub async fn check_founding(ctx: &ClusterCtx, world: &ha_domain::topology::Obser
     })?;
     let evidence = Evidence {
         newest_snapshot: newest.as_deref(),
+        create_restore: ctx.spec.restore_snapshot.is_some(),
         ..Evidence::default()
     };
     match check(world, &ctx.spec.name, &evidence) {
