@@ -336,7 +336,7 @@ impl EphemeralResource for AdminCredentialsEphemeral {
         config: AdminCredentialsModel,
         diags: &mut Diagnostics,
     ) -> Option<Opened<AdminCredentialsModel>> {
-        mint_for(&current(&self.settings), config, diags)
+        mint_for(&ha_settings::current(&self.settings), config, diags)
             .await
             .map(|result| Opened {
                 result,
@@ -349,10 +349,6 @@ impl EphemeralResource for AdminCredentialsEphemeral {
 /// The data source `ha_admin_credentials`: the same credential, stored in state (for OpenTofu 1.6).
 pub struct AdminCredentialsDataSource {
     pub settings: SharedSettings,
-}
-
-fn current(settings: &SharedSettings) -> Settings {
-    settings.read().map(|s| s.clone()).unwrap_or_default()
 }
 
 #[async_trait]
@@ -376,7 +372,7 @@ impl DataSource for AdminCredentialsDataSource {
         config: AdminCredentialsModel,
         diags: &mut Diagnostics,
     ) -> Option<AdminCredentialsModel> {
-        mint_for(&current(&self.settings), config, diags).await
+        mint_for(&ha_settings::current(&self.settings), config, diags).await
     }
 }
 

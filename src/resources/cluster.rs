@@ -558,7 +558,7 @@ pub fn schema() -> Schema {
 
 impl ClusterResource {
     fn settings(&self) -> crate::config::Settings {
-        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+        ha_settings::current(&self.settings)
     }
 
     /// Fills what the user left out (null in configuration) from the provider block. A value that is set but not yet
@@ -569,7 +569,7 @@ impl ClusterResource {
         p: &mut ClusterModel,
         diags: &mut Diagnostics,
     ) {
-        let settings = self.settings.read().map(|s| s.clone()).unwrap_or_default();
+        let settings = self.settings();
         if p.project.is_unknown() && config.project.is_null() {
             match settings.project {
                 Some(v) => p.project = Val::Known(v),

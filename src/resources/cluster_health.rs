@@ -212,7 +212,7 @@ impl DataSource for ClusterHealthDataSource {
                 return None;
             }
         };
-        let settings = self.settings.read().map(|s| s.clone()).unwrap_or_default();
+        let settings = ha_settings::current(&self.settings);
         let deadline = tokio::time::Instant::now() + READ_TIMEOUT;
         let facts = match ha_ops::health::read_cluster(&settings, spec, deadline).await {
             Ok(facts) => facts,

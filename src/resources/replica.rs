@@ -24,7 +24,7 @@ pub struct ReplicaResource {
 
 impl ReplicaResource {
     fn settings(&self) -> crate::config::Settings {
-        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+        ha_settings::current(&self.settings)
     }
 }
 

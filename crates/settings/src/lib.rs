@@ -64,6 +64,12 @@ pub struct Settings {
 /// Settings shared by the provider and its resources; set by ConfigureProvider.
 pub type SharedSettings = Arc<RwLock<Settings>>;
 
+/// A copy of the settings as configured now: the defaults before ConfigureProvider (a validate), or when a writer
+/// panicked while holding the lock.
+pub fn current(shared: &SharedSettings) -> Settings {
+    shared.read().map(|s| s.clone()).unwrap_or_default()
+}
+
 /// The universe when none is configured.
 pub const DEFAULT_UNIVERSE_DOMAIN: &str = "googleapis.com";
 
