@@ -173,7 +173,8 @@ async fn key_from_secret(
                 AttributePath::attr("cluster"),
                 format!("Cannot sign an admin certificate for cluster {name:?}"),
                 format!(
-                    "The cluster's CA keys are not in secret {path}: it does not exist or has no enabled                      version. Run `terraform apply` on the cluster, which writes them again from its state."
+                    "The cluster's CA keys are not in secret {path}: it does not exist or has no enabled \
+                     version. Run `terraform apply` on the cluster, which writes them again from its state."
                 ),
             );
             None
