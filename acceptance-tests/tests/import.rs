@@ -8,7 +8,10 @@
 use std::time::Duration;
 
 use acceptance_tests::faults::Event;
-use acceptance_tests::walk::{check, replicas_by_zone, set_zones, walk_config, write_keys};
+use acceptance_tests::walk::{
+    assert_private_keys_only_in_the_cluster, check, replicas_by_zone, set_zones, walk_config,
+    write_keys,
+};
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
 const B: &str = "europe-west1-b";
@@ -89,6 +92,46 @@ import {{
         set_zones(&ws, &[B, C, D]);
         let grow = ws.run(&["plan", "-input=false", "-no-color"]);
         grow.assert_failure()
+            .assert_contains("Cluster walk was imported without its CA private keys");
+
+        // Import read the service-account signing key from a master, so every replica's state holds it, and the
+        // plan says so. `ca_key_store = "secret_manager"` moves it to the cluster's secret, rebuilding no VM:
+        // then the cluster's `private_keys` holds it once and no replica's state any key. The CA keys are still
+        // nowhere, so a grow is still refused.
+        set_zones(&ws, &[B, C]);
+        let warning = "The service-account signing key is in every replica's state";
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(plan.code, Some(0), "[{client}] {plan}");
+        plan.assert_contains(warning);
+        let vm_ids = || {
+            replicas
+                .iter()
+                .map(|(_, vm)| sim.instance(vm)["id"].to_string())
+                .collect::<Vec<_>>()
+        };
+        let before = vm_ids();
+        let config = walk_config(&sim);
+        let moved = config.replacen(
+            "  name                      = \"walk\"\n",
+            "  name                      = \"walk\"\n  ca_key_store              = \"secret_manager\"\n",
+            1,
+        );
+        assert_ne!(moved, config, "the walk-through names its cluster `walk`");
+        ws.write_main_tf(&moved);
+        let applied = ws.apply();
+        applied.assert_contains("0 added, 3 changed, 0 destroyed");
+        assert!(
+            !applied.combined().contains(warning),
+            "[{client}] {applied}"
+        );
+        assert_eq!(vm_ids(), before, "[{client}] moving the key rebuilt a VM");
+        assert_private_keys_only_in_the_cluster(client, &ws, 1);
+        let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        assert_eq!(plan.code, Some(0), "[{client}] after the move: {plan}");
+        check(client, &ws, &sim, 2);
+        set_zones(&ws, &[B, C, D]);
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
             .assert_contains("Cluster walk was imported without its CA private keys");
     });
 }

@@ -316,7 +316,10 @@ pub fn schema() -> Schema {
                  one. `terraform_state`: in `spec`, and so in every replica's `cluster` input, where clusters \
                  made by releases before the secret keep them; unset, such a cluster keeps them there, and \
                  plan warns. Set it to `secret_manager` to move them: the apply writes the secret, and every \
-                 replica's plan shows its `cluster` input changing, with no roll. There is no way back.",
+                 replica's plan shows its `cluster` input changing, with no roll. There is no way back. An \
+                 imported cluster has no CA key anywhere (masters never hold them) and leaves this null while \
+                 its spec carries the service-account key import read from a master, and plan warns; \
+                 `secret_manager` moves that key the same way.",
             ),
     )
     .attribute(
@@ -775,19 +778,40 @@ pub(super) fn plan_key_store(
             let (summary, detail) = ha_domain::key_placement::ca_keys_in_state_warning(&name);
             diags.push(Diagnostic::warning(summary, detail).at(at()));
         }
-        // An imported cluster: no key is anywhere this provider can reach (masters never hold CA keys).
+        // An imported cluster: no CA key is anywhere this provider can reach (masters never hold them), but its
+        // spec carries the service-account key import read from a master, and so does every replica's state.
         (None, asked) => {
-            if asked.is_some() {
-                diags.attr_error(
+            let service_account = prior
+                .spec
+                .known()
+                .and_then(PrivateKeys::from_imported_spec);
+            match (asked, service_account) {
+                (Some(SECRET_MANAGER), Some(keys)) => {
+                    p.ca_key_store = Val::Known(SECRET_MANAGER.into());
+                    p.private_keys = Val::Known(keys);
+                    keys_to_secret(p);
+                }
+                (Some(_), _) => diags.attr_error(
                     at(),
-                    format!("Cluster {name} has no keys to store"),
-                    "It was imported, and masters never hold CA keys, so neither its state nor a secret has \
-                     them. Remove `ca_key_store`."
-                        .to_string(),
-                );
+                    format!("Cluster {name} has no keys to store there"),
+                    format!(
+                        "It was imported, and masters never hold CA keys, so neither its state nor a secret has \
+                         them; its service-account key, read from a master, can move to `{SECRET_MANAGER}` only. \
+                         Set `ca_key_store = \"{SECRET_MANAGER}\"` or remove it."
+                    ),
+                ),
+                (None, Some(_)) => {
+                    p.ca_key_store = Val::Null;
+                    p.private_keys = Val::Null;
+                    let (summary, detail) =
+                        ha_domain::key_placement::imported_key_in_state_warning(&name);
+                    diags.push(Diagnostic::warning(summary, detail).at(at()));
+                }
+                (None, None) => {
+                    p.ca_key_store = Val::Null;
+                    p.private_keys = Val::Null;
+                }
             }
-            p.ca_key_store = Val::Null;
-            p.private_keys = Val::Null;
         }
     }
 }

@@ -107,6 +107,18 @@ impl PrivateKeys {
         }
     }
 
+    /// The keys an imported cluster's spec carries: its service-account key, read from a master, and no CA key
+    /// (masters never hold them); `None` when it has no service-account key either.
+    pub fn from_imported_spec(s: &ClusterSpec) -> Option<PrivateKeys> {
+        let service_account_key = s.service_account_key.known().filter(|k| !k.is_empty())?;
+        Some(PrivateKeys::of(&ha_ops::cluster_keys::ClusterKeys {
+            ca_key: String::new(),
+            etcd_peer_ca_key: String::new(),
+            etcd_client_ca_key: String::new(),
+            service_account_key: service_account_key.clone(),
+        }))
+    }
+
     /// The keys a spec that keeps them itself carries (`terraform_state`); `None` when any is missing.
     pub fn from_spec(s: &ClusterSpec) -> Option<PrivateKeys> {
         let key = |v: &Val<String>| v.known().filter(|k| !k.is_empty()).cloned();
@@ -253,9 +265,14 @@ pub fn keys_to_secret(p: &mut ClusterModel) {
     let Val::Known(spec) = &mut p.spec else {
         return;
     };
-    spec.ca_private_key = Val::Null;
-    spec.etcd_peer_ca_private_key = Val::Null;
-    spec.etcd_client_ca_private_key = Val::Null;
+    // An imported cluster has no CA keys anywhere: they stay empty, as a replica's plan reads "cannot sign" from
+    // them (`replica::check_can_sign`); only its service-account key moves.
+    let imported = spec.ca_private_key.known().is_some_and(|k| k.is_empty());
+    if !imported {
+        spec.ca_private_key = Val::Null;
+        spec.etcd_peer_ca_private_key = Val::Null;
+        spec.etcd_client_ca_private_key = Val::Null;
+    }
     spec.service_account_key = Val::Null;
     spec.keys_secret = path;
 }

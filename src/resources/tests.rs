@@ -464,6 +464,48 @@ mod key_store {
         assert_eq!(at(&diags, Severity::Error), ["ca_key_store"]);
     }
 
+    /// An imported cluster whose spec carries the service-account key import read from a master: warned of while
+    /// it stays there, and moved to the secret alone on `secret_manager`, the CA keys staying empty (a replica's
+    /// plan reads "cannot sign" from them). `terraform_state` is no store it can have.
+    #[test]
+    fn an_imported_clusters_service_account_key_moves_to_the_secret_alone() {
+        let mut imported = prior(None, false);
+        if let Val::Known(spec) = &mut imported.spec {
+            spec.service_account_key = Val::Known("-----BEGIN PRIVATE KEY-----sa".into());
+        }
+        let (p, diags) = plan(&imported, None);
+        assert_eq!(p.ca_key_store, Val::Null);
+        assert_eq!(p.spec, imported.spec, "nothing moves unasked");
+        assert_eq!(at(&diags, Severity::Warning), ["ca_key_store"]);
+
+        let (p, diags) = plan(&imported, Some("secret_manager"));
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(p.ca_key_store, Val::Known("secret_manager".into()));
+        let keys = p.private_keys.known().and_then(PrivateKeys::keys).unwrap();
+        assert_eq!(keys.service_account_key, "-----BEGIN PRIVATE KEY-----sa");
+        assert!(
+            keys.ca_key.is_empty()
+                && keys.etcd_peer_ca_key.is_empty()
+                && keys.etcd_client_ca_key.is_empty()
+        );
+        let spec = p.spec.known().unwrap();
+        assert_eq!(spec.service_account_key, Val::Null);
+        for key in [
+            &spec.ca_private_key,
+            &spec.etcd_peer_ca_private_key,
+            &spec.etcd_client_ca_private_key,
+        ] {
+            assert_eq!(key, &Val::Known(String::new()));
+        }
+        assert_eq!(
+            spec.keys_secret,
+            Val::Known("projects/p/secrets/prod-cluster-keys".into())
+        );
+
+        let (_, diags) = plan(&imported, Some("terraform_state"));
+        assert_eq!(at(&diags, Severity::Error), ["ca_key_store"]);
+    }
+
     #[tokio::test]
     async fn a_new_cluster_starts_in_secret_manager_and_cannot_start_in_state() {
         let server = FrameworkServer::new(HaProvider::default());

@@ -54,6 +54,22 @@ pub fn ca_keys_in_state_warning(cluster: &str) -> Refusal {
     )
 }
 
+/// The warning an imported cluster's plan carries while its service-account key, read from a master at import, is
+/// in its `spec` and so in every replica's state.
+pub fn imported_key_in_state_warning(cluster: &str) -> Refusal {
+    (
+        "The service-account signing key is in every replica's state".into(),
+        format!(
+            "Cluster {cluster} was imported: its service-account signing key, read from a master, is in `spec`, \
+             so every ha_master_replica's `cluster` input copies it into state, and whoever reads the state, a \
+             saved plan or a state backup can mint a token for any service account in the cluster. Set \
+             `ca_key_store = \"secret_manager\"` on the cluster to move it to the cluster's own Secret Manager \
+             secret ({cluster}-cluster-keys), which no master may read; the cluster keeps one copy in its state. \
+             Every replica's plan then shows its `cluster` input changing, and no master rolls."
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,8 @@ impl ClusterKeys {
     }
 
     /// The CAs whose certificates are `certs`, with these keys; an error when a key is not its certificate's.
+    /// An imported cluster's secret holds no CA key at all (masters never hold them): its CAs keep empty keys, and
+    /// only its service-account key is checked.
     pub fn with_certs(&self, certs: &ClusterCas) -> Result<ClusterCas> {
         let pair = |cert: &CertKey, key: &str| CertKey {
             cert_pem: cert.cert_pem.clone(),
@@ -57,10 +59,23 @@ impl ClusterKeys {
             etcd_peer_ca: pair(&certs.etcd_peer_ca, &self.etcd_peer_ca_key),
             etcd_client_ca: pair(&certs.etcd_client_ca, &self.etcd_client_ca_key),
         };
-        // Loading each CA checks that its key is the certificate's.
-        cas.issuers()?;
+        if !self.imported() {
+            // Loading each CA checks that its key is the certificate's.
+            cas.issuers()?;
+        }
         ha_pki::service_account_public_key(&self.service_account_key)?;
         Ok(cas)
+    }
+
+    /// No CA key at all: an imported cluster's, whose secret keeps its service-account key alone.
+    fn imported(&self) -> bool {
+        [
+            &self.ca_key,
+            &self.etcd_peer_ca_key,
+            &self.etcd_client_ca_key,
+        ]
+        .iter()
+        .all(|k| k.is_empty())
     }
 
     fn to_json(&self) -> Vec<u8> {
@@ -247,6 +262,39 @@ mod tests {
         assert!(
             format!("{keys:?}").contains("redacted") && !format!("{keys:?}").contains("PRIVATE")
         );
+    }
+
+    /// An imported cluster's secret holds its service-account key alone: its CAs pair with no key, and only the
+    /// service-account key is checked. One CA key missing among others is no import: refused.
+    #[test]
+    fn an_imported_clusters_keys_are_its_service_account_key_alone() {
+        let cas = ClusterCas::generate("prod").unwrap();
+        let sa = ha_pki::service_account_key().unwrap();
+        let imported = ClusterKeys {
+            ca_key: String::new(),
+            etcd_peer_ca_key: String::new(),
+            etcd_client_ca_key: String::new(),
+            service_account_key: sa.clone(),
+        };
+        let paired = imported.with_certs(&cas).unwrap();
+        for ca in [
+            &paired.cluster_ca,
+            &paired.etcd_peer_ca,
+            &paired.etcd_client_ca,
+        ] {
+            assert!(ca.key_pem.is_empty());
+        }
+        assert_eq!(paired.cluster_ca.cert_pem, cas.cluster_ca.cert_pem);
+        let one_missing = ClusterKeys {
+            etcd_peer_ca_key: String::new(),
+            ..ClusterKeys::of(&cas, &sa)
+        };
+        assert!(one_missing.with_certs(&cas).is_err());
+        let no_key = ClusterKeys {
+            service_account_key: "not a key".into(),
+            ..imported
+        };
+        assert!(no_key.with_certs(&cas).is_err());
     }
 
     /// Against ha-sim's Secret Manager. Each case has its own cluster name, so this process's memory of what it
