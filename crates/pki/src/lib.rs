@@ -331,14 +331,20 @@ fn check_domain(domain: &str) -> Result<()> {
         })
 }
 
-/// When a certificate expires (its notAfter), as seconds since the Unix epoch.
-pub fn not_after_unix(cert_pem: &str) -> Result<i64> {
+/// The one PEM block of a certificate, decoded.
+fn certificate_pem(cert_pem: &str) -> Result<x509_parser::pem::Pem> {
     let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| {
         PkiError::InvalidRequest {
             field: "certificate",
             reason: format!("not a PEM certificate: {e}"),
         }
     })?;
+    Ok(pem)
+}
+
+/// When a certificate expires (its notAfter), as seconds since the Unix epoch.
+pub fn not_after_unix(cert_pem: &str) -> Result<i64> {
+    let pem = certificate_pem(cert_pem)?;
     let cert = pem.parse_x509().map_err(|e| PkiError::InvalidRequest {
         field: "certificate",
         reason: format!("not an X.509 certificate: {e}"),
@@ -349,12 +355,7 @@ pub fn not_after_unix(cert_pem: &str) -> Result<i64> {
 /// The SHA-256 fingerprint of a PEM certificate: of its DER bytes, in lower-case hex (what
 /// `openssl x509 -noout -fingerprint -sha256` prints, without the colons).
 pub fn sha256_fingerprint(cert_pem: &str) -> Result<String> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| {
-        PkiError::InvalidRequest {
-            field: "certificate",
-            reason: format!("not a PEM certificate: {e}"),
-        }
-    })?;
+    let pem = certificate_pem(cert_pem)?;
     Ok(ring::digest::digest(&ring::digest::SHA256, &pem.contents)
         .as_ref()
         .iter()
