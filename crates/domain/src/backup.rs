@@ -130,6 +130,18 @@ pub fn to_prune(names: &[String], cluster_prefix: &str, keep: u32) -> Vec<String
         .collect()
 }
 
+/// Whether the object found under a name this upload chose (`found`, its metadata) is this upload's own: every
+/// key the upload wrote has the value it wrote. An upload whose first attempt was stored but not answered meets
+/// its own object when it is tried again (the name is written only if new); taking it for another's would upload
+/// the same snapshot again under the next name. The metadata names the member, the revision, the SHA-256 and the
+/// second it was taken, so another upload cannot match unless it holds the same snapshot.
+pub fn is_own_upload(
+    found: &std::collections::BTreeMap<String, String>,
+    sent: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    !sent.is_empty() && sent.iter().all(|(k, v)| found.get(k) == Some(v))
+}
+
 /// What a checked snapshot is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
@@ -333,6 +345,58 @@ mod tests {
         let digest = ring::digest::digest(&ring::digest::SHA256, &db);
         db.extend_from_slice(digest.as_ref());
         db
+    }
+
+    #[test]
+    fn an_upload_takes_an_object_for_its_own_only_when_every_key_it_wrote_matches() {
+        let map = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let sent = map(&[
+            ("ha-sha256", "ab"),
+            ("ha-taken-at", "100"),
+            ("ha-member", "1"),
+        ]);
+        for (found, own) in [
+            (sent.clone(), true),
+            // The service adds keys of its own.
+            (
+                map(&[
+                    ("ha-sha256", "ab"),
+                    ("ha-taken-at", "100"),
+                    ("ha-member", "1"),
+                    ("x-goog", "z"),
+                ]),
+                true,
+            ),
+            (
+                map(&[
+                    ("ha-sha256", "cd"),
+                    ("ha-taken-at", "100"),
+                    ("ha-member", "1"),
+                ]),
+                false,
+            ),
+            (
+                map(&[
+                    ("ha-sha256", "ab"),
+                    ("ha-taken-at", "101"),
+                    ("ha-member", "1"),
+                ]),
+                false,
+            ),
+            (map(&[("ha-sha256", "ab"), ("ha-taken-at", "100")]), false),
+            (map(&[]), false),
+        ] {
+            assert_eq!(is_own_upload(&found, &sent), own, "{found:?}");
+        }
+        assert!(
+            !is_own_upload(&map(&[]), &map(&[])),
+            "nothing sent matches nothing"
+        );
     }
 
     #[test]

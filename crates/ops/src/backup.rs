@@ -174,7 +174,12 @@ async fn snapshot_and_upload(
                 taken_name = Some((object, stored));
                 break;
             }
-            Err(ha_storage::Error::Exists { .. }) => continue,
+            Err(ha_storage::Error::Exists { .. }) => {
+                if let Some(own) = own_upload(&bucket, &object, &metadata).await? {
+                    taken_name = Some((object, own));
+                    break;
+                }
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -196,6 +201,20 @@ async fn snapshot_and_upload(
         size: verified.size,
         revision: before.revision,
     })
+}
+
+/// The size of `object` when it is this upload's own (`backup::is_own_upload`): an attempt stored it and its
+/// answer was lost, and the retry met it.
+async fn own_upload(
+    bucket: &Bucket,
+    object: &str,
+    metadata: &BTreeMap<String, String>,
+) -> Result<Option<u64>> {
+    let found = bucket.list(object).await?;
+    Ok(found
+        .into_iter()
+        .find(|o| o.name == object && backup::is_own_upload(&o.metadata, metadata))
+        .map(|o| o.size))
 }
 
 /// Deletes the cluster's snapshots beyond the newest `keep`. Best effort: the new snapshot is already safe, and

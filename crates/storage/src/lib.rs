@@ -9,10 +9,9 @@
 //! the same credentials, so those two calls are made over JSON with the headers the credentials give.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use google_cloud_auth::credentials::{CacheableResource, Credentials};
-use google_cloud_gax::retry_policy::RetryPolicyExt;
+use google_cloud_gax::retry_policy::{NeverRetry, RetryPolicyExt};
 use google_cloud_storage::client::Storage;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
@@ -74,10 +73,8 @@ pub struct Bucket {
     origin: String,
 }
 
-/// How long one call may take, retries included: a backup is refused, not waited on for ever, when the bucket
-/// cannot be reached.
-const CALL_LIMIT: Duration = Duration::from_secs(60);
-const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+mod retry;
+use retry::{CALL_LIMIT, Failed, attempt_limit, call_limit, retrying};
 
 /// Uploads below this are sent in one request; the snapshot is in memory already, so one request is as cheap as
 /// any and leaves no resumable session behind when the change fails.
@@ -102,6 +99,8 @@ impl Bucket {
         };
         let credentials = ha_gce::google_credentials(settings).map_err(|e| setup(e.to_string()))?;
         let origin = origin(settings);
+        // Writes are tried again by `retry::retrying`, which also bounds each attempt; the client's own loop
+        // would retry inside an attempt that is then abandoned. Reads keep the client's loop.
         let client = Storage::builder()
             .with_endpoint(origin.clone())
             .with_credentials(credentials.clone())
@@ -113,7 +112,6 @@ impl Bucket {
             .await
             .map_err(|e| setup(e.to_string()))?;
         let http = reqwest::Client::builder()
-            .timeout(HTTP_TIMEOUT)
             .user_agent(settings.user_agent.clone())
             .build()
             .map_err(|e| setup(e.to_string()))?;
@@ -145,27 +143,33 @@ impl Bucket {
         // it; the client's default sends it after the data, as a third multipart part, which not every endpoint
         // that speaks the JSON API reads (fake-gcs-server takes it for data).
         let crc = crc32c::crc32c(&bytes);
-        let written = self
-            .client
-            .write_object(self.resource(), object, bytes)
-            .with_known_crc32c(crc)
-            .set_content_type("application/octet-stream")
-            .set_metadata(metadata.clone())
-            // A new object only: a name is never written twice, so a retried upload cannot replace another.
-            .set_if_generation_match(0)
-            .send_unbuffered()
-            .await
-            .map_err(|e| match e.http_status_code() {
-                Some(412) => Error::Exists {
-                    bucket: self.name.clone(),
-                    object: object.to_string(),
-                },
-                _ => Error::Write {
-                    bucket: self.name.clone(),
-                    object: object.to_string(),
-                    message: e.to_string(),
-                },
-            })?;
+        let size = bytes.len() as u64;
+        let written = retrying(call_limit(size), attempt_limit(size), || async {
+            self.client
+                .write_object(self.resource(), object, bytes.clone())
+                .with_known_crc32c(crc)
+                .set_content_type("application/octet-stream")
+                .set_metadata(metadata.clone())
+                // A new object only: a name is never written twice, so a retried upload cannot replace another
+                // (one whose first attempt was stored but not answered meets its own object: the caller tells).
+                .set_if_generation_match(0)
+                .with_retry_policy(NeverRetry)
+                .send_unbuffered()
+                .await
+                .map_err(Failed::from_client)
+        })
+        .await
+        .map_err(|e| match e.status {
+            Some(412) => Error::Exists {
+                bucket: self.name.clone(),
+                object: object.to_string(),
+            },
+            _ => Error::Write {
+                bucket: self.name.clone(),
+                object: object.to_string(),
+                message: e.message,
+            },
+        })?;
         Ok(u64::try_from(written.size).unwrap_or_default())
     }
 
@@ -231,19 +235,31 @@ impl Bucket {
             if let Some(t) = &token {
                 query.push(("pageToken", t.clone()));
             }
-            let resp = self
-                .http
-                .get(&url)
-                .headers(self.auth_headers().await.map_err(list_err)?)
-                .query(&query)
-                .send()
-                .await
-                .map_err(|e| list_err(transport(&e)))?;
-            let status = resp.status();
-            let body = resp.text().await.map_err(|e| list_err(transport(&e)))?;
-            if !status.is_success() {
-                return Err(list_err(answer(status, &body)));
-            }
+            let body = retrying(CALL_LIMIT, attempt_limit(0), || async {
+                let resp = self
+                    .http
+                    .get(&url)
+                    .headers(
+                        self.auth_headers()
+                            .await
+                            .map_err(|e| Failed::Permanent(None, e))?,
+                    )
+                    .query(&query)
+                    .send()
+                    .await
+                    .map_err(|e| Failed::Transient(transport(&e)))?;
+                let status = resp.status();
+                let body = resp
+                    .text()
+                    .await
+                    .map_err(|e| Failed::Transient(transport(&e)))?;
+                if !status.is_success() {
+                    return Err(Failed::from_status(status, answer(status, &body)));
+                }
+                Ok(body)
+            })
+            .await
+            .map_err(|e| list_err(e.message))?;
             let page: Page = serde_json::from_str(&body)
                 .map_err(|e| list_err(format!("the answer is not a listing: {e}")))?;
             out.extend(page.items.into_iter().map(|i| ObjectInfo {
@@ -273,19 +289,28 @@ impl Bucket {
             utf8_percent_encode(&self.name, NON_ALPHANUMERIC),
             utf8_percent_encode(object, NON_ALPHANUMERIC)
         );
-        let resp = self
-            .http
-            .delete(&url)
-            .headers(self.auth_headers().await.map_err(delete_err)?)
-            .send()
-            .await
-            .map_err(|e| delete_err(transport(&e)))?;
-        let status = resp.status();
-        if status.is_success() || status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(());
-        }
-        let body = resp.text().await.unwrap_or_default();
-        Err(delete_err(answer(status, &body)))
+        retrying(CALL_LIMIT, attempt_limit(0), || async {
+            let resp = self
+                .http
+                .delete(&url)
+                .headers(
+                    self.auth_headers()
+                        .await
+                        .map_err(|e| Failed::Permanent(None, e))?,
+                )
+                .send()
+                .await
+                .map_err(|e| Failed::Transient(transport(&e)))?;
+            let status = resp.status();
+            // Gone already (a retry of a delete whose answer was lost finds it so) is what was asked.
+            if status.is_success() || status == reqwest::StatusCode::NOT_FOUND {
+                return Ok(());
+            }
+            let body = resp.text().await.unwrap_or_default();
+            Err(Failed::from_status(status, answer(status, &body)))
+        })
+        .await
+        .map_err(|e| delete_err(e.message))
     }
 }
 
