@@ -81,7 +81,12 @@ impl FakeGcs {
 
     /// What to give the provider as `storage_custom_endpoint`.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/storage/v1/", self.port)
+        format!("{}/storage/v1/", self.origin())
+    }
+
+    /// Where the emulator listens, `http://127.0.0.1:<port>`.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     fn request(&self, method: &str, path: &str, body: &str) -> Result<(u16, Vec<u8>), String> {

@@ -37,6 +37,7 @@ mod paths;
 pub mod probe;
 mod provider;
 mod sim;
+pub mod storage_faults;
 pub mod vm_etcd;
 pub mod voters_down;
 pub mod walk;

@@ -449,14 +449,18 @@ pub fn assert_sim_empty(client: Client, sim: &Sim) {
 /// block, with a `restore` block after it if the scenario needs one), as the scenarios against Cloud Storage
 /// write it.
 pub fn with_storage(config: String, gcs: &crate::FakeGcs, block: &str) -> String {
+    with_storage_at(config, &gcs.endpoint(), block)
+}
+
+/// `with_storage` with the provider's storage calls sent to `endpoint` (a proxy in front of the emulator).
+pub fn with_storage_at(config: String, endpoint: &str, block: &str) -> String {
     edit_config(
         config,
         &[
             (
                 "  access_token            = \"sim-token\"\n",
                 &format!(
-                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{}\"\n",
-                    gcs.endpoint()
+                    "  access_token            = \"sim-token\"\n  storage_custom_endpoint = \"{endpoint}\"\n"
                 ),
             ),
             (

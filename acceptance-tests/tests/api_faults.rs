@@ -1,25 +1,33 @@
-//! Random API faults (reliability suite R2): while a grow, a roll and a shrink run, ha-sim answers a share of all
-//! Compute and Secret Manager calls with 429, 500 or 503 and ends a share of operations in an error, drawn from a seed printed at
-//! the start (`HA_FAULT_SEED=<n>` replays the draws; the order of concurrent calls may still differ). Each apply
-//! must either converge or fail with a sentence (never a crash, a panic or a raw transport error), and once the
-//! faults are cleared the next apply must finish the job: the walk-through's full check then holds (plan empty,
-//! members == replicas and voting, every key, the static IP serves, nothing leaked).
+//! Random faults (reliability suite R2): while a grow, a roll and a shrink run, a share of the provider's calls
+//! fail, drawn from a seed printed at the start (`HA_FAULT_SEED=<n>` replays the draws; the order of concurrent
+//! calls may still differ). Each apply must either converge or fail with a sentence (never a crash, a panic or a
+//! raw transport error), and once the faults are cleared the next apply must finish the job: the walk-through's
+//! full check then holds (plan empty, members == replicas and voting, every key, the static IP serves, nothing
+//! leaked).
 //!
 //! The cluster backs up to a Cloud Storage emulator (fake-gcs-server) before every change, as a cluster with a
-//! `backup` block does, so the faults also land between a backup and the change it guards, and on the retries
-//! after one: after each change converges, its newest snapshot must be one taken for that kind of change, read
-//! back whole by etcd's own `etcdutl` with every key written first, and the bucket pruned to `keep`. (The faults
-//! are Compute's and Secret Manager's; fake-gcs-server answers every storage call.)
+//! `backup` block does: after each change converges, its newest snapshot must be one taken for that kind of
+//! change, read back whole by etcd's own `etcdutl` with every key written first, no snapshot stored twice, and the
+//! bucket pruned to `keep`.
 //!
-//! It prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share and
-//! `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded in
-//! docs/benchmarks.md.
+//! Two sources of faults, one test each:
+//! - **API faults**: ha-sim answers a share of all Compute and Secret Manager calls with 429, 500 or 503 and ends
+//!   a share of operations in an error (so the faults also land between a backup and the change it guards).
+//! - **Storage faults**: a proxy between the provider and the emulator (`acceptance_tests::storage_faults`)
+//!   answers a share of Cloud Storage calls with 429 or 503, resets the connection before the bucket, loses the
+//!   answer after the bucket stored an upload, or stalls a call for longer than any attempt should wait. The
+//!   backups must retry through them (or stop the change with a sentence).
+//!
+//! Each prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share
+//! and `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded
+//! in docs/benchmarks.md.
 
 use std::time::Duration;
 
 use acceptance_tests::faults::{Effect, Failpoint, Trigger};
 use acceptance_tests::gcs::snapshot_status;
-use acceptance_tests::walk::{check, set_vars, walk_config, with_storage, write_keys};
+use acceptance_tests::storage_faults::StorageFaults;
+use acceptance_tests::walk::{check, set_vars, walk_config, with_storage_at, write_keys};
 use acceptance_tests::{Client, FakeGcs, Sim, Workspace, for_each_client};
 
 const ZONES: [&str; 3] = ["europe-west1-b", "europe-west1-c", "europe-west1-d"];
@@ -48,11 +56,39 @@ fn seed() -> u64 {
         })
 }
 
-fn percent() -> f64 {
+/// The share of calls that fail: `default` unless `HA_FAULT_PERCENT` says otherwise.
+fn percent(default: f64) -> f64 {
     std::env::var("HA_FAULT_PERCENT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(5.0)
+        .unwrap_or(default)
+}
+
+/// Where the faults come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// ha-sim's failpoints: Compute and Secret Manager calls and operations.
+    Api,
+    /// The proxy in front of the Cloud Storage emulator.
+    Storage,
+}
+
+impl Source {
+    /// The default share, in percent. A change makes hundreds of Compute calls but a handful of Cloud Storage
+    /// calls (list, upload, list and delete to prune), so storage faults need a larger share to fire at all.
+    fn default_percent(self) -> f64 {
+        match self {
+            Source::Api => 5.0,
+            Source::Storage => 25.0,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Source::Api => "API",
+            Source::Storage => "storage",
+        }
+    }
 }
 
 /// Arms the random faults: `percent` of all calls answer an error status (429, 500 and 503 in equal parts) and
@@ -150,7 +186,9 @@ fn changes(rounds: usize) -> Vec<Change> {
 }
 
 /// The change that just converged took a new snapshot, for its kind of change, that etcd reads back whole with
-/// every key `write_keys` put; the bucket holds no more than `KEEP`. Returns the newest snapshot's name.
+/// every key `write_keys` put; the bucket holds no more than `KEEP`, and no snapshot twice (an upload whose
+/// answer was lost and that then wrote its snapshot again under another name). Returns the newest snapshot's
+/// name.
 fn assert_backed_up(
     gcs: &FakeGcs,
     dir: &std::path::Path,
@@ -163,6 +201,17 @@ fn assert_backed_up(
     assert!(
         !objects.is_empty() && objects.len() <= KEEP,
         "{label}: between 1 and {KEEP} snapshots kept: {names:?}"
+    );
+    let mut digests: Vec<&str> = objects
+        .iter()
+        .map(|o| o.metadata.get("ha-sha256").map_or("", String::as_str))
+        .collect();
+    digests.sort();
+    digests.dedup();
+    assert_eq!(
+        digests.len(),
+        objects.len(),
+        "{label}: a snapshot is stored twice, or one has no ha-sha256: {objects:?}"
     );
     let last = objects.last().expect("a snapshot");
     assert_ne!(
@@ -184,17 +233,27 @@ fn assert_backed_up(
     last.name.clone()
 }
 
-fn changes_under_random_faults(client: Client) {
+fn changes_under_random_faults(client: Client, source: Source) {
     let seed = seed();
-    let percent = percent();
-    eprintln!("[{client}] random API faults: HA_FAULT_SEED={seed} HA_FAULT_PERCENT={percent}");
-    let sim = Sim::start(&format!("api-faults-{client}"));
-    let gcs = FakeGcs::start(&format!("api-faults-{client}"));
+    let percent = percent(source.default_percent());
+    let kind = source.name();
+    eprintln!("[{client}] random {kind} faults: HA_FAULT_SEED={seed} HA_FAULT_PERCENT={percent}");
+    let scenario = format!("{}-faults", kind.to_lowercase());
+    let sim = Sim::start(&format!("{scenario}-{client}"));
+    let gcs = FakeGcs::start(&format!("{scenario}-{client}"));
     gcs.create_bucket(BUCKET);
-    let ws = Workspace::new(client, "api-faults").with_timeout(Duration::from_secs(600));
-    ws.write_main_tf(&with_storage(
+    // The provider reaches the emulator through the proxy in both runs; it passes every call unless armed.
+    let proxy = StorageFaults::start(&gcs.origin());
+    // Under storage faults an apply has less time than the proxy's stall: one that waits a stalled call out (no
+    // attempt limit of its own) is killed, and the run fails.
+    let limit = match source {
+        Source::Api => Duration::from_secs(600),
+        Source::Storage => acceptance_tests::storage_faults::STALL - Duration::from_secs(60),
+    };
+    let ws = Workspace::new(client, &scenario).with_timeout(limit);
+    ws.write_main_tf(&with_storage_at(
         walk_config(&sim),
-        &gcs,
+        &proxy.endpoint(),
         &format!("  backup {{\n    bucket = \"{BUCKET}\"\n    keep   = {KEEP}\n  }}\n"),
     ));
     ws.init();
@@ -211,10 +270,19 @@ fn changes_under_random_faults(client: Client) {
     let (mut converged, mut second_runs, mut faults_fired, mut newest) = (0, 0, 0, None);
     for (n, (label, zones, vars, backed_up_before)) in changes.iter().enumerate() {
         set_vars(&ws, zones, vars);
-        arm(&sim, seed + 10 * n as u64, percent);
+        let draws = seed + 10 * n as u64;
+        match source {
+            Source::Api => arm(&sim, draws, percent),
+            Source::Storage => proxy.arm(draws, percent),
+        }
         let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
-        faults_fired += fired(&sim);
-        sim.clear_failpoints();
+        match source {
+            Source::Api => {
+                faults_fired += fired(&sim);
+                sim.clear_failpoints();
+            }
+            Source::Storage => proxy.disarm(),
+        }
         let all = format!("{}{}", out.stdout, out.stderr);
         for sign in CRASH_SIGNS {
             assert!(
@@ -223,9 +291,9 @@ fn changes_under_random_faults(client: Client) {
             );
         }
         if !out.success() {
-            // Every fault here passes by itself: the error must say so, and say to run apply again.
+            // Every fault here passes by itself: the error must say so, and say to apply again.
             assert!(
-                out.stderr.contains("Error: ") && out.stderr.contains("run apply again"),
+                out.stderr.contains("Error: ") && out.stderr.contains("apply again"),
                 "[{client}] {label} (seed {seed}): a failed apply must say why and what to do:\n{out}"
             );
             eprintln!(
@@ -245,12 +313,20 @@ fn changes_under_random_faults(client: Client) {
         ));
         converged += 1;
     }
+    let by_fault = match source {
+        Source::Api => String::new(),
+        Source::Storage => {
+            let by_fault = proxy.fired();
+            faults_fired = by_fault.values().sum();
+            format!(" of {} calls, {by_fault:?}", proxy.calls())
+        }
+    };
     assert!(
         faults_fired > 0,
         "[{client}] seed {seed}: no fault fired, so this run tested nothing"
     );
     let report = format!(
-        "random API faults [{client}] seed {seed}, {percent}% of calls and operations: applies converged {converged}/{} ({second_runs} needed a second run), {faults_fired} faults fired, keys lost 0, leaked 0",
+        "random {kind} faults [{client}] seed {seed}, {percent}% of calls: applies converged {converged}/{} ({second_runs} needed a second run), {faults_fired} faults fired{by_fault}, keys lost 0, leaked 0",
         changes.len()
     );
     eprintln!("{report}");
@@ -259,5 +335,10 @@ fn changes_under_random_faults(client: Client) {
 
 #[test]
 fn a_grow_a_roll_and_a_shrink_converge_under_random_api_faults() {
-    for_each_client(changes_under_random_faults);
+    for_each_client(|client| changes_under_random_faults(client, Source::Api));
+}
+
+#[test]
+fn a_grow_a_roll_and_a_shrink_converge_under_random_storage_faults() {
+    for_each_client(|client| changes_under_random_faults(client, Source::Storage));
 }
