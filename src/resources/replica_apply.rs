@@ -347,11 +347,27 @@ pub async fn read(
         } else {
             MemberSeen::Listed
         };
-        let data_disk = matches!(
-            ha_ops::observe::data_disk_exists(&ctx, &zone, &name, until).await,
-            Ok(true)
-        );
-        if vanished_vm(data_disk, member) == VmSeen::GoneWithDataDisk {
+        let disk_labels = ha_ops::observe::data_disk_labels(&ctx, &zone, &name, until)
+            .await
+            .ok()
+            .flatten();
+        if vanished_vm(disk_labels.is_some(), member) == VmSeen::GoneWithDataDisk {
+            // A disk a restore made after this state was written (one killed before saving it) holds no member
+            // the state records: the plan then takes it for that restore's leftover, not for a survivor.
+            let state_generation = s
+                .cluster
+                .known()
+                .and_then(|c| c.restore_generation.known().copied())
+                .unwrap_or(0);
+            let made_by = disk_labels
+                .as_ref()
+                .and_then(|l| l.get(ha_domain::restore::GENERATION_LABEL));
+            if ha_domain::restore::disk_newer_than_state(
+                made_by.map(String::as_str),
+                state_generation,
+            ) {
+                s.etcd_member_id = Val::Known(String::new());
+            }
             s.status = Val::Known(VM_DELETED.into());
             s.external_ip = Val::Known(String::new());
             s.holds_static_ip = Val::Known(false);

@@ -263,6 +263,7 @@ impl ClusterSpec {
             )?,
             backup: self.backup_policy(),
             restore_snapshot: self.snapshot_choice(),
+            restore_generation: self.restore_generation.known().copied().unwrap_or(0),
             start_empty: self.starts_empty(),
         })
     }

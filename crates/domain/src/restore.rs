@@ -371,6 +371,23 @@ pub fn left_by_failed_attempt(
     !member_recorded && (vm_without_instance || disk_without_vm)
 }
 
+/// The label a restore puts on the data disk it makes (the disk of the replica that restores the snapshot), with
+/// the cluster's `restore.generation` as its value. A replica's state records the generation it last applied
+/// under (its `cluster` input), so a disk whose label is higher was made by a restore after that state was
+/// written: the etcd member that state records is not on it.
+pub const GENERATION_LABEL: &str = "ha-restore-generation";
+
+/// Whether a data disk with `label` (its [`GENERATION_LABEL`], if any) was made by a restore newer than the
+/// replica's state (`state_generation`, 0 when the state knows no `restore` block). Such a disk is what a restore
+/// killed before its replica's state was saved left (its VM deleted to be rebuilt, say): it holds the snapshot
+/// and, at most, what was written in the moments its member served alone, and no member the state records. It
+/// counts as a failed attempt's disk ([`left_by_failed_attempt`] with no member recorded), not as a survivor.
+pub fn disk_newer_than_state(label: Option<&str>, state_generation: i64) -> bool {
+    label
+        .and_then(|g| g.parse::<i64>().ok())
+        .is_some_and(|g| g > state_generation)
+}
+
 /// What a replica's plan says when an earlier attempt at the restore did not finish for it and left its VM or its
 /// data disk.
 pub fn failed_attempt_note(name: &str) -> (String, String) {
@@ -386,6 +403,26 @@ pub fn failed_attempt_note(name: &str) -> (String, String) {
 mod tests {
     use super::*;
     use crate::topology::MemberView;
+
+    #[test]
+    fn only_a_disk_made_by_a_restore_newer_than_the_state_is_not_a_survivor() {
+        for (label, state, newer) in [
+            (Some("2"), 1, true),
+            (Some("1"), 0, true),
+            // The restore the state knows of made it: its member may be the one the state records.
+            (Some("2"), 2, false),
+            (Some("1"), 2, false),
+            // A disk made by a join, or by a release before the label.
+            (None, 0, false),
+            (Some("x"), 0, false),
+        ] {
+            assert_eq!(
+                disk_newer_than_state(label, state),
+                newer,
+                "{label:?} {state}"
+            );
+        }
+    }
 
     fn snapshot(version: Option<&str>) -> SnapshotInfo {
         SnapshotInfo {

@@ -23,6 +23,11 @@ fn info(d: &Disk) -> DiskInfo {
             .iter()
             .map(|u| last_segment(u).to_string())
             .collect(),
+        labels: d
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     }
 }
 

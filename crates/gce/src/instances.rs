@@ -183,8 +183,10 @@ impl Compute {
                     size_gb,
                     disk_type,
                     device_name,
+                    labels,
                 } => {
                     let mut p = AttachedDiskInitializeParams::new();
+                    p.labels = labels.clone().into_iter().collect();
                     p.disk_name = Some(name.clone());
                     p.disk_size_gb = Some(*size_gb);
                     p.disk_type = Some(format!("zones/{}/diskTypes/{disk_type}", spec.zone));

@@ -112,6 +112,8 @@ pub enum DataDisk {
         /// `pd-ssd`, `pd-balanced`, `pd-standard`.
         disk_type: String,
         device_name: String,
+        /// The disk's own labels (a VM's labels are not a disk's).
+        labels: std::collections::BTreeMap<String, String>,
     },
     Attach {
         name: String,
@@ -126,6 +128,7 @@ pub struct DiskInfo {
     pub disk_type: String,
     /// Names of the instances it is attached to.
     pub users: Vec<String>,
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -212,11 +212,22 @@ pub async fn create_instance(
         {
             ctx.compute.delete_disk(who.zone, &name, deadline).await?;
         }
+        // The disk a restore makes records the restore's generation: if the apply is killed before the
+        // replica's state is saved, the next plan knows the disk for this restore's, not a survivor's
+        // (`domain::restore::disk_newer_than_state`).
+        let mut labels = BTreeMap::new();
+        if matches!(cfg.initial_state, master::InitialState::RestoreFromSnapshot) {
+            labels.insert(
+                ha_domain::restore::GENERATION_LABEL.to_string(),
+                spec.restore_generation.to_string(),
+            );
+        }
         DataDisk::Create {
             name,
             size_gb: spec.master.data_disk_size_gb,
             disk_type: spec.master.data_disk_type.clone(),
             device_name,
+            labels,
         }
     } else {
         DataDisk::Attach { name, device_name }

@@ -41,6 +41,9 @@ pub struct Spec {
     /// The snapshot a replica that finds no etcd member restores (`domain::restore`), when the cluster's
     /// `restore` block asks for one.
     pub restore_snapshot: Option<ha_domain::restore::SnapshotChoice>,
+    /// The cluster's `restore.generation` (0 without a `restore` block): a data disk a restore makes records it
+    /// (`domain::restore::GENERATION_LABEL`).
+    pub restore_generation: i64,
     /// The cluster's `restore` block says `source = "empty"`: a founding join may start a new, empty etcd where
     /// the cluster had data (`domain::start_empty`).
     pub start_empty: bool,

@@ -237,6 +237,20 @@ pub async fn data_disk_exists(
         .is_some())
 }
 
+/// The labels of replica `name`'s etcd data disk, `None` when it has none.
+pub async fn data_disk_labels(
+    ctx: &ClusterCtx,
+    zone: &str,
+    name: &str,
+    deadline: Instant,
+) -> Result<Option<std::collections::BTreeMap<String, String>>> {
+    Ok(ctx
+        .compute
+        .get_disk(zone, &super::build::data_disk_name(name), deadline)
+        .await?
+        .map(|d| d.labels))
+}
+
 /// The size in GB of replica `name`'s etcd data disk, `None` when it has none.
 pub async fn data_disk_size(
     ctx: &ClusterCtx,

@@ -73,6 +73,14 @@ pub struct Failpoint {
     /// Fire on a share of matches only, drawn from a seed (random API faults); `None` = every match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chance: Option<Chance>,
+    /// How many matches pass before it fires (counted down as they pass): the resume matrix stops an apply at
+    /// the second VM insert of a restore, not only the first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skip: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A share of matches, drawn from a seed so that a run's sequence of draws replays: the same seed and the same
@@ -113,7 +121,13 @@ impl Failpoint {
             hits: 0,
             name: String::new(),
             chance: None,
+            skip: 0,
         }
+    }
+
+    /// Lets the next `n` matches pass, then fires.
+    pub fn after(self, n: u32) -> Failpoint {
+        Failpoint { skip: n, ..self }
     }
 
     /// Fires for the next `n` matches only.
@@ -209,6 +223,9 @@ impl std::fmt::Display for Failpoint {
         if let Some(c) = &self.chance {
             write!(f, "~{}%#{}", c.percent, c.seed)?;
         }
+        if self.skip > 0 {
+            write!(f, "@after{}", self.skip)?;
+        }
         match self.times {
             Some(n) => write!(f, "x{n}"),
             None => Ok(()),
@@ -275,6 +292,10 @@ impl Faults {
             .iter_mut()
             .filter(|p| !p.exhausted() && matches(&p.when))
         {
+            if p.skip > 0 {
+                p.skip -= 1;
+                continue;
+            }
             if let Some(chance) = &mut p.chance
                 && !chance.draw()
             {
@@ -326,7 +347,33 @@ mod tests {
             hits: 0,
             name: String::new(),
             chance: None,
+            skip: 0,
         }
+    }
+
+    #[test]
+    fn a_failpoint_after_n_lets_that_many_matches_pass_then_fires() {
+        let mut f = Faults::default();
+        f.add(
+            Failpoint::new(
+                Trigger::Operation {
+                    kind: "instances.insert".into(),
+                },
+                Effect::Stall,
+            )
+            .after(2)
+            .times(1),
+        )
+        .unwrap();
+        assert_eq!(
+            f.list()[0].name,
+            "operation(instances.insert)=stall()@after2x1"
+        );
+        assert!(f.on_operation("instances.insert").is_empty());
+        assert!(f.on_operation("instances.delete").is_empty());
+        assert!(f.on_operation("instances.insert").is_empty());
+        assert_eq!(f.on_operation("instances.insert"), vec![Effect::Stall]);
+        assert!(f.list().is_empty(), "spent");
     }
 
     #[test]

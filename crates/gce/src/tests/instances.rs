@@ -305,6 +305,7 @@ async fn a_data_disk_made_with_its_vm_outlives_it_and_a_rebuilt_vm_takes_it_back
         size_gb: 20,
         disk_type: "pd-ssd".into(),
         device_name: "master-pd".into(),
+        labels: BTreeMap::from([("ha-restore-generation".to_string(), "2".to_string())]),
     });
     let vm = c.insert_instance(&first, deadline()).await.unwrap();
     assert_eq!(
@@ -318,6 +319,11 @@ async fn a_data_disk_made_with_its_vm_outlives_it_and_a_rebuilt_vm_takes_it_back
         .unwrap();
     assert_eq!((disk.size_gb, disk.disk_type.as_str()), (20, "pd-ssd"));
     assert_eq!(disk.users, vec!["m1".to_string()]);
+    // The disk's own labels, given with the VM's insert.
+    assert_eq!(
+        disk.labels.get("ha-restore-generation").map(String::as_str),
+        Some("2")
+    );
     // GCE refuses to delete a disk a VM holds.
     let refused = c.delete_disk(ZONE, "m1-pd", deadline()).await.unwrap_err();
     assert!(refused.to_string().contains("m1-pd"), "{refused}");
