@@ -1,4 +1,5 @@
-//! The kill/fail matrix: an apply that grows or shrinks the cluster is stopped at every Compute operation it makes,
+//! The kill/fail matrix: an apply that grows or shrinks the cluster (or rolls, moves or restores it: the chains
+//! at the end) is stopped at every Compute operation it makes,
 //! either by SIGKILL of the client and its providers while that operation runs (the operation has taken effect,
 //! nobody saw it finish, nothing was saved) or by that operation failing (the provider returns an error and the
 //! partial state). After each, the faults are cleared and the next apply must finish the job: the walk-through's
@@ -23,8 +24,11 @@
 use std::time::{Duration, Instant};
 
 use acceptance_tests::faults::{Effect, Failpoint, Trigger};
-use acceptance_tests::walk::{check, set_vars, set_zones, walk_config, write_keys};
-use acceptance_tests::{Client, Sim, Workspace, for_each_client};
+use acceptance_tests::walk::{
+    check, delete_vm_and_disk, replicas_by_zone, set_vars, set_zones, walk_config, with_storage,
+    write_keys,
+};
+use acceptance_tests::{Client, FakeGcs, Sim, Workspace, for_each_client};
 
 /// The join's last call, which clears the VM's joining mark: its commit point. A kill while it runs leaves a
 /// working replica that no state holds and that no longer looks like a dead join's leftover; no provider can
@@ -86,6 +90,42 @@ fn mutations_since_reset(sim: &Sim) -> Vec<String> {
     kinds
 }
 
+/// Every mutation the sim saw since the last reset, in order, each named by its kind and, from its second
+/// occurrence on, which occurrence it is (`instances.insert#2`): a restore inserts a VM three times (the restoring
+/// one, its rebuild, the joiner), and each is a different moment to be killed at.
+fn mutation_sequence_since_reset(sim: &Sim) -> Vec<String> {
+    let log = sim.requests(true);
+    let mut seen: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut out = Vec::new();
+    for e in log["entries"].as_array().into_iter().flatten() {
+        let method = e["method"].as_str().unwrap_or("");
+        let kind = e["api"]
+            .as_str()
+            .unwrap_or("")
+            .trim_start_matches("compute.");
+        if method == "GET" || kind.contains("Operations.") || kind.is_empty() {
+            continue;
+        }
+        let n = seen.entry(kind.to_string()).or_default();
+        *n += 1;
+        out.push(if *n == 1 {
+            kind.to_string()
+        } else {
+            format!("{kind}#{n}")
+        });
+    }
+    out
+}
+
+/// A case's operation as `mutation_sequence_since_reset` names it: its kind, and how many of its matches to let
+/// pass before the failpoint fires.
+fn occurrence(kind: &str) -> (&str, u32) {
+    match kind.split_once('#') {
+        Some((kind, n)) => (kind, n.parse::<u32>().map_or(0, |n| n.saturating_sub(1))),
+        None => (kind, 0),
+    }
+}
+
 /// Secret Manager's calls (`secretmanager.secrets.create`) answer at once: a failpoint catches the request, not
 /// an operation.
 fn is_secret_manager(kind: &str) -> bool {
@@ -128,8 +168,9 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
         None => {
             ws.apply();
         }
-        Some((Mode::Kill, kind)) => {
-            sim.add_failpoint(Failpoint::new(trigger(kind), Effect::Stall));
+        Some((Mode::Kill, named)) => {
+            let (kind, skip) = occurrence(named);
+            sim.add_failpoint(Failpoint::new(trigger(kind), Effect::Stall).after(skip));
             let mut child = ws.spawn(
                 &["apply", "-input=false", "-no-color", "-auto-approve"],
                 "killed",
@@ -533,4 +574,104 @@ fn move_chain(client: Client) {
 #[test]
 fn a_subnetwork_move_resumes_after_a_kill_at_every_step() {
     for_each_client(move_chain);
+}
+
+/// The walk-through backing up to `gcs`, with its `restore` block at `generation` when given.
+fn restore_config(sim: &Sim, gcs: &FakeGcs, generation: Option<u32>) -> String {
+    let restore = generation.map_or(String::new(), |g| {
+        format!("  restore {{\n    source     = \"snapshot\"\n    generation = {g}\n  }}\n")
+    });
+    with_storage(
+        walk_config(sim),
+        gcs,
+        &format!("  backup {{\n    bucket = \"ha-matrix\"\n  }}\n{restore}"),
+    )
+}
+
+/// Every VM and data disk of the cluster deleted, as in a lost project or a bad script: what a restore is for.
+fn lose_every_replica(ws: &Workspace, sim: &Sim) {
+    for (zone, vm) in replicas_by_zone(ws) {
+        delete_vm_and_disk(sim, &zone, &vm);
+    }
+}
+
+/// A restore of two replicas that lost every VM and disk, killed (SIGKILL of the client and its providers) at
+/// every operation it makes, each VM insert and delete its own case (`mutation_sequence_since_reset`): the first replica comes back from the cluster's newest snapshot, the second joins
+/// it. The next apply must finish the restore: two healthy voters, every key of the snapshot (written before
+/// it was taken), an empty plan and nothing leaked (the walk-through's full check). The operations are learned
+/// from an unfaulted restore; then the cluster is lost again before each case, with the `restore` block's
+/// generation raised, and the restore killed at the next of its operations.
+fn restore_chain(client: Client) {
+    let sim = Sim::start(&format!("matrix-restore-{client}"));
+    let gcs = FakeGcs::start(&format!("matrix-restore-{client}"));
+    gcs.create_bucket("ha-matrix");
+    let ws = Workspace::new(client, "matrix-restore").with_timeout(Duration::from_secs(300));
+    ws.write_main_tf(&restore_config(&sim, &gcs, None));
+    ws.init();
+    set_zones(&ws, ONE);
+    ws.apply();
+    write_keys(&sim, &replicas_by_zone(&ws)[ONE[0]]);
+    // The second replica's join backs up first: every snapshot from here on holds the keys.
+    set_zones(&ws, TWO);
+    ws.apply();
+    const RESTORE: &str = "restore 2 replicas";
+    let mut generation = 0;
+    let mut restore = |fault: Option<(Mode, String)>| {
+        lose_every_replica(&ws, &sim);
+        generation += 1;
+        ws.write_main_tf(&restore_config(&sim, &gcs, Some(generation)));
+        sim.requests(true);
+        run(
+            client,
+            &ws,
+            &sim,
+            &Case {
+                label: RESTORE,
+                to: TWO,
+                vars: &[],
+                fault,
+            },
+        );
+    };
+    restore(None);
+    let learned = mutation_sequence_since_reset(&sim);
+    eprintln!("[{client}] {RESTORE} makes {learned:?}");
+    // A VM's data disk is created with it (`instances.insert`); the first replica's keys go to its own secret.
+    assert!(
+        ["instances.insert", "secretmanager.secrets.addVersion"]
+            .iter()
+            .all(|k| learned.iter().any(|l| l == k)),
+        "[{client}] the restore did not make the operations it should: {learned:?}"
+    );
+    // In `make test`, the first of each kind and every VM insert and delete (the restoring VM, its rebuild, the
+    // joiner: each a different moment of the restore); the lock's and the firewalls' repeats are the same moment
+    // again. `HA_RESUME_MATRIX=full` kills at every one.
+    let every = std::env::var("HA_RESUME_MATRIX").as_deref() == Ok("full");
+    let cases: Vec<String> = learned
+        .into_iter()
+        .filter(|k| every || !k.contains('#') || k.starts_with("instances."))
+        .collect();
+    let operations = cases.len();
+    let mine: Vec<String> = cases
+        .into_iter()
+        .enumerate()
+        .filter(|(i, k)| owner(client, *i, Mode::Kill) && occurrence(k).0 != COMMIT_POINT)
+        .map(|(_, k)| k)
+        .collect();
+    for kind in &mine {
+        restore(Some((Mode::Kill, kind.clone())));
+    }
+    let report = format!(
+        "resume matrix [{client}] {RESTORE}: resumed {}/{}, leaked 0 ({} of {operations} operations' kills; kill@{COMMIT_POINT}, the commit point, not run)",
+        mine.len(),
+        mine.len(),
+        share_note(),
+    );
+    eprintln!("{report}");
+    println!("{report}");
+}
+
+#[test]
+fn a_restore_resumes_after_a_kill_at_every_step() {
+    for_each_client(restore_chain);
 }
