@@ -232,6 +232,13 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
     check(client, ws, sim, case.to.len());
 }
 
+/// A chain's closing line, on stderr for a live run and on stdout for the log nextest keeps
+/// (`.config/nextest.toml`).
+fn print_report(report: &str) {
+    eprintln!("{report}");
+    println!("{report}");
+}
+
 /// Whether `client` runs the case that interrupts the `index`th operation a direction makes, in `mode`. Both
 /// clients learn the same operations in the same order (one provider makes them), so the two shares are
 /// complementary: operation 0 is killed under Terraform and failed under OpenTofu, operation 1 the other way.
@@ -346,8 +353,7 @@ fn chain(client: Client, name: &str, low: &'static [&'static str], high: &'stati
         share_note(),
         grow_ops.len() + shrink_ops.len(),
     );
-    eprintln!("{report}");
-    println!("{report}");
+    print_report(&report);
 }
 
 #[test]
@@ -477,8 +483,7 @@ fn roll_chain(client: Client) {
         "resume matrix [{client}] roll machine type / roll image and grow the data disk: resumed {resumed}/{total}, leaked 0 ({} of {operations} operations' kills)",
         share_note(),
     );
-    eprintln!("{report}");
-    println!("{report}");
+    print_report(&report);
 }
 
 #[test]
@@ -567,8 +572,7 @@ fn move_chain(client: Client) {
         mine.len(),
         share_note(),
     );
-    eprintln!("{report}");
-    println!("{report}");
+    print_report(&report);
 }
 
 #[test]
@@ -667,8 +671,7 @@ fn restore_chain(client: Client) {
         mine.len(),
         share_note(),
     );
-    eprintln!("{report}");
-    println!("{report}");
+    print_report(&report);
 }
 
 #[test]
