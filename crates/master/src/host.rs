@@ -223,7 +223,7 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     .into_iter()
     .chain(ccm)
     {
-        let base = format!("{srv_pki}/{component}");
+        let base = manifests::component_client_cert_base(component);
         pair(&mut out, &base, ck);
         out.push(file(
             component_kubeconfig_path(component),

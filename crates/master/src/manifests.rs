@@ -74,12 +74,82 @@ fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     }
 }
 
-/// All of /etc/srv/kubernetes, read-only: certificates, keys and component kubeconfigs.
-fn srv_volume() -> (Volume, VolumeMount) {
-    (
-        host_volume("srvkube", paths::SRV, None),
-        mount("srvkube", paths::SRV, true),
-    )
+/// The volume a file of /etc/srv/kubernetes is mounted by: its path below that directory as a DNS label
+/// (`pki/apiserver.key` → `pki-apiserver-key`), so one pod never names one file twice.
+fn file_volume_name(path: &str) -> String {
+    let rel = path
+        .strip_prefix(paths::SRV)
+        .unwrap_or(path)
+        .trim_start_matches('/');
+    rel.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Only the files a container opens, each on its own, read-only (`type: File`, as kubeadm mounts a component's
+/// kubeconfig): never the whole of /etc/srv/kubernetes, so a container that is broken into holds its own keys
+/// and no other component's (ha-sim's `contract::exposures` checks it; docs/master-config.md §5). The keys are
+/// written before the kubelet starts and never rewritten in place (new keys come with a new VM), so a bind
+/// mount of the file itself never goes stale.
+fn own_files(files: &[&str]) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let mut unique: Vec<&str> = Vec::new();
+    for f in files {
+        if !unique.contains(f) {
+            unique.push(f);
+        }
+    }
+    unique
+        .into_iter()
+        .map(|f| {
+            let name = file_volume_name(f);
+            (host_volume(&name, f, Some("File")), mount(&name, f, true))
+        })
+        .unzip()
+}
+
+/// A control-plane client's files: its kubeconfig, the certificate and key it names, and the CA it trusts
+/// (`host::write_files` writes them).
+pub(super) fn client_files(component: &str) -> [String; 4] {
+    let base = component_client_cert_base(component);
+    [
+        component_kubeconfig_path(component),
+        format!("{base}.crt"),
+        format!("{base}.key"),
+        paths::CA.to_string(),
+    ]
+}
+
+/// Where a control-plane client's certificate and key are, without `.crt`/`.key`.
+pub(super) fn component_client_cert_base(component: &str) -> String {
+    format!("{}/pki/{component}", paths::SRV)
+}
+
+/// A control-plane client's own files ([`client_files`]) and the further `files` it opens.
+fn client_volumes(component: &str, files: &[&str]) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let client = client_files(component);
+    let all: Vec<&str> = client
+        .iter()
+        .map(String::as_str)
+        .chain(files.iter().copied())
+        .collect();
+    own_files(&all)
+}
+
+/// The pod's volumes: each once, in the order first mounted (two containers of a pod may share one).
+fn pod_volumes(sets: impl IntoIterator<Item = Vec<Volume>>) -> Vec<Volume> {
+    let mut out: Vec<Volume> = Vec::new();
+    for v in sets.into_iter().flatten() {
+        if !out.iter().any(|o| o.name == v.name) {
+            out.push(v);
+        }
+    }
+    out
 }
 
 fn probe(port: u16, path: &str, scheme: &str) -> Probe {
@@ -147,12 +217,22 @@ pub(super) fn etcd_host_dir(cfg: &MasterConfig) -> String {
 }
 
 pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
-    let (srv, srv_mount) = srv_volume();
+    let (tls, tls_mounts) = own_files(&[
+        paths::ETCD_CLIENT_CA,
+        paths::ETCD_SERVER_CRT,
+        paths::ETCD_SERVER_KEY,
+        paths::ETCD_CA,
+        paths::ETCD_PEER_CRT,
+        paths::ETCD_PEER_KEY,
+    ]);
     let etcd = Container {
         name: "etcd".into(),
         image: cfg.etcd_image.clone(),
         command: etcd_command(cfg),
-        volume_mounts: vec![mount("data", paths::ETCD_DATA, false), srv_mount],
+        volume_mounts: [mount("data", paths::ETCD_DATA, false)]
+            .into_iter()
+            .chain(tls_mounts)
+            .collect(),
         ..Container::default()
     };
     let restoring = cfg.restore.as_ref().filter(|_| cfg.data_disk);
@@ -168,7 +248,10 @@ pub(super) fn etcd(cfg: &MasterConfig) -> Pod {
         "etcd-server",
         "200m",
         vec![etcd],
-        vec![host_volume("data", &etcd_host_dir(cfg), data_kind), srv],
+        [host_volume("data", &etcd_host_dir(cfg), data_kind)]
+            .into_iter()
+            .chain(tls)
+            .collect(),
     );
     if let Some(r) = restoring {
         restore_containers(cfg, r, &mut p);
@@ -285,7 +368,18 @@ fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Po
 }
 
 pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
-    let (srv, srv_mount) = srv_volume();
+    let (own, own_mounts) = own_files(&[
+        paths::APISERVER_CRT,
+        paths::APISERVER_KEY,
+        paths::CA,
+        paths::ETCD_CLIENT_CA,
+        paths::ETCD_APISERVER_CLIENT_CRT,
+        paths::ETCD_APISERVER_CLIENT_KEY,
+        paths::SERVICE_ACCOUNT_PUB,
+        paths::SERVICE_ACCOUNT_KEY,
+        paths::APISERVER_KUBELET_CLIENT_CRT,
+        paths::APISERVER_KUBELET_CLIENT_KEY,
+    ]);
     let port = cfg.api_port;
     let apiserver = Container {
         name: "kube-apiserver".into(),
@@ -328,13 +422,18 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
             flag("kubelet-client-key", paths::APISERVER_KUBELET_CLIENT_KEY),
         ],
         liveness_probe: Some(probe(port, "/livez", "HTTPS")),
-        volume_mounts: vec![srv_mount],
+        volume_mounts: own_mounts,
         ..Container::default()
     };
     // The program defines exactly these three flags (plus klog's), listens on :3990 and proxies GET /healthz,
     // /livez and /readyz to https://127.0.0.1 with the client certificate, verifying the apiserver under the CA;
     // it answers its own liveness on /.kube-apiserver-healthcheck/healthz.
-    let (_, sidecar_mount) = srv_volume();
+    // Its own client key and the CA only: the image is a third party's and runs as uid 0 here.
+    let (sidecar, sidecar_mounts) = own_files(&[
+        paths::CA,
+        paths::HEALTHCHECK_CLIENT_CRT,
+        paths::HEALTHCHECK_CLIENT_KEY,
+    ]);
     let healthcheck = Container {
         name: "healthcheck".into(),
         image: HEALTHCHECK_IMAGE.into(),
@@ -351,7 +450,7 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
             "/.kube-apiserver-healthcheck/healthz",
             "HTTP",
         )),
-        volume_mounts: vec![sidecar_mount],
+        volume_mounts: sidecar_mounts,
         // The image runs as distroless' nonroot user; the contract's keys are root's 0600 files, as for the
         // apiserver beside it.
         security_context: Some(SecurityContext { run_as_user: 0 }),
@@ -361,7 +460,7 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
         "kube-apiserver",
         "250m",
         vec![apiserver, healthcheck],
-        vec![srv],
+        pod_volumes([own, sidecar]),
     )
 }
 
@@ -383,7 +482,10 @@ fn gce_conf_volume() -> (Volume, VolumeMount) {
 }
 
 pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
-    let (srv, srv_mount) = srv_volume();
+    let (own, own_mounts) = client_volumes(
+        "kube-controller-manager",
+        &[paths::CA, paths::SERVICE_ACCOUNT_KEY],
+    );
     let (gce, gce_mount) = gce_conf_volume();
     let mut command = vec!["kube-controller-manager".into()];
     command.extend(client_flags("kube-controller-manager"));
@@ -425,14 +527,19 @@ pub(super) fn kube_controller_manager(cfg: &MasterConfig) -> Pod {
         image: k8s_image(cfg, "kube-controller-manager"),
         command,
         liveness_probe: Some(probe(10257, "/healthz", "HTTPS")),
-        volume_mounts: vec![srv_mount, gce_mount],
+        volume_mounts: own_mounts.into_iter().chain([gce_mount]).collect(),
         ..Container::default()
     };
-    pod("kube-controller-manager", "200m", vec![c], vec![srv, gce])
+    pod(
+        "kube-controller-manager",
+        "200m",
+        vec![c],
+        own.into_iter().chain([gce]).collect(),
+    )
 }
 
 pub(super) fn kube_scheduler(cfg: &MasterConfig) -> Pod {
-    let (srv, srv_mount) = srv_volume();
+    let (own, own_mounts) = client_volumes("kube-scheduler", &[]);
     let mut command = vec!["kube-scheduler".into()];
     command.extend(client_flags("kube-scheduler"));
     command.push(flag("leader-elect", true));
@@ -441,14 +548,14 @@ pub(super) fn kube_scheduler(cfg: &MasterConfig) -> Pod {
         image: k8s_image(cfg, "kube-scheduler"),
         command,
         liveness_probe: Some(probe(10259, "/healthz", "HTTPS")),
-        volume_mounts: vec![srv_mount],
+        volume_mounts: own_mounts,
         ..Container::default()
     };
-    pod("kube-scheduler", "75m", vec![c], vec![srv])
+    pod("kube-scheduler", "75m", vec![c], own)
 }
 
 pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
-    let (srv, srv_mount) = srv_volume();
+    let (own, own_mounts) = client_volumes("cluster-autoscaler", &[]);
     let (gce, gce_mount) = gce_conf_volume();
     let c = Container {
         name: "cluster-autoscaler".into(),
@@ -466,13 +573,18 @@ pub(super) fn cluster_autoscaler(cfg: &MasterConfig) -> Pod {
             flag("cluster-name", &cfg.cluster_name),
             flag("balance-similar-node-groups", true),
         ],
-        volume_mounts: vec![srv_mount, gce_mount],
+        volume_mounts: own_mounts.into_iter().chain([gce_mount]).collect(),
         // The image is distroless' `static:nonroot` (uid 65532, kubernetes/autoscaler's Dockerfile), and its key
         // and kubeconfig are root's 0600 files, as every component's here.
         security_context: Some(SecurityContext { run_as_user: 0 }),
         ..Container::default()
     };
-    pod("cluster-autoscaler", "10m", vec![c], vec![srv, gce])
+    pod(
+        "cluster-autoscaler",
+        "10m",
+        vec![c],
+        own.into_iter().chain([gce]).collect(),
+    )
 }
 
 /// Google's cloud-controller-manager (cloud-provider-gcp), for releases whose cloud controllers run out of tree:
@@ -488,7 +600,7 @@ pub(super) fn cloud_controller_manager(cfg: &MasterConfig) -> Option<Pod> {
     else {
         return None;
     };
-    let (srv, srv_mount) = srv_volume();
+    let (own, own_mounts) = client_volumes("cloud-controller-manager", &[]);
     let (gce, gce_mount) = gce_conf_volume();
     let mut command = vec![ccm_program.clone()];
     command.extend(client_flags("cloud-controller-manager"));
@@ -507,7 +619,7 @@ pub(super) fn cloud_controller_manager(cfg: &MasterConfig) -> Option<Pod> {
         image: ccm_image.clone(),
         command,
         liveness_probe: Some(probe(10258, "/healthz", "HTTPS")),
-        volume_mounts: vec![srv_mount, gce_mount],
+        volume_mounts: own_mounts.into_iter().chain([gce_mount]).collect(),
         // ko's default base (v30) runs as uid 65532; its key and kubeconfig are root's 0600 files.
         security_context: Some(SecurityContext { run_as_user: 0 }),
         ..Container::default()
@@ -516,12 +628,12 @@ pub(super) fn cloud_controller_manager(cfg: &MasterConfig) -> Option<Pod> {
         "cloud-controller-manager",
         "50m",
         vec![c],
-        vec![srv, gce],
+        own.into_iter().chain([gce]).collect(),
     ))
 }
 
 pub(super) fn kube_addon_manager(_cfg: &MasterConfig) -> Pod {
-    let (srv, srv_mount) = srv_volume();
+    let (own, own_mounts) = client_volumes("kube-addon-manager", &[]);
     let env = |name: &str, value: String| EnvVar {
         name: name.into(),
         value,
@@ -541,13 +653,18 @@ pub(super) fn kube_addon_manager(_cfg: &MasterConfig) -> Pod {
             // Only the replica holding the controller-manager lease applies addons.
             env("ADDON_MANAGER_LEADER_ELECTION", "true".into()),
         ],
-        volume_mounts: vec![srv_mount, mount("addons", paths::ADDONS, true)],
+        volume_mounts: own_mounts
+            .into_iter()
+            .chain([mount("addons", paths::ADDONS, true)])
+            .collect(),
         ..Container::default()
     };
     pod(
         "kube-addon-manager",
         "5m",
         vec![c],
-        vec![srv, host_volume("addons", paths::ADDONS, None)],
+        own.into_iter()
+            .chain([host_volume("addons", paths::ADDONS, None)])
+            .collect(),
     )
 }

@@ -383,12 +383,22 @@ fn apiserver_has_the_contract_flags_and_the_healthcheck_sidecar() {
         (probe.http_get.port, probe.http_get.path.as_str()),
         (3990, "/.kube-apiserver-healthcheck/healthz")
     );
-    assert!(
-        hc.volume_mounts
-            .iter()
-            .any(|m| m.mount_path == "/etc/srv/kubernetes"),
-        "the sidecar reads its certificate and the CA"
+    // The three files it reads, and nothing else of /etc/srv/kubernetes (the apiserver's keys are beside them).
+    let mut mounted: Vec<&str> = hc
+        .volume_mounts
+        .iter()
+        .map(|m| m.mount_path.as_str())
+        .collect();
+    mounted.sort();
+    assert_eq!(
+        mounted,
+        [
+            "/etc/srv/kubernetes/pki/ca.crt",
+            "/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.crt",
+            "/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
+        ]
     );
+    assert!(hc.volume_mounts.iter().all(|m| m.read_only));
 }
 
 #[test]

@@ -46,6 +46,130 @@ fn every_supported_release_and_etcd_pin_passes_the_contract() {
     }
 }
 
+/// A restore, so the init containers that fetch and restore a snapshot are judged too.
+fn restore() -> ha_master::SnapshotRestore {
+    ha_master::SnapshotRestore {
+        url: "gs://backups/prod/snapshot.db".into(),
+        storage_endpoint: None,
+        bump_revision: None,
+        sha256: Some("0".repeat(64)),
+    }
+}
+
+#[test]
+fn no_container_of_any_release_can_read_a_key_it_does_not_use() {
+    for version in kubernetes_version::pinned_versions() {
+        for etcd in etcd_version::pinned_patches() {
+            let cfg = MasterConfig {
+                restore: Some(restore()),
+                ..master(&version, etcd)
+            };
+            let exposed = ha_sim::contract::exposures(&metadata(&cfg)).unwrap();
+            assert!(
+                exposed.is_empty(),
+                "Kubernetes {version}, etcd {etcd}:\n{}",
+                exposed
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+    }
+}
+
+/// The check itself: the sidecar given the whole of /etc/srv/kubernetes again (as every pod had it before
+/// stop 47) can read the apiserver's keys, every component's kubeconfig and the service-account signing key.
+#[test]
+fn a_sidecar_given_the_whole_key_directory_is_an_exposure() {
+    let cfg = master("1.35.0", "3.5.24");
+    let md = edit(&cfg, &manifest("kube-apiserver"), |pod| {
+        pod["spec"]["volumes"].as_sequence_mut().unwrap().push(
+            serde_norway::from_str(&format!(
+                "{{name: all, hostPath: {{path: {}}}}}",
+                paths::SRV
+            ))
+            .unwrap(),
+        );
+        let hc = pod["spec"]["containers"]
+            .as_sequence_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|c| c["name"].as_str() == Some("healthcheck"))
+            .unwrap();
+        hc["volumeMounts"] = serde_norway::from_str(&format!(
+            "[{{name: all, mountPath: {}, readOnly: true}}]",
+            paths::SRV
+        ))
+        .unwrap();
+    });
+    // It still boots: the exposure is no boot failure.
+    judge(&md).unwrap();
+    let exposed = ha_sim::contract::exposures(&md).unwrap();
+    assert!(
+        exposed.iter().all(|e| e.container == "healthcheck"),
+        "{exposed:?}"
+    );
+    let files: Vec<&str> = exposed.iter().map(|e| e.file.as_str()).collect();
+    for key in [
+        paths::APISERVER_KEY,
+        paths::SERVICE_ACCOUNT_KEY,
+        paths::ETCD_PEER_KEY,
+        "/etc/srv/kubernetes/kube-addon-manager/kubeconfig",
+    ] {
+        assert!(files.contains(&key), "want {key} in {files:?}");
+    }
+    assert!(
+        !files.contains(&paths::HEALTHCHECK_CLIENT_KEY),
+        "its own key is no exposure"
+    );
+    assert!(
+        exposed[0]
+            .to_string()
+            .starts_with("container `healthcheck` of kube-apiserver.yaml can read "),
+        "{}",
+        exposed[0]
+    );
+}
+
+/// Narrow mounts must still show each program every file it opens: etcd without its peer key's mount exits at
+/// start, and so does the addon manager without its kubeconfig's (read from `KUBECTL_OPTS`).
+#[test]
+fn a_program_whose_own_file_is_not_mounted_is_refused() {
+    let cfg = master("1.35.0", "3.5.24");
+    let drop_mount = |container: &'static str, path: &'static str| {
+        move |pod: &mut serde_norway::Value| {
+            let c = pod["spec"]["containers"]
+                .as_sequence_mut()
+                .unwrap()
+                .iter_mut()
+                .find(|c| c["name"].as_str() == Some(container))
+                .unwrap();
+            let mounts = c["volumeMounts"].as_sequence_mut().unwrap();
+            let before = mounts.len();
+            mounts.retain(|m| m["mountPath"].as_str() != Some(path));
+            assert_eq!(mounts.len() + 1, before, "{container} mounted {path}");
+        }
+    };
+    let md = edit(
+        &cfg,
+        &manifest("etcd"),
+        drop_mount("etcd", paths::ETCD_PEER_KEY),
+    );
+    refused(
+        &md,
+        "etcd",
+        &["--peer-cert-file --peer-key-file", "no hostPath volume"],
+    );
+    let kubeconfig = "/etc/srv/kubernetes/kube-addon-manager/kubeconfig";
+    let md = edit(
+        &cfg,
+        &manifest("kube-addon-manager"),
+        drop_mount("kube-addon-manager", kubeconfig),
+    );
+    refused(&md, "kube-addon-manager", &["--kubeconfig", "no such file"]);
+}
+
 /// Edits one rendered manifest (or addon) of the user-data, as a defect in the renderer would have written it.
 fn edit(
     cfg: &MasterConfig,
@@ -111,6 +235,28 @@ fn command_of<'a>(
         .unwrap()["command"]
         .as_sequence_mut()
         .unwrap()
+}
+
+/// Every string of a pod document (flags, mount paths, hostPaths) that names `from`'s files names `to`'s.
+fn retarget(doc: &mut serde_norway::Value, from: &str, to: &str) {
+    match doc {
+        serde_norway::Value::String(s) if s.contains(paths::SRV) => {
+            *s = s
+                .replace(&format!("/{from}/"), &format!("/{to}/"))
+                .replace(&format!("/{from}."), &format!("/{to}."));
+        }
+        serde_norway::Value::Sequence(items) => {
+            for v in items {
+                retarget(v, from, to);
+            }
+        }
+        serde_norway::Value::Mapping(m) => {
+            for (_, v) in m.iter_mut() {
+                retarget(v, from, to);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn refused(md: &BTreeMap<String, String>, component: &str, cause: &[&str]) {
@@ -185,16 +331,9 @@ fn the_cloud_controller_manager_on_the_controller_managers_identity_never_leads(
     // system::leader-locking-kube-controller-manager Role grants every lease in kube-system, for coordinated
     // leader election: sim/src/contract/rbac/bootstrap.yaml.)
     let cfg = master("1.30.14", "3.5.24");
-    let kcm = format!("{}/kube-controller-manager/kubeconfig", paths::SRV);
+    // The controller manager's kubeconfig and the files it names, mounted where the CCM's own were.
     let md = edit(&cfg, &manifest("cloud-controller-manager"), |pod| {
-        for arg in command_of(pod, "cloud-controller-manager") {
-            if let Some(a) = arg.as_str()
-                && a.contains("kubeconfig=")
-            {
-                let (flag, _) = a.split_once('=').unwrap();
-                *arg = format!("{flag}={kcm}").into();
-            }
-        }
+        retarget(pod, "cloud-controller-manager", "kube-controller-manager");
     });
     refused(
         &md,

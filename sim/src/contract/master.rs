@@ -51,6 +51,15 @@ struct RawContainer {
     volume_mounts: Vec<RawMount>,
     #[serde(default, rename = "securityContext")]
     security_context: Option<SecurityContext>,
+    #[serde(default)]
+    env: Vec<RawEnv>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawEnv {
+    name: String,
+    #[serde(default)]
+    value: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +87,8 @@ pub(crate) struct Container {
     pub run_as_user: Option<u32>,
     /// hostPath mounts: (path in the container, path on the VM).
     pub mounts: Vec<(String, String)>,
+    /// `env` as (name, value), in order.
+    pub env: Vec<(String, String)>,
     pub init: bool,
 }
 
@@ -191,6 +202,11 @@ impl<'a> Master<'a> {
                                 volumes.get(m.name.as_str())?.to_string(),
                             ))
                         })
+                        .collect(),
+                    env: c
+                        .env
+                        .iter()
+                        .map(|e| (e.name.clone(), e.value.clone()))
                         .collect(),
                     init,
                 });

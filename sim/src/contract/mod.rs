@@ -12,9 +12,13 @@
 //! 5. `rbac`: each component's identity may take its leader-election lease and do what its controllers need,
 //!    under the release's bootstrap policy plus the RBAC the master installs.
 //!
+//! Apart from the boot, `exposures` lists the private files a container can open and never reads (least
+//! privilege, not a boot failure).
+//!
 //! docs/master-config.md says what each check proves and what only real GCE can.
 
 mod access;
+mod exposure;
 mod filecheck;
 mod flags;
 mod images;
@@ -24,6 +28,7 @@ mod rbac;
 mod reads;
 mod release;
 
+pub use exposure::{Exposure, exposures};
 pub use filecheck::program as filecheck_program;
 
 use crate::vm::config::{self, GuestFile};

@@ -59,10 +59,58 @@ const KUBECONFIG_FLAGS: &[&str] = &[
     "authorization-kubeconfig",
 ];
 
-/// Files given by flags, per program: (flags read together, kind). Kubeconfig flags are followed separately.
-fn flag_reads(program: Option<Program>) -> &'static [(&'static [&'static str], Kind)] {
-    match program {
-        Some(Program::KubeApiserver) => &[
+/// Who reads: one of the judged programs, or a container the flag tables know by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    Program(Program),
+    /// kops' kube-apiserver-healthcheck (its three flags; sim/src/vm/config.rs).
+    Healthcheck,
+    /// etcd's TLS flags (the sim runs the real etcd, so its flag set is not judged here, only what it opens).
+    Etcd,
+    /// kube-addon-manager: `kubectl` with the `KUBECTL_OPTS` its script passes on.
+    AddonManager,
+}
+
+impl Reader {
+    fn of(c: &Container) -> Option<Reader> {
+        if let Some(p) = Program::of_image(&c.image) {
+            return Some(Reader::Program(p));
+        }
+        match c.name.as_str() {
+            "healthcheck" => Some(Reader::Healthcheck),
+            "etcd" => Some(Reader::Etcd),
+            "kube-addon-manager" => Some(Reader::AddonManager),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Reader::Program(p) => p.name(),
+            Reader::Healthcheck => "kube-apiserver-healthcheck",
+            Reader::Etcd => "etcd",
+            Reader::AddonManager => "kube-addon-manager",
+        }
+    }
+
+    /// The reader's flags: its argv, or for the addon manager the options its script hands kubectl.
+    fn argv(self, c: &Container) -> Vec<String> {
+        match self {
+            Reader::AddonManager => c
+                .env
+                .iter()
+                .filter(|(k, _)| k == "KUBECTL_OPTS")
+                .flat_map(|(_, v)| v.split_whitespace().map(str::to_string))
+                .collect(),
+            _ => c.flags(),
+        }
+    }
+}
+
+/// Files given by flags, per reader: (flags read together, kind). Kubeconfig flags are followed separately.
+fn flag_reads(reader: Reader) -> &'static [(&'static [&'static str], Kind)] {
+    match reader {
+        Reader::Program(Program::KubeApiserver) => &[
             (&["tls-cert-file", "tls-private-key-file"], Kind::KeyPair),
             (&["client-ca-file"], Kind::CertBundle),
             (&["etcd-cafile"], Kind::CertBundle),
@@ -74,20 +122,27 @@ fn flag_reads(program: Option<Program>) -> &'static [(&'static [&'static str], K
                 Kind::KeyPair,
             ),
         ],
-        Some(Program::KubeControllerManager) => &[
+        Reader::Program(Program::KubeControllerManager) => &[
             (&["root-ca-file"], Kind::CertBundle),
             (&["service-account-private-key-file"], Kind::PrivateKey),
             (&["cloud-config"], Kind::Plain),
         ],
-        Some(Program::CloudControllerManager | Program::ClusterAutoscaler) => {
+        Reader::Program(Program::CloudControllerManager | Program::ClusterAutoscaler) => {
             &[(&["cloud-config"], Kind::Plain)]
         }
-        Some(Program::Kubelet) => &[(&["config"], Kind::Plain), (&["cloud-config"], Kind::Plain)],
-        Some(Program::KubeScheduler) => &[],
-        // kops' kube-apiserver-healthcheck (its three flags; sim/src/vm/config.rs).
-        None => &[
+        Reader::Program(Program::Kubelet) => {
+            &[(&["config"], Kind::Plain), (&["cloud-config"], Kind::Plain)]
+        }
+        Reader::Program(Program::KubeScheduler) | Reader::AddonManager => &[],
+        Reader::Healthcheck => &[
             (&["ca-cert"], Kind::CertBundle),
             (&["client-cert", "client-key"], Kind::KeyPair),
+        ],
+        Reader::Etcd => &[
+            (&["trusted-ca-file"], Kind::CertBundle),
+            (&["cert-file", "key-file"], Kind::KeyPair),
+            (&["peer-trusted-ca-file"], Kind::CertBundle),
+            (&["peer-cert-file", "peer-key-file"], Kind::KeyPair),
         ],
     }
 }
@@ -101,17 +156,23 @@ pub(crate) fn of(master: &Master<'_>) -> Result<Vec<Read>, Refusal> {
         .iter()
         .filter(|c| !c.init)
         .filter_map(|c| {
-            let program = Program::of_image(&c.image);
-            (program.is_some() || c.name == "healthcheck").then(|| {
-                let name = program.map_or("kube-apiserver-healthcheck", Program::name);
-                (program, name.to_string(), c.flags(), Some(c.clone()))
-            })
+            let reader = Reader::of(c)?;
+            Some((
+                reader,
+                reader.name().to_string(),
+                reader.argv(c),
+                Some(c.clone()),
+            ))
         });
-    let kubelet = master
-        .kubelet
-        .clone()
-        .map(|argv| (Some(Program::Kubelet), "kubelet".to_string(), argv, None));
-    for (program, component, argv, container) in judged.chain(kubelet) {
+    let kubelet = master.kubelet.clone().map(|argv| {
+        (
+            Reader::Program(Program::Kubelet),
+            "kubelet".to_string(),
+            argv,
+            None,
+        )
+    });
+    for (reader, component, argv, container) in judged.chain(kubelet) {
         let flags = parse_flags(&argv);
         let value = |name: &str| {
             flags
@@ -120,7 +181,7 @@ pub(crate) fn of(master: &Master<'_>) -> Result<Vec<Read>, Refusal> {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
         };
-        for (names, kind) in flag_reads(program) {
+        for (names, kind) in flag_reads(reader) {
             let paths: Vec<String> = names.iter().filter_map(|n| value(n)).collect();
             // A pair with one half missing is the program's own flag validation, which the boot reports.
             if paths.len() != names.len() {

@@ -453,7 +453,14 @@ pub(crate) fn container_to_vm(path: &str, volumes: &[(String, String)]) -> Strin
         .max_by_key(|(mount, _, _)| mount.len())
         .map_or_else(
             || path.to_string(),
-            |(_, host, rest)| Path::new(host).join(rest).to_string_lossy().into_owned(),
+            // A file mounted on its own (`rest` empty) is the host file itself, with no trailing `/`.
+            |(_, host, rest)| {
+                if rest.as_os_str().is_empty() {
+                    host.to_string()
+                } else {
+                    Path::new(host).join(rest).to_string_lossy().into_owned()
+                }
+            },
         )
 }
 

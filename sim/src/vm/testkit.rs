@@ -170,15 +170,20 @@ fn master_metadata_with(
             "name": "etcd", "image": "registry.k8s.io/etcd:3.4.23-0", "command": etcd_cmd,
         }]},
     });
+    // Its keys through a hostPath, as on a real master (the contract refuses a file no mount shows etcd).
+    etcd_pod["spec"]["volumes"] =
+        serde_json::json!([{"name": "pki", "hostPath": {"path": "/etc/srv/kubernetes"}}]);
+    etcd_pod["spec"]["containers"][0]["volumeMounts"] = serde_json::json!([
+        {"name": "pki", "mountPath": "/etc/srv/kubernetes", "readOnly": true},
+    ]);
     if data_disk {
-        etcd_pod["spec"]["volumes"] = serde_json::json!([
-            {"name": "data", "hostPath": {"path": "/mnt/disks/master-pd/var/etcd", "type": "DirectoryOrCreate"}},
-            {"name": "pki", "hostPath": {"path": "/etc/srv/kubernetes"}},
-        ]);
-        etcd_pod["spec"]["containers"][0]["volumeMounts"] = serde_json::json!([
-            {"name": "data", "mountPath": "/var/lib/etcd"},
-            {"name": "pki", "mountPath": "/etc/srv/kubernetes", "readOnly": true},
-        ]);
+        etcd_pod["spec"]["volumes"].as_array_mut().unwrap().push(serde_json::json!(
+            {"name": "data", "hostPath": {"path": "/mnt/disks/master-pd/var/etcd", "type": "DirectoryOrCreate"}}
+        ));
+        etcd_pod["spec"]["containers"][0]["volumeMounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"name": "data", "mountPath": "/var/lib/etcd"}));
     }
     // As the provider renders them: /etc/srv/kubernetes mounted read-only, the sidecar as root (its image's user
     // cannot read root's 0600 keys); the contract checker refuses either missing.
