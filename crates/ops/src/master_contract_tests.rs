@@ -132,6 +132,27 @@ fn a_sidecar_given_the_whole_key_directory_is_an_exposure() {
     );
 }
 
+/// The API server's kubelet client is in no group: without the master's binding to system:kubelet-api-admin,
+/// every kubelet refuses its log streams and exec sessions.
+#[test]
+fn the_apiservers_kubelet_client_needs_its_binding() {
+    for version in ["1.28.15", "1.35.0"] {
+        let cfg = master(version, "3.5.24");
+        let md = without(
+            &cfg,
+            &format!("{}/kubelet-api-admin-rbac.yaml", paths::ADDONS),
+        );
+        refused(
+            &md,
+            "kube-apiserver",
+            &[
+                "kubectl logs, exec",
+                "User \"kube-apiserver-kubelet-client\" cannot get resource \"nodes/proxy\"",
+            ],
+        );
+    }
+}
+
 /// Narrow mounts must still show each program every file it opens: etcd without its peer key's mount exits at
 /// start, and so does the addon manager without its kubeconfig's (read from `KUBECTL_OPTS`).
 #[test]

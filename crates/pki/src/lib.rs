@@ -228,9 +228,11 @@ pub fn issue_replica_certs(cas: &ClusterCas, req: &ReplicaCertRequest) -> Result
         Usage::Client,
         lifetime,
     )?;
-    // system:masters, as kubeadm's apiserver-kubelet-client: kubelets authorize it through the webhook.
+    // No group: kubelets authorize it through the webhook, and RBAC lets it do exactly what the bootstrap role
+    // system:kubelet-api-admin allows (crates/master/src/addons/kubelet-api-admin-rbac.yaml binds it), as kube-up
+    // did. kubeadm's keeps a cluster-admin group, which a stolen key would carry to every API.
     let apiserver_kubelet_client = ca.cluster.issue_for(
-        &client("kube-apiserver-kubelet-client", &["system:masters"]),
+        &client("kube-apiserver-kubelet-client", &[]),
         Usage::Client,
         lifetime,
     )?;

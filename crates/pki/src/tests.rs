@@ -280,7 +280,7 @@ fn client_certs_are_client_only_and_signed_by_their_ca() {
         (
             &certs.apiserver_kubelet_client,
             cluster_ca,
-            "O=system:masters, CN=kube-apiserver-kubelet-client",
+            "CN=kube-apiserver-kubelet-client",
         ),
     ];
     for (ck, ca, subject) in cases {

@@ -23,6 +23,8 @@ pub(crate) struct Ask {
 pub(crate) enum Who {
     /// The client certificate of this kubeconfig (a path on the VM).
     Kubeconfig(String),
+    /// This client certificate itself (a path on the VM), as the API server presents it to kubelets.
+    Certificate(String),
     /// A controller's own service account (`--use-service-account-credentials`).
     ServiceAccount(&'static str, &'static str),
 }
@@ -72,6 +74,35 @@ pub(crate) fn of(master: &Master<'_>) -> Vec<Need> {
         let Some(program) = Program::of_image(&c.image) else {
             continue;
         };
+        // The kubelets authorize the API server's own requests (pkg/kubelet/server/auth.go maps a path to a
+        // subresource of nodes: /containerLogs, /exec, /attach, /portForward are `proxy`, the verb follows the
+        // HTTP method) with a SubjectAccessReview, so its kubelet client certificate needs RBAC.
+        if program == Program::KubeApiserver
+            && let Some(cert) = c
+                .flag("kubelet-client-certificate")
+                .and_then(|p| c.host_path(&p))
+        {
+            out.push(Need {
+                component: program.name().to_string(),
+                what: "kubectl logs, exec, attach and port-forward are refused by every kubelet"
+                    .into(),
+                identity: Who::Certificate(cert),
+                asks: vec![
+                    ask(
+                        "get",
+                        "",
+                        "nodes/proxy",
+                        "GET /containerLogs, the kubelet's log stream",
+                    ),
+                    ask(
+                        "create",
+                        "",
+                        "nodes/proxy",
+                        "POST /exec, /attach and /portForward on the kubelet",
+                    ),
+                ],
+            });
+        }
         let Some(kubeconfig) = c.flag("kubeconfig").and_then(|k| c.host_path(&k)) else {
             continue;
         };

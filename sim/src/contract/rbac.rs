@@ -226,15 +226,20 @@ pub(crate) fn identity_of(
         .get(kubeconfig_host_path)
         .ok_or_else(|| format!("no kubeconfig at {kubeconfig_host_path}"))?;
     let kc = Kubeconfig::parse(&file.bytes)?;
+    identity_of_certificate(master, &kc.client_certificate)
+}
+
+/// The identity a client certificate carries (CN = user, O = groups), from its path on the VM.
+pub(crate) fn identity_of_certificate(master: &Master<'_>, path: &str) -> Result<Identity, String> {
     let cert = master
         .files
-        .get(kc.client_certificate.as_str())
-        .ok_or_else(|| format!("no client certificate at {}", kc.client_certificate))?;
+        .get(path)
+        .ok_or_else(|| format!("no client certificate at {path}"))?;
     let (_, pem) = x509_parser::pem::parse_x509_pem(&cert.bytes)
-        .map_err(|e| format!("{}: not a PEM certificate: {e}", kc.client_certificate))?;
+        .map_err(|e| format!("{path}: not a PEM certificate: {e}"))?;
     let x509 = pem
         .parse_x509()
-        .map_err(|e| format!("{}: not a certificate: {e}", kc.client_certificate))?;
+        .map_err(|e| format!("{path}: not a certificate: {e}"))?;
     let subject = x509.subject();
     let user = subject
         .iter_common_name()
@@ -264,6 +269,8 @@ pub(crate) fn check(master: &Master<'_>) -> Result<(), Refusal> {
     for need in super::needs::of(master) {
         let who = match &need.identity {
             super::needs::Who::Kubeconfig(path) => identity_of(master, path)
+                .map_err(|e| Refusal::new(&need.component, format!("its identity: {e}")))?,
+            super::needs::Who::Certificate(path) => identity_of_certificate(master, path)
                 .map_err(|e| Refusal::new(&need.component, format!("its identity: {e}")))?,
             super::needs::Who::ServiceAccount(ns, name) => Identity::service_account(ns, name),
         };
