@@ -51,6 +51,8 @@ struct Shared {
     armed: Option<Armed>,
     fired: BTreeMap<Fault, u64>,
     calls: u64,
+    /// Every call as `METHOD /path?query`, in the order the proxy took them.
+    seen: Vec<String>,
 }
 
 /// The proxy; serves until dropped.
@@ -143,6 +145,12 @@ impl StorageFaults {
         self.lock().calls
     }
 
+    /// Every call the proxy took, as `METHOD /path?query` (query parameters percent-encoded as sent): what the
+    /// service was asked, which the emulator may not keep (fake-gcs-server ignores `kmsKeyName`).
+    pub fn requests(&self) -> Vec<String> {
+        self.lock().seen.clone()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -191,6 +199,15 @@ async fn carry(
 ) -> Result<Response<Full<Bytes>>, Dropped> {
     let fault = draw(state);
     let (parts, body) = request.into_parts();
+    state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .seen
+        .push(format!(
+            "{} {}",
+            parts.method,
+            parts.uri.path_and_query().map_or("/", |p| p.as_str())
+        ));
     // The whole request is read first, as the service would before it answers, so an upload is sent in full
     // even when it then fails.
     let body = body

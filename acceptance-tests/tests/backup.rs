@@ -11,9 +11,10 @@
 use std::time::Duration;
 
 use acceptance_tests::gcs::snapshot_status;
+use acceptance_tests::storage_faults::StorageFaults;
 use acceptance_tests::walk::{
     check, delete_vm_and_disk, member_names, replicas_by_zone, set_vars, set_zones, walk_config,
-    with_storage, write_keys, write_many_keys,
+    with_storage_at, write_keys, write_many_keys,
 };
 use acceptance_tests::{FakeGcs, Sim, for_each_client};
 
@@ -24,20 +25,42 @@ const BUCKET: &str = "ha-backups";
 const PREFIX: &str = "clusters/walk/";
 const KEYS: usize = 1000;
 
-/// The walk-through with the provider pointed at the emulator and the cluster backing up to `bucket`.
-fn config(sim: &Sim, gcs: &FakeGcs, bucket: &str) -> String {
-    config_with(sim, gcs, bucket, "")
+/// The customer-managed key the snapshots are encrypted with. The emulator keeps no such thing, so the test reads
+/// it from the uploads the proxy carried.
+const KMS_KEY: &str =
+    "projects/walk-project/locations/europe-west1/keyRings/etcd/cryptoKeys/snapshots";
+
+/// The walk-through with the provider's storage calls sent to `storage` (the proxy in front of the emulator) and
+/// the cluster backing up to `bucket`, encrypted with [`KMS_KEY`].
+fn config(sim: &Sim, storage: &str, bucket: &str) -> String {
+    config_with(sim, storage, bucket, "")
 }
 
 /// [`config`] with more of the cluster's blocks (`restore`).
-fn config_with(sim: &Sim, gcs: &FakeGcs, bucket: &str, more: &str) -> String {
-    with_storage(
+fn config_with(sim: &Sim, storage: &str, bucket: &str, more: &str) -> String {
+    with_storage_at(
         walk_config(sim),
-        gcs,
+        storage,
         &format!(
-            "  backup {{\n    bucket = \"{bucket}\"\n    prefix = \"clusters\"\n    keep   = 3\n  }}\n{more}"
+            "  backup {{\n    bucket       = \"{bucket}\"\n    prefix       = \"clusters\"\n    keep         = 3\n    kms_key_name = \"{KMS_KEY}\"\n  }}\n{more}"
         ),
     )
+}
+
+/// The uploads the proxy carried (JSON API media and multipart uploads), each with its `kmsKeyName`.
+fn uploads(proxy: &StorageFaults) -> Vec<(String, Option<String>)> {
+    proxy
+        .requests()
+        .into_iter()
+        .filter(|r| r.starts_with("POST /upload/storage/v1/b/"))
+        .map(|r| {
+            let key = r
+                .split(['?', '&'])
+                .find_map(|kv| kv.strip_prefix("kmsKeyName="))
+                .map(|k| k.replace("%2F", "/").replace("%2f", "/"));
+            (r, key)
+        })
+        .collect()
 }
 
 /// The snapshot `name` as etcd reads it: present, whole, with at least the scenario's keys.
@@ -62,9 +85,11 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         let sim = Sim::start(&format!("backup-{client}"));
         let gcs = FakeGcs::start(&format!("backup-{client}"));
         gcs.create_bucket(BUCKET);
+        let proxy = StorageFaults::start(&gcs.origin());
+        let storage = proxy.endpoint();
         let ws = acceptance_tests::Workspace::new(client, "backup")
             .with_timeout(Duration::from_secs(300));
-        ws.write_main_tf(&config(&sim, &gcs, BUCKET));
+        ws.write_main_tf(&config(&sim, &storage, BUCKET));
         ws.init();
         set_zones(&ws, &[B]);
         ws.apply();
@@ -99,6 +124,15 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         assert_eq!(snap.metadata.get("ha-sha256").map(String::len), Some(64));
         let dir = tempfile::tempdir().expect("download dir");
         assert_restorable(&gcs, dir.path(), &snap.name, &label);
+        // The upload asked for the cluster's key (the one upload so far).
+        let sent = uploads(&proxy);
+        assert_eq!(sent.len(), 1, "[{label}] {sent:?}");
+        assert_eq!(
+            sent[0].1.as_deref(),
+            Some(KMS_KEY),
+            "[{label}] {}",
+            sent[0].0
+        );
 
         // Roll: one snapshot before each replica's roll.
         set_vars(&ws, &[B, C], &[("machine_type", "e2-standard-4")]);
@@ -133,6 +167,17 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
             !after_shrink.iter().any(|o| o.name == snap.name),
             "[{label}] the oldest snapshot was pruned"
         );
+        // Every snapshot so far went up with the cluster's key.
+        let sent = uploads(&proxy);
+        assert_eq!(
+            sent.len(),
+            4,
+            "[{label}] a grow, two rolls, a shrink: {sent:?}"
+        );
+        assert!(
+            sent.iter().all(|(_, key)| key.as_deref() == Some(KMS_KEY)),
+            "[{label}] {sent:?}"
+        );
         let newest = after_shrink.last().expect("a snapshot").clone();
         assert!(newest.metadata["ha-before"].starts_with("removal of replica"));
         assert_restorable(&gcs, dir.path(), &newest.name, &label);
@@ -148,7 +193,7 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         );
 
         // A bucket that does not exist: the grow is refused before etcd or any VM changes.
-        ws.write_main_tf(&config(&sim, &gcs, "missing-bucket"));
+        ws.write_main_tf(&config(&sim, &storage, "missing-bucket"));
         set_vars(&ws, &[B, C], &[("machine_type", "e2-standard-4")]);
         let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         refused
@@ -168,7 +213,7 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         );
 
         // With the bucket back, the grow finishes.
-        ws.write_main_tf(&config(&sim, &gcs, BUCKET));
+        ws.write_main_tf(&config(&sim, &storage, BUCKET));
         ws.apply();
         check(client, &ws, &sim, 2);
 
@@ -233,7 +278,7 @@ fn grow_roll_and_shrink_each_leave_a_checked_snapshot_and_a_missing_bucket_stops
         // with two voters and no data, and the pre-loss snapshot is still in the bucket.
         ws.write_main_tf(&config_with(
             &sim,
-            &gcs,
+            &storage,
             BUCKET,
             "  restore {\n    source     = \"empty\"\n    generation = 1\n  }\n",
         ));

@@ -401,3 +401,19 @@ fn a_restore_from_a_snapshot_must_name_one_it_can_find() {
     );
     all_at(Stage::Validate, r);
 }
+
+#[test]
+fn a_backup_key_must_be_a_cloud_kms_key_not_one_of_its_versions() {
+    let r = assert_validation_error(
+        &cluster(
+            "backup {\n    bucket       = \"b\"\n    kms_key_name = \"projects/p/locations/europe-west1/keyRings/r/cryptoKeys/k/cryptoKeyVersions/3\"\n  }",
+        ),
+        &[
+            "Invalid backup kms_key_name",
+            "projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>",
+            "not one of its versions",
+        ],
+        "ha_master_cluster.c.backup.kms_key_name",
+    );
+    all_at(Stage::Validate, r);
+}

@@ -546,6 +546,20 @@ pub fn schema() -> Schema {
                 ha_domain::backup::MAX_KEEP,
                 ha_domain::backup::DEFAULT_KEEP
             )),
+            Attribute::string("kms_key_name")
+                .optional()
+                .description(
+                    "The Cloud KMS key the snapshots are encrypted with (customer-managed encryption), as \
+                     `projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>`, in the \
+                     bucket's location. Cloud Storage's service agent of the bucket's project needs \
+                     `roles/cloudkms.cryptoKeyEncrypterDecrypter` on it, for the uploads and for the masters' \
+                     reads at a restore. A change applies to snapshots taken after it. Defaults to the \
+                     bucket's own encryption.",
+                )
+                .validator(string_check(
+                    "A Cloud KMS key's resource name.",
+                    ha_domain::backup::check_kms_key_name,
+                )),
             Attribute::bool("stop_on_failure").optional().description(
                 "Whether a backup that cannot be taken, checked or uploaded stops the change before \
                  anything moves (the default, `true`), naming the bucket and what failed; `false` logs the \

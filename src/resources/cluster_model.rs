@@ -170,6 +170,7 @@ pub struct Backup {
     pub prefix: Val<String>,
     pub keep: Val<i64>,
     pub stop_on_failure: Val<bool>,
+    pub kms_key_name: Val<String>,
 }
 
 /// The `restore` block: how, and how many times, etcd was recovered on purpose.
@@ -251,6 +252,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         backup_prefix: backup_part(&p.backup, |b| &b.prefix),
         backup_keep: backup_part(&p.backup, |b| &b.keep),
         backup_stop_on_failure: backup_part(&p.backup, |b| &b.stop_on_failure),
+        backup_kms_key_name: backup_part(&p.backup, |b| &b.kms_key_name),
         keys_secret: carried(|s| &s.keys_secret),
     }
 }

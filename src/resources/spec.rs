@@ -71,6 +71,7 @@ pub struct ClusterSpec {
     pub backup_prefix: Val<String>,
     pub backup_keep: Val<i64>,
     pub backup_stop_on_failure: Val<bool>,
+    pub backup_kms_key_name: Val<String>,
     /// The Secret Manager secret (`projects/<project>/secrets/<cluster>-cluster-keys`) that holds the CA keys and
     /// the service-account key, which the provider reads when it signs (`ops::cluster_keys`): set, the key
     /// attributes above are null, so no replica's state holds a private key. Null for a cluster that keeps them
@@ -297,6 +298,7 @@ impl ClusterSpec {
                 .and_then(|k| u32::try_from(*k).ok())
                 .unwrap_or(DEFAULT_KEEP),
             stop_on_failure: self.backup_stop_on_failure.known() != Some(&false),
+            kms_key_name: self.backup_kms_key_name.known().cloned(),
         })
     }
 }

@@ -21,6 +21,9 @@ pub struct Policy {
     pub keep: u32,
     /// Whether a failed backup stops the change (the default) or is only logged.
     pub stop_on_failure: bool,
+    /// The Cloud KMS key the snapshot objects are encrypted with (customer-managed encryption), as
+    /// `projects/P/locations/L/keyRings/R/cryptoKeys/K`; none for the bucket's default encryption.
+    pub kms_key_name: Option<String>,
 }
 
 pub const DEFAULT_KEEP: u32 = 10;
@@ -332,10 +335,76 @@ pub fn check_prefix(prefix: &str) -> Result<(), Problem> {
     Ok(())
 }
 
+/// A Cloud KMS key as Cloud Storage takes it for an object (`kmsKeyName`): the key itself, not one of its
+/// versions, whose location the bucket's must match (Cloud Storage checks that, and the service agent's grant).
+pub fn check_kms_key_name(name: &str) -> Result<(), Problem> {
+    let parts: Vec<&str> = name.split('/').collect();
+    let id = |s: &str, max: usize| {
+        !s.is_empty()
+            && s.len() <= max
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    let ok = matches!(
+        parts.as_slice(),
+        ["projects", project, "locations", location, "keyRings", ring, "cryptoKeys", key]
+            if !project.is_empty()
+                && project.len() <= 100
+                && project.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' || c == ':')
+                && !location.is_empty()
+                && location.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && id(ring, 63)
+                && id(key, 63)
+    );
+    if ok {
+        return Ok(());
+    }
+    let hint = if name.contains("/cryptoKeyVersions/") {
+        " Name the key, not one of its versions: Cloud Storage encrypts with the key's primary version."
+    } else {
+        ""
+    };
+    Err((
+        format!("Invalid backup kms_key_name {name:?}"),
+        format!(
+            "Write the Cloud KMS key's resource name, `projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>`, in the bucket's location.{hint}"
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::steps;
+
+    #[test]
+    fn a_kms_key_name_is_a_key_not_a_version_nor_a_ring() {
+        for good in [
+            "projects/my-project/locations/europe-west1/keyRings/backups/cryptoKeys/etcd",
+            "projects/example.com:proj/locations/global/keyRings/r_1/cryptoKeys/k-2",
+        ] {
+            assert_eq!(check_kms_key_name(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "etcd",
+            "projects/p/locations/l/keyRings/r",
+            "projects/p/locations/l/keyRings/r/cryptoKeys/",
+            "projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1",
+            "projects/p/locations/l/keyRings/r/cryptoKeys/k/",
+            "projects//locations/l/keyRings/r/cryptoKeys/k",
+            "projects/p/locations/l/keyrings/r/cryptoKeys/k",
+            "projects/p/locations/l/keyRings/r r/cryptoKeys/k",
+        ] {
+            let e = check_kms_key_name(bad).expect_err(bad);
+            assert!(e.1.contains("cryptoKeys/<key>"), "{bad}: {e:?}");
+        }
+        let e = check_kms_key_name(
+            "projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1",
+        )
+        .unwrap_err();
+        assert!(e.1.contains("not one of its versions"), "{e:?}");
+    }
     use crate::topology::MemberView;
 
     fn bolt(pages: usize) -> Vec<u8> {
@@ -659,6 +728,7 @@ mod tests {
             prefix: "c/".into(),
             keep: 4,
             stop_on_failure: true,
+            kms_key_name: None,
         };
         let (summary, detail) = plan_note(&p, "prod", "roll of replica prod-b");
         assert_eq!(

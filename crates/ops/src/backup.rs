@@ -169,7 +169,15 @@ async fn snapshot_and_upload(
             now.unix_timestamp() + later,
             before.revision,
         );
-        match bucket.put(&object, bytes.clone(), &metadata).await {
+        match bucket
+            .put(
+                &object,
+                bytes.clone(),
+                &metadata,
+                policy.kms_key_name.as_deref(),
+            )
+            .await
+        {
             Ok(stored) => {
                 taken_name = Some((object, stored));
                 break;

@@ -87,9 +87,17 @@ async fn a_name_is_written_once_and_the_second_write_says_it_exists() {
     let bucket = Bucket::connect(&settings, "ha-test").await.unwrap();
     let meta = Default::default();
     let first = bytes::Bytes::from_static(b"first");
-    assert_eq!(bucket.put("c/etcd-1.db", first, &meta).await.unwrap(), 5);
+    assert_eq!(
+        bucket.put("c/etcd-1.db", first, &meta, None).await.unwrap(),
+        5
+    );
     let again = bucket
-        .put("c/etcd-1.db", bytes::Bytes::from_static(b"second"), &meta)
+        .put(
+            "c/etcd-1.db",
+            bytes::Bytes::from_static(b"second"),
+            &meta,
+            None,
+        )
         .await;
     assert!(
         matches!(again, Err(Error::Exists { .. })),

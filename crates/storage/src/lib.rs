@@ -132,12 +132,15 @@ impl Bucket {
         format!("projects/_/buckets/{}", self.name)
     }
 
-    /// Writes `object` with `metadata`; returns the size the service stored, which the caller compares.
+    /// Writes `object` with `metadata`, encrypted with the Cloud KMS key `kms_key_name` when one is given (the
+    /// upload's `kmsKeyName`; else the bucket's default encryption); returns the size the service stored, which
+    /// the caller compares.
     pub async fn put(
         &self,
         object: &str,
         bytes: bytes::Bytes,
         metadata: &BTreeMap<String, String>,
+        kms_key_name: Option<&str>,
     ) -> Result<u64> {
         // The CRC32C goes with the object's metadata, ahead of the data, and the service checks the data against
         // it; the client's default sends it after the data, as a third multipart part, which not every endpoint
@@ -150,6 +153,8 @@ impl Bucket {
                 .with_known_crc32c(crc)
                 .set_content_type("application/octet-stream")
                 .set_metadata(metadata.clone())
+                // Empty means none: the client sends `kmsKeyName` only when it is set.
+                .set_kms_key(kms_key_name.unwrap_or_default())
                 // A new object only: a name is never written twice, so a retried upload cannot replace another
                 // (one whose first attempt was stored but not answered meets its own object: the caller tells).
                 .set_if_generation_match(0)
