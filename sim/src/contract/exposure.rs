@@ -35,8 +35,8 @@ fn private(mode: u32) -> bool {
     mode & 0o077 == 0
 }
 
-/// Every exposure of the master whose startup configuration is `metadata`, sorted by manifest, container and
-/// file. A master the contract refuses is an error: its exposures would mean nothing.
+/// Every exposure of the master whose startup configuration is `metadata`, by manifest, container and file. A
+/// startup configuration, manifest or kubeconfig that does not parse is an error, as the boot would refuse it.
 pub fn exposures(metadata: &BTreeMap<String, String>) -> Result<Vec<Exposure>, Refusal> {
     let startup = config::parse(metadata).map_err(|e| Refusal::new("cloud-init", e.to_string()))?;
     let master = Master::parse(&startup.files).map_err(|e| Refusal::new("kubelet", e))?;
