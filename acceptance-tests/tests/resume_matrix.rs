@@ -33,7 +33,7 @@ use acceptance_tests::{Client, FakeGcs, Sim, Workspace, for_each_client};
 /// The join's last call, which clears the VM's joining mark: its commit point. A kill while it runs leaves a
 /// working replica that no state holds and that no longer looks like a dead join's leftover; no provider can
 /// close that window (the create must end with some call, and Terraform saves state only once it returns), so
-/// the matrix kills everywhere else and only fails this one. ARCHITECTURE.md names the window.
+/// the matrix kills everywhere else and only fails this one. docs/internals/invariants.md and changes.md name the window.
 const COMMIT_POINT: &str = "instances.setLabels";
 
 /// The error code a failed operation ends with: one the provider does not retry.

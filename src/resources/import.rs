@@ -1,6 +1,6 @@
 //! `terraform import` and `import {}` for both resources: the id names the object, `ops::adopt` reads it back
 //! from GCE and the master VMs' metadata, and this file maps what was found onto the model. What cannot be read
-//! back is chosen so the first plan is empty when the configuration says the same (see ARCHITECTURE.md, "Import").
+//! back is chosen so the first plan is empty when the configuration says the same (docs/internals/import.md).
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! kube-up's names. What a master needs lives in its VM's metadata (the startup configuration), so that is where
 //! import recovers CA certificates, the service-account key and a replica's own certificates. CA private keys are
 //! never on a master, so an imported cluster has none: it can run, refresh, repair and remove its replicas, but
-//! not sign certificates for a new one (see ARCHITECTURE.md, "Import").
+//! not sign certificates for a new one (docs/internals/import.md).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, OnceLock};

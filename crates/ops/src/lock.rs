@@ -11,7 +11,7 @@
 //!    cluster makes it), lives as long as the cluster, and a label write is atomic on GCE, so the same lock covers
 //!    the bootstrap of the first replica and every later change. The holder renews it every `Timing::renew`;
 //!    a holder that dies (SIGKILL, lost machine) stops renewing, and a waiter takes the lock over once it has seen
-//!    the same fingerprint for `Timing::ttl`. ARCHITECTURE.md has the argument why two processes never both mutate.
+//!    the same fingerprint for `Timing::ttl`. docs/internals/cluster-lock.md has the argument why two processes never both mutate.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
