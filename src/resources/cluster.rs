@@ -35,13 +35,28 @@ fn n(v: i64) -> Value {
 }
 
 pub fn schema() -> Schema {
-    let cidrs = || string_check("Each entry is a CIDR range.", network::check_cidr);
-    Schema::new(
+    let schema = Schema::new(
         "A highly-available Kubernetes control plane's shared parts on Google Compute Engine: the static \
          external IP that kubelets and users talk to, firewall rules, the API server and etcd CAs, and the \
          settings every `ha_master_replica` inherits. Replicas join it with `cluster = \
          ha_master_cluster.<name>.spec`.",
-    )
+    );
+    let schema = where_and_what(schema);
+    let schema = machines(schema);
+    let schema = network_and_access(schema);
+    let schema = certificates_and_keys(schema);
+    let schema = versions_and_identity(schema);
+    let schema = restore_block(schema);
+    let schema = backup_attributes(schema);
+    schema.block(timeouts_block(
+        &["create", "update", "delete"],
+        "create 10m, update 10m, delete 10m",
+    ))
+}
+
+/// Identity and placement: the cluster's id and name, where it runs, and how etcd is read.
+fn where_and_what(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("id")
             .computed()
@@ -106,6 +121,11 @@ pub fn schema() -> Schema {
                  kube-up's `ENABLE_ETCD_QUORUM_READ` has a visible home and a clear answer.",
             ),
     )
+}
+
+/// What each master VM is made of: machine type, image, disks.
+fn machines(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("machine_type")
             .default(s("e2-standard-2"))
@@ -157,6 +177,12 @@ pub fn schema() -> Schema {
                 network::check_disk_type,
             )),
     )
+}
+
+/// The network the masters sit in and who may reach them: firewalls, labels, the API's address.
+fn network_and_access(schema: Schema) -> Schema {
+    let cidrs = || string_check("Each entry is a CIDR range.", network::check_cidr);
+    schema
     .attribute(
         Attribute::string("network")
             .default(s("default"))
@@ -270,6 +296,11 @@ pub fn schema() -> Schema {
             )
             .modifier(use_state_for_unknown()),
     )
+}
+
+/// The CAs' certificates, the spec replicas inherit, and where the CA keys live.
+fn certificates_and_keys(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("ca_certificate")
             .computed()
@@ -344,6 +375,11 @@ pub fn schema() -> Schema {
                  and the apply puts the shape right.",
             ),
     )
+}
+
+/// Protection, versions, certificate lifetimes, and who the masters run as.
+fn versions_and_identity(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::bool("deletion_protection")
             .default(Value::Bool(true))
@@ -462,6 +498,11 @@ pub fn schema() -> Schema {
                 ha_domain::service_account::scope_url(x).map(|_| ())
             })),
     )
+}
+
+/// The `restore` block: recovery on purpose.
+fn restore_block(schema: Schema) -> Schema {
+    schema
     .block(SingleBlock {
         name: "restore",
         description: "Disaster recovery, on purpose. Raising `generation` plans one recovery of etcd after \
@@ -494,6 +535,11 @@ pub fn schema() -> Schema {
             ),
         ],
     })
+}
+
+/// `last_backup` and the `backup` block: snapshots before every change that touches etcd.
+fn backup_attributes(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("last_backup")
             .computed()
@@ -567,10 +613,6 @@ pub fn schema() -> Schema {
             ),
         ],
     })
-    .block(timeouts_block(
-        &["create", "update", "delete"],
-        "create 10m, update 10m, delete 10m",
-    ))
 }
 
 impl ClusterResource {

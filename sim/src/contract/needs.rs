@@ -3,7 +3,7 @@
 //! touch. Taken from each program's source (named per entry); `rbac` judges them against the grants.
 
 use super::flags::Program;
-use super::master::Master;
+use super::master::{Container, Master};
 
 /// What one request asks: a verb on a resource (optionally one object by name) in a namespace (`None` for
 /// cluster-scoped).
@@ -74,159 +74,171 @@ pub(crate) fn of(master: &Master<'_>) -> Vec<Need> {
         let Some(program) = Program::of_image(&c.image) else {
             continue;
         };
-        // The kubelets authorize the API server's own requests (pkg/kubelet/server/auth.go maps a path to a
-        // subresource of nodes: /containerLogs, /exec, /attach, /portForward are `proxy`, the verb follows the
-        // HTTP method) with a SubjectAccessReview, so its kubelet client certificate needs RBAC.
-        if program == Program::KubeApiserver
-            && let Some(cert) = c
-                .flag("kubelet-client-certificate")
-                .and_then(|p| c.host_path(&p))
-        {
+        out.extend(kubelet_client_need(c, program));
+        out.extend(client_needs(c, program));
+    }
+    out
+}
+
+/// What the API server's own client towards kubelets needs.
+fn kubelet_client_need(c: &Container, program: Program) -> Option<Need> {
+    // The kubelets authorize the API server's own requests (pkg/kubelet/server/auth.go maps a path to a
+    // subresource of nodes: /containerLogs, /exec, /attach, /portForward are `proxy`, the verb follows the
+    // HTTP method) with a SubjectAccessReview, so its kubelet client certificate needs RBAC.
+    if program == Program::KubeApiserver
+        && let Some(cert) = c
+            .flag("kubelet-client-certificate")
+            .and_then(|p| c.host_path(&p))
+    {
+        return Some(Need {
+            component: program.name().to_string(),
+            what: "kubectl logs, exec, attach and port-forward are refused by every kubelet".into(),
+            identity: Who::Certificate(cert),
+            asks: vec![
+                ask(
+                    "get",
+                    "",
+                    "nodes/proxy",
+                    "GET /containerLogs, the kubelet's log stream",
+                ),
+                ask(
+                    "create",
+                    "",
+                    "nodes/proxy",
+                    "POST /exec, /attach and /portForward on the kubelet",
+                ),
+            ],
+        });
+    }
+    None
+}
+
+/// What a control-plane client needs as its kubeconfig's identity: delegated authentication, its lease, leader
+/// migration, and what its controllers do.
+fn client_needs(c: &Container, program: Program) -> Vec<Need> {
+    let mut out = Vec::new();
+    let Some(kubeconfig) = c.flag("kubeconfig").and_then(|k| c.host_path(&k)) else {
+        return out;
+    };
+    let elects = c.flag("leader-elect").is_some_and(|v| v == "true")
+        || (program == Program::ClusterAutoscaler && c.flag("leader-elect").is_none());
+    let migrates = c
+        .flag("enable-leader-migration")
+        .is_some_and(|v| v == "true");
+    let lease_name = c.flag("leader-elect-resource-name");
+    let mut need = |what: &str, identity: Who, asks: Vec<Ask>| {
+        if !asks.is_empty() {
             out.push(Need {
                 component: program.name().to_string(),
-                what: "kubectl logs, exec, attach and port-forward are refused by every kubelet"
-                    .into(),
-                identity: Who::Certificate(cert),
-                asks: vec![
-                    ask(
-                        "get",
-                        "",
-                        "nodes/proxy",
-                        "GET /containerLogs, the kubelet's log stream",
-                    ),
-                    ask(
-                        "create",
-                        "",
-                        "nodes/proxy",
-                        "POST /exec, /attach and /portForward on the kubelet",
-                    ),
-                ],
+                what: what.to_string(),
+                identity,
+                asks,
             });
         }
-        let Some(kubeconfig) = c.flag("kubeconfig").and_then(|k| c.host_path(&k)) else {
-            continue;
-        };
-        let elects = c.flag("leader-elect").is_some_and(|v| v == "true")
-            || (program == Program::ClusterAutoscaler && c.flag("leader-elect").is_none());
-        let migrates = c
-            .flag("enable-leader-migration")
-            .is_some_and(|v| v == "true");
-        let lease_name = c.flag("leader-elect-resource-name");
-        let mut need = |what: &str, identity: Who, asks: Vec<Ask>| {
-            if !asks.is_empty() {
-                out.push(Need {
-                    component: program.name().to_string(),
-                    what: what.to_string(),
-                    identity,
-                    asks,
-                });
-            }
-        };
-        let me = Who::Kubeconfig(kubeconfig.clone());
-        // Delegated authentication reads this config map at start, and a failed lookup is fatal unless
-        // --authentication-tolerate-lookup-failure (k8s.io/apiserver pkg/server/options/authentication.go).
-        if c.flag("authentication-kubeconfig").is_some()
-            && c.flag("authentication-tolerate-lookup-failure")
-                .is_none_or(|v| v != "true")
-        {
-            need(
-                "it exits at start",
-                me.clone(),
-                vec![Ask {
-                    verb: "get",
-                    group: "",
-                    resource: "configmaps",
-                    name: Some("extension-apiserver-authentication".into()),
-                    namespace: Some("kube-system"),
-                    why: "delegated authentication (--authentication-kubeconfig)",
-                }],
-            );
-        }
-        // Leader election: the lease is named after the program unless --leader-elect-resource-name says
-        // otherwise (k8s.io/component-base/config/options/leaderelectionconfig.go; cluster-autoscaler's
-        // --leader-elect-resource-name defaults to "cluster-autoscaler", main.go).
-        if elects {
-            let name = lease_name
-                .clone()
-                .unwrap_or_else(|| program.name().to_string());
-            need(
-                "it never becomes leader, so its controllers never run",
-                me.clone(),
-                lease(&name, "leader election"),
-            );
-        }
-        if migrates {
-            need(
-                "leader migration never hands the cloud controllers over",
-                me.clone(),
-                lease(MIGRATION_LEASE, "leader migration's lock"),
-            );
-        }
-        match program {
-            Program::CloudControllerManager => {
-                if c.flag("use-service-account-credentials")
-                    .is_some_and(|v| v == "true")
-                {
-                    // k8s.io/controller-manager pkg/clientbuilder: one service account and token per controller.
-                    let mut asks =
-                        vec![ask("get", "", "serviceaccounts", "a client per controller")];
-                    asks.push(ask(
-                        "create",
-                        "",
-                        "serviceaccounts/token",
-                        "a client per controller",
-                    ));
-                    for a in &mut asks {
-                        a.namespace = Some("kube-system");
-                    }
-                    need("its controllers get no credentials", me.clone(), asks);
-                    // k8s.io/cloud-provider controllers/node (vendored in cloud-provider-gcp): the cloud node
-                    // controller runs as `node-controller`, sets addresses and removes the uninitialized taint.
-                    need(
-                        "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
-                        Who::ServiceAccount("kube-system", "node-controller"),
-                        vec![
-                            ask("update", "", "nodes", "cloud node controller"),
-                            ask("patch", "", "nodes/status", "cloud node controller"),
-                        ],
-                    );
-                } else {
-                    need(
-                        "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
-                        me.clone(),
-                        vec![
-                            ask("update", "", "nodes", "cloud node controller"),
-                            ask("patch", "", "nodes/status", "cloud node controller"),
-                        ],
-                    );
+    };
+    let me = Who::Kubeconfig(kubeconfig.clone());
+    // Delegated authentication reads this config map at start, and a failed lookup is fatal unless
+    // --authentication-tolerate-lookup-failure (k8s.io/apiserver pkg/server/options/authentication.go).
+    if c.flag("authentication-kubeconfig").is_some()
+        && c.flag("authentication-tolerate-lookup-failure")
+            .is_none_or(|v| v != "true")
+    {
+        need(
+            "it exits at start",
+            me.clone(),
+            vec![Ask {
+                verb: "get",
+                group: "",
+                resource: "configmaps",
+                name: Some("extension-apiserver-authentication".into()),
+                namespace: Some("kube-system"),
+                why: "delegated authentication (--authentication-kubeconfig)",
+            }],
+        );
+    }
+    // Leader election: the lease is named after the program unless --leader-elect-resource-name says
+    // otherwise (k8s.io/component-base/config/options/leaderelectionconfig.go; cluster-autoscaler's
+    // --leader-elect-resource-name defaults to "cluster-autoscaler", main.go).
+    if elects {
+        let name = lease_name
+            .clone()
+            .unwrap_or_else(|| program.name().to_string());
+        need(
+            "it never becomes leader, so its controllers never run",
+            me.clone(),
+            lease(&name, "leader election"),
+        );
+    }
+    if migrates {
+        need(
+            "leader migration never hands the cloud controllers over",
+            me.clone(),
+            lease(MIGRATION_LEASE, "leader migration's lock"),
+        );
+    }
+    match program {
+        Program::CloudControllerManager => {
+            if c.flag("use-service-account-credentials")
+                .is_some_and(|v| v == "true")
+            {
+                // k8s.io/controller-manager pkg/clientbuilder: one service account and token per controller.
+                let mut asks = vec![ask("get", "", "serviceaccounts", "a client per controller")];
+                asks.push(ask(
+                    "create",
+                    "",
+                    "serviceaccounts/token",
+                    "a client per controller",
+                ));
+                for a in &mut asks {
+                    a.namespace = Some("kube-system");
                 }
+                need("its controllers get no credentials", me.clone(), asks);
+                // k8s.io/cloud-provider controllers/node (vendored in cloud-provider-gcp): the cloud node
+                // controller runs as `node-controller`, sets addresses and removes the uninitialized taint.
+                need(
+                    "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
+                    Who::ServiceAccount("kube-system", "node-controller"),
+                    vec![
+                        ask("update", "", "nodes", "cloud node controller"),
+                        ask("patch", "", "nodes/status", "cloud node controller"),
+                    ],
+                );
+            } else {
+                need(
+                    "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
+                    me.clone(),
+                    vec![
+                        ask("update", "", "nodes", "cloud node controller"),
+                        ask("patch", "", "nodes/status", "cloud node controller"),
+                    ],
+                );
             }
-            Program::ClusterAutoscaler => need(
-                "it cannot see or scale the cluster",
-                me.clone(),
-                vec![
-                    ask(
-                        "list",
-                        "",
-                        "nodes",
-                        "cluster state (cluster-autoscaler's listers)",
-                    ),
-                    ask(
-                        "watch",
-                        "",
-                        "pods",
-                        "unschedulable pods (cluster-autoscaler's listers)",
-                    ),
-                    ask(
-                        "create",
-                        "",
-                        "pods/eviction",
-                        "draining a node before removing it",
-                    ),
-                ],
-            ),
-            _ => {}
         }
+        Program::ClusterAutoscaler => need(
+            "it cannot see or scale the cluster",
+            me.clone(),
+            vec![
+                ask(
+                    "list",
+                    "",
+                    "nodes",
+                    "cluster state (cluster-autoscaler's listers)",
+                ),
+                ask(
+                    "watch",
+                    "",
+                    "pods",
+                    "unschedulable pods (cluster-autoscaler's listers)",
+                ),
+                ask(
+                    "create",
+                    "",
+                    "pods/eviction",
+                    "draining a node before removing it",
+                ),
+            ],
+        ),
+        _ => {}
     }
     out
 }
