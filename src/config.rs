@@ -32,10 +32,18 @@ pub struct ProviderConfig {
 }
 
 pub fn schema() -> Schema {
-    Schema::new(
+    let schema = Schema::new(
         "The `ha` provider runs highly-available Kubernetes masters on Google Compute Engine. Its settings \
          follow Google's provider: every one may also come from the usual `GOOGLE_*` environment variables.",
-    )
+    );
+    let schema = where_and_who(schema);
+    let schema = endpoints(schema);
+    timings(schema)
+}
+
+/// The default project, region and zone, and the credentials the provider calls Google's APIs with.
+fn where_and_who(schema: Schema) -> Schema {
+    schema
     .attribute(Attribute::string("project").optional().description(
         "Default project for clusters that set none. Env: `GOOGLE_PROJECT`, `GOOGLE_CLOUD_PROJECT`, \
          `GCLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`.",
@@ -76,6 +84,11 @@ pub fn schema() -> Schema {
                  `GOOGLE_IMPERSONATE_SERVICE_ACCOUNT`.",
             ),
     )
+}
+
+/// Where each Google API is reached: the custom endpoints and the universe domain.
+fn endpoints(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("compute_custom_endpoint")
             .optional()
@@ -120,6 +133,11 @@ pub fn schema() -> Schema {
                 check_universe_domain,
             )),
     )
+}
+
+/// How long the provider waits for etcd, between steps and for the cluster lock, and how it reaches etcd.
+fn timings(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("etcd_dial_timeout")
             .optional()

@@ -72,13 +72,31 @@ fn upgrade_to_2(state: &mut serde_json::Map<String, serde_json::Value>) {
 }
 
 pub fn schema() -> Schema {
-    let stable = |a: Attribute| a.computed().modifier(use_state_for_unknown());
     let mut schema = Schema::new(
         "One Kubernetes master VM in one zone: an etcd member (joined as a learner and promoted once caught \
          up), an API server on its local etcd, and controller-manager, scheduler and cluster-autoscaler \
          with leader election. The second replica puts the cluster's static IP behind a load balancer; \
          removing the penultimate one gives the IP back to the last.",
-    )
+    );
+    schema = what_the_replica_is(schema);
+    schema = what_it_observes(schema);
+    schema = schema.block(timeouts_block(
+        &["create", "update", "delete"],
+        "create 20m, update 10m (20m for a replica that rejoins after the cluster's recovery or restore, \
+         which does what a create does), delete 20m",
+    ));
+    schema.version = SCHEMA_VERSION;
+    schema
+}
+
+/// A computed attribute that keeps its state value through plans: it changes only when the apply says so.
+fn stable(a: Attribute) -> Attribute {
+    a.computed().modifier(use_state_for_unknown())
+}
+
+/// What the configuration says: the replica's cluster, zone, name and labels.
+fn what_the_replica_is(schema: Schema) -> Schema {
+    schema
     .attribute(
         stable(Attribute::string("id"))
             .description("`<project>/<zone>/<name>`; also the import id."),
@@ -134,6 +152,11 @@ pub fn schema() -> Schema {
             )
             .validator(super::labels_validator()),
     )
+}
+
+/// What the provider reads back: the VM, its member, its certificates, drift and the build it runs.
+fn what_it_observes(schema: Schema) -> Schema {
+    schema
     .attribute(stable(Attribute::string("instance_id")).description("GCE's numeric id of the VM."))
     .attribute(stable(Attribute::string("self_link")).description("The VM's URL."))
     .attribute(stable(Attribute::string("internal_ip")).description(
@@ -214,13 +237,6 @@ pub fn schema() -> Schema {
                  restarts as the same member with its data.",
             ),
     )
-    .block(timeouts_block(
-        &["create", "update", "delete"],
-        "create 20m, update 10m (20m for a replica that rejoins after the cluster's recovery or restore, \
-         which does what a create does), delete 20m",
-    ));
-    schema.version = SCHEMA_VERSION;
-    schema
 }
 
 /// What refresh recorded of a replica, as `domain::replica_drift` reads it: an empty `instance_id` is a VM gone
