@@ -148,37 +148,46 @@ fn gce_conf(cfg: &MasterConfig) -> String {
 
 pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     let mut out = Vec::new();
+    tls_files(cfg, &mut out);
+    client_files(cfg, &mut out);
+    node_files(cfg, &mut out);
+    // Manifests last: by the time the kubelet sees a pod, the files it mounts exist.
+    manifest_files(cfg, &mut out);
+    out
+}
+
+/// etcd's and the API server's certificates and keys, the CAs, and the service-account key pair.
+fn tls_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
     let srv_pki = format!("{}/pki", paths::SRV);
     let c = &cfg.certs;
-
     // etcd (§4).
     out.push(file(paths::ETCD_CA, &cfg.cas.etcd_peer_ca, FILE_MODE));
-    pair(&mut out, &format!("{}/etcd-peer", paths::SRV), &c.etcd_peer);
+    pair(out, &format!("{}/etcd-peer", paths::SRV), &c.etcd_peer);
     out.push(file(
         paths::ETCD_CLIENT_CA,
         &cfg.cas.etcd_client_ca,
         FILE_MODE,
     ));
     pair(
-        &mut out,
+        out,
         &format!("{srv_pki}/etcd-apiserver-server"),
         &c.etcd_server,
     );
     pair(
-        &mut out,
+        out,
         &format!("{srv_pki}/etcd-apiserver-client"),
         &c.etcd_apiserver_client,
     );
     // API server.
     out.push(file(paths::CA, &cfg.cas.cluster_ca, FILE_MODE));
-    pair(&mut out, &format!("{srv_pki}/apiserver"), &c.api_server);
+    pair(out, &format!("{srv_pki}/apiserver"), &c.api_server);
     pair(
-        &mut out,
+        out,
         &format!("{srv_pki}/apiserver-kubelet-client"),
         &c.apiserver_kubelet_client,
     );
     pair(
-        &mut out,
+        out,
         &format!("{srv_pki}/kube-apiserver-healthcheck"),
         &c.healthcheck_client,
     );
@@ -193,7 +202,12 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         ha_pki::service_account_public_key(&cfg.service_account_key_pem).unwrap_or_default(),
         FILE_MODE,
     ));
+}
 
+/// Each control-plane client's certificate, key and kubeconfig, and the kubelet's.
+fn client_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
+    let srv_pki = format!("{}/pki", paths::SRV);
+    let c = &cfg.certs;
     // Control-plane clients talk to their own replica's apiserver: they run only while it does.
     let local = format!("https://127.0.0.1:{}", cfg.api_port);
     let external = matches!(cfg.kubernetes.cloud, CloudProvider::External { .. });
@@ -224,7 +238,7 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     .chain(ccm)
     {
         let base = manifests::component_client_cert_base(component);
-        pair(&mut out, &base, ck);
+        pair(out, &base, ck);
         out.push(file(
             component_kubeconfig_path(component),
             yaml(&kubeconfig(local.clone(), user, &base)),
@@ -234,7 +248,7 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
 
     // kubelet: the static IP, never a replica, so the node keeps working when its own apiserver is down.
     let kubelet_base = format!("{srv_pki}/kubelet");
-    pair(&mut out, &kubelet_base, &c.kubelet);
+    pair(out, &kubelet_base, &c.kubelet);
     out.push(file(
         paths::KUBELET_KUBECONFIG,
         yaml(&kubeconfig(
@@ -244,6 +258,11 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
         )),
         KEY_MODE,
     ));
+}
+
+/// What runs on the VM itself: the kubelet's configuration and drop-in, the runtime installer, monit, gce.conf,
+/// and the addons' RBAC.
+fn node_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
     out.push(file(
         paths::KUBELET_CONFIG,
         yaml(&kubelet_config(cfg)),
@@ -261,8 +280,10 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
     for (name, rbac) in super::addons::rbac(&cfg.kubernetes) {
         out.push(file(format!("{}/{name}", paths::ADDONS), rbac, FILE_MODE));
     }
+}
 
-    // Manifests last: by the time the kubelet sees a pod, the files it mounts exist.
+/// The static pods.
+fn manifest_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
     let ccm = manifests::cloud_controller_manager(cfg).map(|p| ("cloud-controller-manager", p));
     for (name, pod) in [
         ("etcd", manifests::etcd(cfg)),
@@ -284,5 +305,4 @@ pub(super) fn files(cfg: &MasterConfig) -> Vec<WriteFile> {
             FILE_MODE,
         ));
     }
-    out
 }
