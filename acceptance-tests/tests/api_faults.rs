@@ -189,6 +189,10 @@ fn changes(rounds: usize) -> Vec<Change> {
 /// every key `write_keys` put; the bucket holds no more than `KEEP`, and no snapshot twice (an upload whose
 /// answer was lost and that then wrote its snapshot again under another name). Returns the newest snapshot's
 /// name.
+///
+/// "Twice" is one backup stored under two names: the same bytes, change and time taken (`ha-taken-at` is fixed
+/// before the upload picks its name). Two backups of an etcd nobody wrote to in between hold the same bytes and
+/// are both kept: two replicas' rolls, each backing up first, at the same revision.
 fn assert_backed_up(
     gcs: &FakeGcs,
     dir: &std::path::Path,
@@ -202,16 +206,29 @@ fn assert_backed_up(
         !objects.is_empty() && objects.len() <= KEEP,
         "{label}: between 1 and {KEEP} snapshots kept: {names:?}"
     );
-    let mut digests: Vec<&str> = objects
+    let meta = |o: &acceptance_tests::gcs::Object, key: &str| {
+        o.metadata.get(key).cloned().unwrap_or_default()
+    };
+    assert!(
+        objects.iter().all(|o| !meta(o, "ha-sha256").is_empty()),
+        "{label}: a snapshot has no ha-sha256: {objects:?}"
+    );
+    let mut backups: Vec<(String, String, String)> = objects
         .iter()
-        .map(|o| o.metadata.get("ha-sha256").map_or("", String::as_str))
+        .map(|o| {
+            (
+                meta(o, "ha-sha256"),
+                meta(o, "ha-before"),
+                meta(o, "ha-taken-at"),
+            )
+        })
         .collect();
-    digests.sort();
-    digests.dedup();
+    backups.sort();
+    backups.dedup();
     assert_eq!(
-        digests.len(),
+        backups.len(),
         objects.len(),
-        "{label}: a snapshot is stored twice, or one has no ha-sha256: {objects:?}"
+        "{label}: one backup is stored under two names: {objects:?}"
     );
     let last = objects.last().expect("a snapshot");
     assert_ne!(
