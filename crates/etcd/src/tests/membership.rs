@@ -100,12 +100,20 @@ async fn removing_the_leader_hands_leadership_over_first() {
     let leader = c.etcd.status(&a).await.unwrap().leader_id;
     c.etcd.remove_member(&all, leader).await.unwrap();
 
-    let rest: Vec<EtcdTarget> = {
+    // The removed leader may still answer the first list with its own, older one until it learns it was removed
+    // and stops: the list is the one the remaining members agree on once it settles.
+    let settle = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let rest: Vec<EtcdTarget> = loop {
         let list = c.etcd.member_list(&all).await.unwrap();
-        all.iter()
+        let rest: Vec<EtcdTarget> = all
+            .iter()
             .filter(|t| list.iter().any(|m| m.name == t.server_name))
             .cloned()
-            .collect()
+            .collect();
+        if rest.len() == 2 || std::time::Instant::now() > settle {
+            break rest;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     assert_eq!(rest.len(), 2);
     let after = c.etcd.status(&rest[0]).await.unwrap();
