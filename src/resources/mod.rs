@@ -7,6 +7,7 @@ pub mod cluster;
 mod cluster_apply;
 pub mod cluster_health;
 pub mod cluster_model;
+mod cluster_validate;
 #[cfg(test)]
 mod extreme_tests;
 mod import;

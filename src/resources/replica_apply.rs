@@ -23,7 +23,7 @@ use ha_domain::topology::shape_warnings;
 use ha_ops::join::{JoinRequest, Joined, join};
 use ha_ops::leave::leave;
 use ha_ops::lock::{ClusterLock, lock_cluster};
-use ha_ops::observe::observe;
+use ha_ops::observe::{InstanceInfo, Snapshot, observe};
 use ha_ops::refresh::observe_shared;
 use ha_ops::repair::{restart_replica, restore_metadata};
 use ha_ops::roll::{RollRequest, roll_in_turn};
@@ -336,54 +336,77 @@ pub async fn read(
             }
         },
     };
-    let Some(i) = vm else {
-        // The VM is gone but its etcd data disk is not (deleted by hand, or a roll killed between deleting and
-        // creating it): the replica is rebuilt on the disk as the same member, unless etcd has removed that member.
-        let member = if snap.observed.members.is_some()
-            && s.etcd_member_id.known().is_some_and(|id| {
-                !id.is_empty() && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
-            }) {
-            MemberSeen::Removed
-        } else {
-            MemberSeen::Listed
-        };
-        let disk_labels = ha_ops::observe::data_disk_labels(&ctx, &zone, &name, until)
-            .await
-            .ok()
-            .flatten();
-        if vanished_vm(disk_labels.is_some(), member) == VmSeen::GoneWithDataDisk {
-            // A disk a restore made after this state was written (one killed before saving it) holds no member
-            // the state records: the plan then takes it for that restore's leftover, not for a survivor.
-            let state_generation = s
-                .cluster
-                .known()
-                .and_then(|c| c.restore_generation.known().copied())
-                .unwrap_or(0);
-            let made_by = disk_labels
-                .as_ref()
-                .and_then(|l| l.get(ha_domain::restore::GENERATION_LABEL));
-            if ha_domain::restore::disk_newer_than_state(
-                made_by.map(String::as_str),
-                state_generation,
-            ) {
-                s.etcd_member_id = Val::Known(String::new());
-            }
-            s.status = Val::Known(VM_DELETED.into());
-            s.external_ip = Val::Known(String::new());
-            s.holds_static_ip = Val::Known(false);
-            s.drift = Val::Known(Vec::new());
-            return Some(s);
+    match vm {
+        Some(i) => Some(record_vm(&ctx, &snap, s, &i, &zone, &name, until).await),
+        None => Some(vm_gone(&ctx, &snap, s, &zone, &name, until).await),
+    }
+}
+
+/// The replica's VM is not there.
+async fn vm_gone(
+    ctx: &ClusterCtx,
+    snap: &Snapshot,
+    mut s: ReplicaModel,
+    zone: &str,
+    name: &str,
+    until: Instant,
+) -> ReplicaModel {
+    // The VM is gone but its etcd data disk is not (deleted by hand, or a roll killed between deleting and
+    // creating it): the replica is rebuilt on the disk as the same member, unless etcd has removed that member.
+    let member = if snap.observed.members.is_some()
+        && s.etcd_member_id.known().is_some_and(|id| {
+            !id.is_empty() && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
+        }) {
+        MemberSeen::Removed
+    } else {
+        MemberSeen::Listed
+    };
+    let disk_labels = ha_ops::observe::data_disk_labels(ctx, zone, name, until)
+        .await
+        .ok()
+        .flatten();
+    if vanished_vm(disk_labels.is_some(), member) == VmSeen::GoneWithDataDisk {
+        // A disk a restore made after this state was written (one killed before saving it) holds no member
+        // the state records: the plan then takes it for that restore's leftover, not for a survivor.
+        let state_generation = s
+            .cluster
+            .known()
+            .and_then(|c| c.restore_generation.known().copied())
+            .unwrap_or(0);
+        let made_by = disk_labels
+            .as_ref()
+            .and_then(|l| l.get(ha_domain::restore::GENERATION_LABEL));
+        if ha_domain::restore::disk_newer_than_state(made_by.map(String::as_str), state_generation)
+        {
+            s.etcd_member_id = Val::Known(String::new());
         }
-        // The VM is gone but its etcd member and reserved IP may not be: keep the replica in state, marked, so the
-        // plan replaces it (the delete removes the dead member, then a fresh replica joins) instead of forgetting
-        // what it owned.
-        s.instance_id = Val::Known(String::new());
+        s.status = Val::Known(VM_DELETED.into());
         s.external_ip = Val::Known(String::new());
         s.holds_static_ip = Val::Known(false);
-        s.status = Val::Known(String::new());
         s.drift = Val::Known(Vec::new());
-        return Some(s);
-    };
+        return s;
+    }
+    // The VM is gone but its etcd member and reserved IP may not be: keep the replica in state, marked, so the
+    // plan replaces it (the delete removes the dead member, then a fresh replica joins) instead of forgetting
+    // what it owned.
+    s.instance_id = Val::Known(String::new());
+    s.external_ip = Val::Known(String::new());
+    s.holds_static_ip = Val::Known(false);
+    s.status = Val::Known(String::new());
+    s.drift = Val::Known(Vec::new());
+    s
+}
+
+/// What moved on the replica's VM `i`, recorded for the plan to repair.
+async fn record_vm(
+    ctx: &ClusterCtx,
+    snap: &Snapshot,
+    mut s: ReplicaModel,
+    i: &InstanceInfo,
+    zone: &str,
+    name: &str,
+    until: Instant,
+) -> ReplicaModel {
     let external = i.external_ip.clone().unwrap_or_default();
     s.holds_static_ip = Val::Known(external == ctx.spec.external_ip);
     s.external_ip = Val::Known(external);
@@ -405,7 +428,7 @@ pub async fn read(
     // shows no change for it and a larger `data_disk_size_gb` later is seen (and grows the disk).
     if let Val::Known(shown) = &mut s.master_settings
         && !shown.contains_key(DATA_DISK_SIZE)
-        && let Ok(Some(size)) = ha_ops::observe::data_disk_size(&ctx, &zone, &name, until).await
+        && let Ok(Some(size)) = ha_ops::observe::data_disk_size(ctx, zone, name, until).await
     {
         shown.insert(DATA_DISK_SIZE.into(), size.to_string());
     }
@@ -416,7 +439,7 @@ pub async fn read(
     {
         s.etcd_member_id = Val::Known(String::new());
     }
-    Some(s)
+    s
 }
 
 /// The replica's own labels as the VM carries them: everything but the cluster label and the cluster's labels.

@@ -12,7 +12,9 @@ use super::error::Result;
 use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT};
 use ha_domain::topology::{IpHolder, MemberView, Observed};
 use ha_etcd::{EndpointHealth, EtcdTarget, Member};
-use ha_gce::{InstanceInfo, InstanceRef};
+/// A replica's VM as observed (the resources read its fields at refresh without depending on ha-gce).
+pub use ha_gce::InstanceInfo;
+use ha_gce::InstanceRef;
 
 pub struct Snapshot {
     pub observed: Observed,
@@ -96,60 +98,13 @@ pub async fn observe(
         }
     };
 
-    let ip_holder = if rule
-        .as_ref()
-        .is_some_and(|r| r.ip_address == spec.external_ip)
-    {
-        IpHolder::ForwardingRule
-    } else if let Some(i) = instances
-        .values()
-        .find(|i| i.external_ip.as_deref() == Some(spec.external_ip.as_str()))
-    {
-        IpHolder::Instance(i.name.clone())
-    } else {
-        IpHolder::Nobody
-    };
-
+    let ip_holder = ip_holder(rule.as_ref(), &instances, &spec.external_ip);
     let targets: Vec<EtcdTarget> = instances
         .values()
         .filter(|i| i.status == "RUNNING")
         .filter_map(|i| etcd_target(ctx, i))
         .collect();
-    let mut etcd_unreachable = None;
-    let mut health = Vec::new();
-    let (members, member_views) = if targets.is_empty() {
-        (Vec::new(), None)
-    } else {
-        match ctx.etcd.member_list(&targets).await {
-            Ok(members) => {
-                health = ctx.etcd.health(&targets).await;
-                let views = members
-                    .iter()
-                    .map(|m| MemberView {
-                        name: member_name(m, &instances, pending),
-                        id: m.id,
-                        is_learner: m.is_learner,
-                        healthy: health
-                            .iter()
-                            .any(|h| h.health.is_healthy() && h.health.member_id() == Some(m.id)),
-                        answered: health.iter().any(|h| h.health.member_id() == Some(m.id)),
-                    })
-                    .collect();
-                (members, Some(views))
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "etcd is unreachable through every replica");
-                let tried: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
-                etcd_unreachable = Some(format!(
-                    "tried {}; {}",
-                    tried.join(", "),
-                    super::OpError::Etcd(e).explain()
-                ));
-                (Vec::new(), None)
-            }
-        }
-    };
-
+    let etcd = read_etcd(ctx, &targets, &instances, pending).await;
     let pool_members = pool
         .as_ref()
         .map(|p| p.instances.clone())
@@ -161,8 +116,8 @@ pub async fn observe(
             health_check,
             pool: pool.map(|p| p.instances.into_iter().map(|r| r.name).collect()),
             forwarding_rule: rule.is_some(),
-            members: member_views,
-            etcd_unreachable,
+            members: etcd.views,
+            etcd_unreachable: etcd.unreachable,
             stopped: instances
                 .values()
                 .filter(|i| i.status != "RUNNING")
@@ -182,11 +137,86 @@ pub async fn observe(
                 .collect(),
         },
         instances,
-        members,
+        members: etcd.members,
         targets,
-        health,
+        health: etcd.health,
         pool_members,
     })
+}
+
+/// Who holds the static IP: the forwarding rule, an instance's access config, or nobody.
+fn ip_holder(
+    rule: Option<&ha_gce::ForwardingRuleInfo>,
+    instances: &BTreeMap<String, InstanceInfo>,
+    external_ip: &str,
+) -> IpHolder {
+    if rule.is_some_and(|r| r.ip_address == external_ip) {
+        IpHolder::ForwardingRule
+    } else if let Some(i) = instances
+        .values()
+        .find(|i| i.external_ip.as_deref() == Some(external_ip))
+    {
+        IpHolder::Instance(i.name.clone())
+    } else {
+        IpHolder::Nobody
+    }
+}
+
+/// etcd as the running replicas show it: the member list, each target's health, and the members as the domain
+/// sees them; or, when no target answers, why (`views` is then `None`).
+struct EtcdView {
+    members: Vec<Member>,
+    views: Option<Vec<MemberView>>,
+    health: Vec<EndpointHealth>,
+    unreachable: Option<String>,
+}
+
+async fn read_etcd(
+    ctx: &ClusterCtx,
+    targets: &[EtcdTarget],
+    instances: &BTreeMap<String, InstanceInfo>,
+    pending: &[(String, String)],
+) -> EtcdView {
+    let mut view = EtcdView {
+        members: Vec::new(),
+        views: None,
+        health: Vec::new(),
+        unreachable: None,
+    };
+    if targets.is_empty() {
+        return view;
+    }
+    match ctx.etcd.member_list(targets).await {
+        Ok(members) => {
+            let health = ctx.etcd.health(targets).await;
+            view.views = Some(
+                members
+                    .iter()
+                    .map(|m| MemberView {
+                        name: member_name(m, instances, pending),
+                        id: m.id,
+                        is_learner: m.is_learner,
+                        healthy: health
+                            .iter()
+                            .any(|h| h.health.is_healthy() && h.health.member_id() == Some(m.id)),
+                        answered: health.iter().any(|h| h.health.member_id() == Some(m.id)),
+                    })
+                    .collect(),
+            );
+            view.members = members;
+            view.health = health;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "etcd is unreachable through every replica");
+            let tried: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+            view.unreachable = Some(format!(
+                "tried {}; {}",
+                tried.join(", "),
+                super::OpError::Etcd(e).explain()
+            ));
+        }
+    }
+    view
 }
 
 /// A started member names itself; a learner that has not started yet is known by its peer URL.

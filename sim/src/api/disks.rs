@@ -305,44 +305,11 @@ pub fn attachment(
         ));
     }
     let now = ids::now_rfc3339();
-    let (rel, size, auto_delete_default) = match obj.get("source").and_then(Value::as_str) {
-        Some(src) => {
-            let f = format!("{field}.source");
-            let rel = common::reference(sim, req, &f, src)?;
-            if !rel.contains("/disks/") {
-                return Err(ApiError::invalid_field(
-                    &f,
-                    src,
-                    "Must be a URL to a valid Compute resource of the correct type.",
-                ));
-            }
-            if links::scope_of(&rel, "zones") != Some(req.p("zone")) {
-                return Err(ApiError::invalid_field(
-                    &f,
-                    src,
-                    "Disk must be in the same zone as the instance.",
-                ));
-            }
-            let Some(disk) = cloud.disks.get(&rel) else {
-                return Err(ApiError::not_found(&rel));
-            };
-            let users = cloud.disk_users(&disk.self_link);
-            let conflict = users
-                .iter()
-                .find(|(_, m)| mode == "READ_WRITE" || m == "READ_WRITE");
-            if let Some((user, _)) = conflict {
-                return Err(ApiError::in_use(
-                    "disk",
-                    &rel,
-                    links::rel_of(user).unwrap_or(user),
-                ));
-            }
-            let size = disk.size_gb.clone();
-            if let Some(disk) = cloud.disks.get_mut(&rel) {
-                disk.last_attach_timestamp = Some(now);
-            }
-            (rel, size, false)
-        }
+    let ((rel, size), auto_delete_default) = match obj.get("source").and_then(Value::as_str) {
+        Some(src) => (
+            attach_existing(sim, cloud, req, &field, src, &mode, now)?,
+            false,
+        ),
         None => {
             let params = obj.remove("initializeParams").unwrap_or(json!({}));
             let name = params["diskName"].as_str().map_or_else(
@@ -355,37 +322,10 @@ pub fn attachment(
                 },
                 str::to_string,
             );
-            let mut given = Disk {
-                name,
-                type_: params["diskType"].as_str().unwrap_or_default().to_string(),
-                size_gb: match &params["diskSizeGb"] {
-                    Value::String(s) => s.clone(),
-                    Value::Number(x) => x.to_string(),
-                    _ => "10".into(),
-                },
-                ..Disk::default()
-            };
-            if let Some(labels) = params.get("labels") {
-                given.labels = serde_json::from_value(labels.clone()).unwrap_or_default();
-            }
-            if let Some(img) = params.get("sourceImage") {
-                given.extra.insert("sourceImage".into(), img.clone());
-            }
-            let (rel, mut disk) = new_disk(
-                sim,
-                req,
-                given,
-                &format!("{field}.initializeParams.diskType"),
-                &format!("{field}.initializeParams.diskSizeGb"),
-                "READY",
-            )?;
-            if cloud.disks.contains_key(&rel) {
-                return Err(ApiError::already_exists(&rel));
-            }
-            disk.last_attach_timestamp = Some(now);
-            let size = disk.size_gb.clone();
-            cloud.disks.insert(rel.clone(), disk);
-            (rel, size, true)
+            (
+                create_attached(sim, cloud, req, &field, name, &params, now)?,
+                true,
+            )
         }
     };
     let dev = obj
@@ -411,4 +351,96 @@ pub fn attachment(
     obj.entry("type").or_insert(json!("PERSISTENT"));
     obj.entry("interface").or_insert(json!("SCSI"));
     Ok(d)
+}
+
+/// An existing disk of the instance's zone, attached in `mode`: 404 if it does not exist, 400
+/// `resourceInUseByAnotherResource` if it would get a second READ_WRITE attachment, or a READ_ONLY one next to a
+/// writer. Returns its relative name and size.
+fn attach_existing(
+    sim: &Sim,
+    cloud: &mut Cloud,
+    req: &Req,
+    field: &str,
+    src: &str,
+    mode: &str,
+    now: String,
+) -> ApiResult<(String, String)> {
+    let f = format!("{field}.source");
+    let rel = common::reference(sim, req, &f, src)?;
+    if !rel.contains("/disks/") {
+        return Err(ApiError::invalid_field(
+            &f,
+            src,
+            "Must be a URL to a valid Compute resource of the correct type.",
+        ));
+    }
+    if links::scope_of(&rel, "zones") != Some(req.p("zone")) {
+        return Err(ApiError::invalid_field(
+            &f,
+            src,
+            "Disk must be in the same zone as the instance.",
+        ));
+    }
+    let Some(disk) = cloud.disks.get(&rel) else {
+        return Err(ApiError::not_found(&rel));
+    };
+    let users = cloud.disk_users(&disk.self_link);
+    let conflict = users
+        .iter()
+        .find(|(_, m)| mode == "READ_WRITE" || m == "READ_WRITE");
+    if let Some((user, _)) = conflict {
+        return Err(ApiError::in_use(
+            "disk",
+            &rel,
+            links::rel_of(user).unwrap_or(user),
+        ));
+    }
+    let size = disk.size_gb.clone();
+    if let Some(disk) = cloud.disks.get_mut(&rel) {
+        disk.last_attach_timestamp = Some(now);
+    }
+    Ok((rel, size))
+}
+
+/// A new disk named `name` from an entry's `initializeParams`, stored READY. Returns its relative name and size.
+fn create_attached(
+    sim: &Sim,
+    cloud: &mut Cloud,
+    req: &Req,
+    field: &str,
+    name: String,
+    params: &Value,
+    now: String,
+) -> ApiResult<(String, String)> {
+    let mut given = Disk {
+        name,
+        type_: params["diskType"].as_str().unwrap_or_default().to_string(),
+        size_gb: match &params["diskSizeGb"] {
+            Value::String(s) => s.clone(),
+            Value::Number(x) => x.to_string(),
+            _ => "10".into(),
+        },
+        ..Disk::default()
+    };
+    if let Some(labels) = params.get("labels") {
+        given.labels = serde_json::from_value(labels.clone()).unwrap_or_default();
+    }
+    if let Some(img) = params.get("sourceImage") {
+        given.extra.insert("sourceImage".into(), img.clone());
+    }
+    let (rel, mut disk) = new_disk(
+        sim,
+        req,
+        given,
+        &format!("{field}.initializeParams.diskType"),
+        &format!("{field}.initializeParams.diskSizeGb"),
+        "READY",
+    )?;
+    if cloud.disks.contains_key(&rel) {
+        return Err(ApiError::already_exists(&rel));
+    }
+    disk.last_attach_timestamp = Some(now);
+    let size = disk.size_gb.clone();
+    cloud.disks.insert(rel.clone(), disk);
+    Ok((rel, size))
 }

@@ -126,8 +126,53 @@ fn failpoint(when: Trigger, then: Effect, times: Option<u32>) -> Failpoint {
 }
 
 pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
+    match action {
+        FaultCommand::List => list(c).await,
+        FaultCommand::Clear { id } => clear(c, id).await,
+        action => match failpoint_of(action) {
+            Ok(fp) => add(c, &fp).await,
+            Err(action) => event(c, event_of(action)?).await,
+        },
+    }
+}
+
+async fn list(c: &Client) -> Result<(), String> {
+    let v = c.get("faults").await?;
+    for f in v["faults"].as_array().into_iter().flatten() {
+        println!(
+            "{:>4}  {}  (fired {})",
+            f["id"],
+            f["name"].as_str().unwrap_or_default(),
+            f["hits"]
+        );
+    }
+    Ok(())
+}
+
+async fn clear(c: &Client, id: Option<u64>) -> Result<(), String> {
+    let v = match id {
+        Some(id) => c.delete(&format!("faults/{id}")).await?,
+        None => c.delete("faults").await?,
+    };
+    println!("cleared {}", v["cleared"]);
+    Ok(())
+}
+
+async fn add(c: &Client, fp: &Failpoint) -> Result<(), String> {
+    let body = serde_json::to_value(fp).map_err(|e| format!("encoding failpoint: {e}"))?;
+    let added = c.post("faults", Some(body)).await?;
+    println!(
+        "{:>4}  {}",
+        added["id"],
+        added["name"].as_str().unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// The failpoint a command adds; the command itself when it is not one (an event, or list/clear).
+fn failpoint_of(action: FaultCommand) -> Result<Failpoint, FaultCommand> {
     use FaultCommand::*;
-    let fp = match action {
+    Ok(match action {
         Http {
             status,
             method,
@@ -145,13 +190,10 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
         },
         Delay {
             ms,
-            api,
+            api: _,
             op: Some(kind),
             times,
-        } => {
-            let _ = api;
-            failpoint(Trigger::Operation { kind }, Effect::Delay { ms }, times)
-        }
+        } => failpoint(Trigger::Operation { kind }, Effect::Delay { ms }, times),
         Delay {
             ms,
             api,
@@ -181,83 +223,53 @@ pub async fn run(c: &Client, action: FaultCommand) -> Result<(), String> {
             )
         },
         StallOp { kind, times } => failpoint(Trigger::Operation { kind }, Effect::Stall, times),
-        List => {
-            let v = c.get("faults").await?;
-            for f in v["faults"].as_array().into_iter().flatten() {
-                println!(
-                    "{:>4}  {}  (fired {})",
-                    f["id"],
-                    f["name"].as_str().unwrap_or_default(),
-                    f["hits"]
-                );
-            }
-            return Ok(());
-        }
-        Clear { id } => {
-            let v = match id {
-                Some(id) => c.delete(&format!("faults/{id}")).await?,
-                None => c.delete("faults").await?,
-            };
-            println!("cleared {}", v["cleared"]);
-            return Ok(());
-        }
-        CrashVm { instance } => return event(c, Event::CrashVm { instance }).await,
-        DeleteInstance { instance } => return event(c, Event::DeleteInstance { instance }).await,
-        DetachIp { instance } => return event(c, Event::DetachIp { instance }).await,
-        DropMember { pool, instance } => {
-            return event(c, Event::DropPoolMember { pool, instance }).await;
-        }
-        DeleteForwardingRule { rule } => {
-            return event(c, Event::DeleteForwardingRule { rule }).await;
-        }
+        other => return Err(other),
+    })
+}
+
+/// The out-of-band event a command sends; an error for a command that is not one.
+fn event_of(action: FaultCommand) -> Result<Event, String> {
+    use FaultCommand::*;
+    Ok(match action {
+        CrashVm { instance } => Event::CrashVm { instance },
+        DeleteInstance { instance } => Event::DeleteInstance { instance },
+        DetachIp { instance } => Event::DetachIp { instance },
+        DropMember { pool, instance } => Event::DropPoolMember { pool, instance },
+        DeleteForwardingRule { rule } => Event::DeleteForwardingRule { rule },
         SetLabel { instance, label } => {
             let (key, value) = key_and_value(label);
-            return event(
-                c,
-                Event::SetLabel {
-                    instance,
-                    key,
-                    value,
-                },
-            )
-            .await;
+            Event::SetLabel {
+                instance,
+                key,
+                value,
+            }
         }
         SetMetadata { instance, item } => {
             let (key, value) = key_and_value(item);
-            return event(
-                c,
-                Event::SetMetadata {
-                    instance,
-                    key,
-                    value,
-                },
-            )
-            .await;
+            Event::SetMetadata {
+                instance,
+                key,
+                value,
+            }
         }
-        ZoneDown { zone } => return event(c, Event::ZoneDown { zone }).await,
-        ZoneUp { zone } => return event(c, Event::ZoneUp { zone }).await,
-        BlockPort { port } => return event(c, Event::BlockPort { port }).await,
-        UnblockPort { port } => return event(c, Event::UnblockPort { port }).await,
-        ClientIp { ip } => {
-            let ip = match ip.as_str() {
+        ZoneDown { zone } => Event::ZoneDown { zone },
+        ZoneUp { zone } => Event::ZoneUp { zone },
+        BlockPort { port } => Event::BlockPort { port },
+        UnblockPort { port } => Event::UnblockPort { port },
+        ClientIp { ip } => Event::SetClientIp {
+            ip: match ip.as_str() {
                 "default" => None,
                 other => Some(other.parse().map_err(|_| {
                     format!(
                         "client-ip: {other:?} is not an IPv4 address (or `default` for 127.0.0.1)"
                     )
                 })?),
-            };
-            return event(c, Event::SetClientIp { ip }).await;
+            },
+        },
+        List | Clear { .. } | Http { .. } | Delay { .. } | FailOp { .. } | StallOp { .. } => {
+            return Err("not an out-of-band event".into());
         }
-    };
-    let body = serde_json::to_value(&fp).map_err(|e| format!("encoding failpoint: {e}"))?;
-    let added = c.post("faults", Some(body)).await?;
-    println!(
-        "{:>4}  {}",
-        added["id"],
-        added["name"].as_str().unwrap_or_default()
-    );
-    Ok(())
+    })
 }
 
 async fn event(c: &Client, e: Event) -> Result<(), String> {

@@ -37,6 +37,22 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             z.iter().map(s).collect::<Vec<_>>().join(", ")
         );
     }
+    print_instances(&v);
+    print_addresses_and_disks(&v);
+    print_subnetworks(&v);
+    print_forwarding_rules(&v);
+    println!("\npending operations: {}", s(&v["pendingOperations"]));
+    for f in v["faults"].as_array().into_iter().flatten() {
+        println!("failpoint: {}", s(f));
+    }
+    for (k, p) in v["problems"].as_object().into_iter().flatten() {
+        println!("problem: {k}: {}", s(p));
+    }
+    Ok(())
+}
+
+/// Each instance, with its etcd's process, health and member list where the VM runs one.
+fn print_instances(v: &Value) {
     println!(
         "\nINSTANCE                      ZONE             STATUS       INTERNAL        EXTERNAL"
     );
@@ -73,6 +89,9 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             println!("    etcd: {}", s(&vm["etcdError"]));
         }
     }
+}
+
+fn print_addresses_and_disks(v: &Value) {
     println!("\nADDRESS              REGION         IP              USERS");
     for a in v["addresses"].as_array().into_iter().flatten() {
         let users: Vec<String> = a["users"].as_array().into_iter().flatten().map(s).collect();
@@ -96,6 +115,9 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             users.join(", ")
         );
     }
+}
+
+fn print_subnetworks(v: &Value) {
     // Created subnetworks only; every region also has the implicit `default`.
     if let Some(subnets) = v["subnetworks"].as_array().filter(|s| !s.is_empty()) {
         println!("\nSUBNETWORK           REGION         NETWORK        RANGE              USERS");
@@ -116,6 +138,10 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             );
         }
     }
+}
+
+/// Each forwarding rule, whether it serves, and its backends' health as the load balancer sees it.
+fn print_forwarding_rules(v: &Value) {
     println!(
         "\nFORWARDING RULE      IP              PORTS          TARGET         SERVING  BACKENDS"
     );
@@ -146,14 +172,6 @@ pub async fn status(c: &Client, json: bool) -> Result<(), String> {
             backends.join(" ")
         );
     }
-    println!("\npending operations: {}", s(&v["pendingOperations"]));
-    for f in v["faults"].as_array().into_iter().flatten() {
-        println!("failpoint: {}", s(f));
-    }
-    for (k, p) in v["problems"].as_object().into_iter().flatten() {
-        println!("problem: {k}: {}", s(p));
-    }
-    Ok(())
 }
 
 pub async fn requests(c: &Client, reset: bool, json: bool) -> Result<(), String> {

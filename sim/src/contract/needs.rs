@@ -116,105 +116,120 @@ fn kubelet_client_need(c: &Container, program: Program) -> Option<Need> {
 /// What a control-plane client needs as its kubeconfig's identity: delegated authentication, its lease, leader
 /// migration, and what its controllers do.
 fn client_needs(c: &Container, program: Program) -> Vec<Need> {
-    let mut out = Vec::new();
     let Some(kubeconfig) = c.flag("kubeconfig").and_then(|k| c.host_path(&k)) else {
-        return out;
+        return Vec::new();
     };
+    let me = Who::Kubeconfig(kubeconfig);
+    let mut wants = delegated_authentication(c, &me);
+    wants.extend(leases(c, program, &me));
+    wants.extend(controllers(c, program, &me));
+    wants
+        .into_iter()
+        .filter(|(_, _, asks)| !asks.is_empty())
+        .map(|(what, identity, asks)| Need {
+            component: program.name().to_string(),
+            what: what.to_string(),
+            identity,
+            asks,
+        })
+        .collect()
+}
+
+/// What goes wrong without them, who asks, and the asks.
+type Want = (&'static str, Who, Vec<Ask>);
+
+/// Delegated authentication reads this config map at start, and a failed lookup is fatal unless
+/// --authentication-tolerate-lookup-failure (k8s.io/apiserver pkg/server/options/authentication.go).
+fn delegated_authentication(c: &Container, me: &Who) -> Vec<Want> {
+    if c.flag("authentication-kubeconfig").is_none()
+        || c.flag("authentication-tolerate-lookup-failure")
+            .is_some_and(|v| v == "true")
+    {
+        return Vec::new();
+    }
+    vec![(
+        "it exits at start",
+        me.clone(),
+        vec![Ask {
+            verb: "get",
+            group: "",
+            resource: "configmaps",
+            name: Some("extension-apiserver-authentication".into()),
+            namespace: Some("kube-system"),
+            why: "delegated authentication (--authentication-kubeconfig)",
+        }],
+    )]
+}
+
+/// Leader election: the lease is named after the program unless --leader-elect-resource-name says otherwise
+/// (k8s.io/component-base/config/options/leaderelectionconfig.go; cluster-autoscaler elects by default and its
+/// --leader-elect-resource-name defaults to "cluster-autoscaler", main.go); leader migration's lock besides.
+fn leases(c: &Container, program: Program, me: &Who) -> Vec<Want> {
+    let mut wants = Vec::new();
     let elects = c.flag("leader-elect").is_some_and(|v| v == "true")
         || (program == Program::ClusterAutoscaler && c.flag("leader-elect").is_none());
-    let migrates = c
-        .flag("enable-leader-migration")
-        .is_some_and(|v| v == "true");
-    let lease_name = c.flag("leader-elect-resource-name");
-    let mut need = |what: &str, identity: Who, asks: Vec<Ask>| {
-        if !asks.is_empty() {
-            out.push(Need {
-                component: program.name().to_string(),
-                what: what.to_string(),
-                identity,
-                asks,
-            });
-        }
-    };
-    let me = Who::Kubeconfig(kubeconfig.clone());
-    // Delegated authentication reads this config map at start, and a failed lookup is fatal unless
-    // --authentication-tolerate-lookup-failure (k8s.io/apiserver pkg/server/options/authentication.go).
-    if c.flag("authentication-kubeconfig").is_some()
-        && c.flag("authentication-tolerate-lookup-failure")
-            .is_none_or(|v| v != "true")
-    {
-        need(
-            "it exits at start",
-            me.clone(),
-            vec![Ask {
-                verb: "get",
-                group: "",
-                resource: "configmaps",
-                name: Some("extension-apiserver-authentication".into()),
-                namespace: Some("kube-system"),
-                why: "delegated authentication (--authentication-kubeconfig)",
-            }],
-        );
-    }
-    // Leader election: the lease is named after the program unless --leader-elect-resource-name says
-    // otherwise (k8s.io/component-base/config/options/leaderelectionconfig.go; cluster-autoscaler's
-    // --leader-elect-resource-name defaults to "cluster-autoscaler", main.go).
     if elects {
-        let name = lease_name
-            .clone()
+        let name = c
+            .flag("leader-elect-resource-name")
             .unwrap_or_else(|| program.name().to_string());
-        need(
+        wants.push((
             "it never becomes leader, so its controllers never run",
             me.clone(),
             lease(&name, "leader election"),
-        );
+        ));
     }
-    if migrates {
-        need(
+    if c.flag("enable-leader-migration")
+        .is_some_and(|v| v == "true")
+    {
+        wants.push((
             "leader migration never hands the cloud controllers over",
             me.clone(),
             lease(MIGRATION_LEASE, "leader migration's lock"),
-        );
+        ));
     }
+    wants
+}
+
+/// What the program's own controllers do, as whom.
+fn controllers(c: &Container, program: Program, me: &Who) -> Vec<Want> {
+    let cloud_node_controller = || {
+        vec![
+            ask("update", "", "nodes", "cloud node controller"),
+            ask("patch", "", "nodes/status", "cloud node controller"),
+        ]
+    };
+    const TAINTED: &str = "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint";
     match program {
-        Program::CloudControllerManager => {
+        Program::CloudControllerManager
             if c.flag("use-service-account-credentials")
-                .is_some_and(|v| v == "true")
-            {
-                // k8s.io/controller-manager pkg/clientbuilder: one service account and token per controller.
-                let mut asks = vec![ask("get", "", "serviceaccounts", "a client per controller")];
-                asks.push(ask(
+                .is_some_and(|v| v == "true") =>
+        {
+            // k8s.io/controller-manager pkg/clientbuilder: one service account and token per controller.
+            let mut asks = vec![
+                ask("get", "", "serviceaccounts", "a client per controller"),
+                ask(
                     "create",
                     "",
                     "serviceaccounts/token",
                     "a client per controller",
-                ));
-                for a in &mut asks {
-                    a.namespace = Some("kube-system");
-                }
-                need("its controllers get no credentials", me.clone(), asks);
+                ),
+            ];
+            for a in &mut asks {
+                a.namespace = Some("kube-system");
+            }
+            vec![
+                ("its controllers get no credentials", me.clone(), asks),
                 // k8s.io/cloud-provider controllers/node (vendored in cloud-provider-gcp): the cloud node
                 // controller runs as `node-controller`, sets addresses and removes the uninitialized taint.
-                need(
-                    "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
+                (
+                    TAINTED,
                     Who::ServiceAccount("kube-system", "node-controller"),
-                    vec![
-                        ask("update", "", "nodes", "cloud node controller"),
-                        ask("patch", "", "nodes/status", "cloud node controller"),
-                    ],
-                );
-            } else {
-                need(
-                    "nodes keep the node.cloudprovider.kubernetes.io/uninitialized taint",
-                    me.clone(),
-                    vec![
-                        ask("update", "", "nodes", "cloud node controller"),
-                        ask("patch", "", "nodes/status", "cloud node controller"),
-                    ],
-                );
-            }
+                    cloud_node_controller(),
+                ),
+            ]
         }
-        Program::ClusterAutoscaler => need(
+        Program::CloudControllerManager => vec![(TAINTED, me.clone(), cloud_node_controller())],
+        Program::ClusterAutoscaler => vec![(
             "it cannot see or scale the cluster",
             me.clone(),
             vec![
@@ -237,8 +252,7 @@ fn client_needs(c: &Container, program: Program) -> Vec<Need> {
                     "draining a node before removing it",
                 ),
             ],
-        ),
-        _ => {}
+        )],
+        _ => Vec::new(),
     }
-    out
 }

@@ -112,26 +112,7 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
                 .sum();
             Ok(format!("{key}: {n} access config(s) detached"))
         }
-        Event::DropPoolMember { pool, instance } => {
-            let pool_key = find(
-                cloud.target_pools.keys(),
-                pool,
-                "targetPools",
-                "target pool",
-            )?;
-            let inst = instance.clone();
-            let p = cloud
-                .target_pools
-                .get_mut(&pool_key)
-                .ok_or("pool vanished")?;
-            let before = p.instances.len();
-            p.instances
-                .retain(|u| links::name_of(u) != links::name_of(&inst) && u != &inst);
-            if p.instances.len() == before {
-                return Err(format!("{instance} is not a member of {pool_key}"));
-            }
-            Ok(format!("{instance} dropped from {pool_key}"))
-        }
+        Event::DropPoolMember { pool, instance } => drop_pool_member(cloud, pool, instance),
         Event::DeleteForwardingRule { rule } => {
             let key = find(
                 cloud.forwarding_rules.keys(),
@@ -146,94 +127,14 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
             instance,
             key,
             value,
-        } => {
-            let k = find_instance(cloud, instance)?;
-            let i = cloud.instances.get_mut(&k).ok_or("instance vanished")?;
-            let said = match value {
-                Some(v) => {
-                    i.labels.insert(key.clone(), v.clone());
-                    format!("{key}={v} set")
-                }
-                None => match i.labels.remove(key) {
-                    Some(_) => format!("{key} removed"),
-                    None => return Err(format!("{k} has no label {key}")),
-                },
-            };
-            i.label_fingerprint = ids::new_fingerprint();
-            Ok(format!("{k}: label {said}"))
-        }
+        } => set_label(cloud, instance, key, value.as_deref()),
         Event::SetMetadata {
             instance,
             key,
             value,
-        } => {
-            let k = find_instance(cloud, instance)?;
-            let i = cloud.instances.get_mut(&k).ok_or("instance vanished")?;
-            let items = &mut i.metadata.items;
-            let said = match value {
-                Some(v) => {
-                    match items.iter_mut().find(|item| &item.key == key) {
-                        Some(item) => item.value = Some(v.clone()),
-                        None => items.push(MetadataItem {
-                            key: key.clone(),
-                            value: Some(v.clone()),
-                        }),
-                    }
-                    format!("{key} set")
-                }
-                None => {
-                    let before = items.len();
-                    items.retain(|item| &item.key != key);
-                    if items.len() == before {
-                        return Err(format!("{k} has no metadata item {key}"));
-                    }
-                    format!("{key} removed")
-                }
-            };
-            i.metadata.fingerprint = ids::new_fingerprint();
-            Ok(format!("{k}: metadata {said}"))
-        }
-        Event::ZoneDown { zone } => {
-            catalog::region_of(zone).ok_or_else(|| format!("unknown zone {zone}"))?;
-            cloud.zones_down.insert(zone.clone());
-            let hit: Vec<String> = cloud
-                .instances
-                .iter()
-                .filter(|(k, i)| {
-                    links::scope_of(k, "zones") == Some(zone) && i.status != "TERMINATED"
-                })
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in &hit {
-                if let Some(i) = cloud.instances.get_mut(k) {
-                    i.status = "TERMINATED".into();
-                }
-                cloud.crashed_by_outage.insert(k.clone());
-            }
-            Ok(format!(
-                "zone {zone} DOWN; {} instance(s) stopped",
-                hit.len()
-            ))
-        }
-        Event::ZoneUp { zone } => {
-            cloud.zones_down.remove(zone);
-            let back: Vec<String> = cloud
-                .crashed_by_outage
-                .iter()
-                .filter(|k| links::scope_of(k, "zones") == Some(zone))
-                .cloned()
-                .collect();
-            for k in &back {
-                cloud.crashed_by_outage.remove(k);
-                if let Some(i) = cloud.instances.get_mut(k) {
-                    i.status = "RUNNING".into();
-                }
-            }
-            Ok(format!(
-                "zone {zone} UP; {} instance(s) restarted",
-                back.len()
-            ))
-        }
+        } => set_metadata(cloud, instance, key, value.as_deref()),
+        Event::ZoneDown { zone } => zone_down(cloud, zone),
+        Event::ZoneUp { zone } => Ok(zone_up(cloud, zone)),
         Event::BlockPort { port } => {
             cloud.blocked_external_ports.insert(*port);
             Ok(format!("port {port} refused on every external IP"))
@@ -252,6 +153,123 @@ pub fn apply(cloud: &mut Cloud, event: &Event) -> Result<String, String> {
             ))
         }
     }
+}
+
+fn drop_pool_member(cloud: &mut Cloud, pool: &str, instance: &str) -> Result<String, String> {
+    let pool_key = find(
+        cloud.target_pools.keys(),
+        pool,
+        "targetPools",
+        "target pool",
+    )?;
+    let p = cloud
+        .target_pools
+        .get_mut(&pool_key)
+        .ok_or("pool vanished")?;
+    let before = p.instances.len();
+    p.instances
+        .retain(|u| links::name_of(u) != links::name_of(instance) && u != instance);
+    if p.instances.len() == before {
+        return Err(format!("{instance} is not a member of {pool_key}"));
+    }
+    Ok(format!("{instance} dropped from {pool_key}"))
+}
+
+/// Sets (`Some`) or removes (`None`) one label, with a new fingerprint as setLabels gives.
+fn set_label(
+    cloud: &mut Cloud,
+    instance: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<String, String> {
+    let k = find_instance(cloud, instance)?;
+    let i = cloud.instances.get_mut(&k).ok_or("instance vanished")?;
+    let said = match value {
+        Some(v) => {
+            i.labels.insert(key.to_string(), v.to_string());
+            format!("{key}={v} set")
+        }
+        None => match i.labels.remove(key) {
+            Some(_) => format!("{key} removed"),
+            None => return Err(format!("{k} has no label {key}")),
+        },
+    };
+    i.label_fingerprint = ids::new_fingerprint();
+    Ok(format!("{k}: label {said}"))
+}
+
+/// Sets (`Some`) or removes (`None`) one metadata item, with a new fingerprint as setMetadata gives.
+fn set_metadata(
+    cloud: &mut Cloud,
+    instance: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<String, String> {
+    let k = find_instance(cloud, instance)?;
+    let i = cloud.instances.get_mut(&k).ok_or("instance vanished")?;
+    let items = &mut i.metadata.items;
+    let said = match value {
+        Some(v) => {
+            match items.iter_mut().find(|item| item.key == key) {
+                Some(item) => item.value = Some(v.to_string()),
+                None => items.push(MetadataItem {
+                    key: key.to_string(),
+                    value: Some(v.to_string()),
+                }),
+            }
+            format!("{key} set")
+        }
+        None => {
+            let before = items.len();
+            items.retain(|item| item.key != key);
+            if items.len() == before {
+                return Err(format!("{k} has no metadata item {key}"));
+            }
+            format!("{key} removed")
+        }
+    };
+    i.metadata.fingerprint = ids::new_fingerprint();
+    Ok(format!("{k}: metadata {said}"))
+}
+
+/// Every running instance of the zone stops, remembered as stopped by the outage so that [`zone_up`] restarts
+/// those and no other.
+fn zone_down(cloud: &mut Cloud, zone: &str) -> Result<String, String> {
+    catalog::region_of(zone).ok_or_else(|| format!("unknown zone {zone}"))?;
+    cloud.zones_down.insert(zone.to_string());
+    let hit: Vec<String> = cloud
+        .instances
+        .iter()
+        .filter(|(k, i)| links::scope_of(k, "zones") == Some(zone) && i.status != "TERMINATED")
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in &hit {
+        if let Some(i) = cloud.instances.get_mut(k) {
+            i.status = "TERMINATED".into();
+        }
+        cloud.crashed_by_outage.insert(k.clone());
+    }
+    Ok(format!(
+        "zone {zone} DOWN; {} instance(s) stopped",
+        hit.len()
+    ))
+}
+
+fn zone_up(cloud: &mut Cloud, zone: &str) -> String {
+    cloud.zones_down.remove(zone);
+    let back: Vec<String> = cloud
+        .crashed_by_outage
+        .iter()
+        .filter(|k| links::scope_of(k, "zones") == Some(zone))
+        .cloned()
+        .collect();
+    for k in &back {
+        cloud.crashed_by_outage.remove(k);
+        if let Some(i) = cloud.instances.get_mut(k) {
+            i.status = "RUNNING".into();
+        }
+    }
+    format!("zone {zone} UP; {} instance(s) restarted", back.len())
 }
 
 #[cfg(test)]

@@ -222,17 +222,7 @@ pub(crate) struct Startup {
 
 /// Parses metadata `user-data` and the static pod manifests it writes.
 pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmError> {
-    let user_data = metadata.get("user-data").ok_or_else(|| {
-        VmError::Config("metadata has no `user-data` key (the master's cloud-config)".into())
-    })?;
-    // cloud-init ignores user-data that lacks this header, so a real VM would boot with nothing configured.
-    if !user_data.trim_start().starts_with("#cloud-config") {
-        return Err(VmError::Config(
-            "user-data must start with `#cloud-config`".into(),
-        ));
-    }
-    let cloud: CloudConfig = serde_norway::from_str(user_data)
-        .map_err(|e| VmError::Config(format!("user-data is not valid cloud-config YAML: {e}")))?;
+    let cloud = cloud_config(metadata)?;
     let files = cloud
         .write_files
         .iter()
@@ -248,20 +238,7 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         serde_norway::from_slice(&f.bytes)
             .map_err(|e| VmError::Config(format!("{path} is not a pod manifest: {e}")))
     };
-    // Every manifest the kubelet would pick up must at least parse, or a real kubelet would skip it silently.
-    for f in files
-        .iter()
-        .filter(|f| f.path.starts_with(MANIFEST_DIR) && f.path.ends_with(".yaml"))
-    {
-        let pod: Pod = serde_norway::from_slice(&f.bytes)
-            .map_err(|e| VmError::Config(format!("{} is not a pod manifest: {e}", f.path)))?;
-        if pod.kind != "Pod" {
-            return Err(VmError::Config(format!(
-                "{} has kind {:?}, want Pod",
-                f.path, pod.kind
-            )));
-        }
-    }
+    every_manifest_is_a_pod(&files)?;
 
     let etcd_pod = manifest("etcd.yaml")?;
     let etcd = container(&etcd_pod, "etcd", "etcd.yaml")?;
@@ -292,19 +269,7 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         .spec
         .init_containers
         .iter()
-        .map(|c| {
-            Ok(InitContainer {
-                name: c.name.clone(),
-                image: c.image.clone(),
-                argv: c.command.iter().chain(&c.args).cloned().collect(),
-                env: c
-                    .env
-                    .iter()
-                    .map(|e| (e.name.clone(), e.value.clone()))
-                    .collect(),
-                volumes: host_mounts(&etcd_pod, c)?,
-            })
-        })
+        .map(|c| init_container(&etcd_pod, c))
         .collect::<Result<Vec<_>, VmError>>()?;
     let mounts = cloud
         .mounts
@@ -315,37 +280,13 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
     let api_pod = manifest("kube-apiserver.yaml")?;
     let api = container(&api_pod, "kube-apiserver", "kube-apiserver.yaml")?;
     let apiserver = Flags::parse("kube-apiserver", &flag_args(api))?;
-    let healthcheck = match api_pod
+    let healthcheck = api_pod
         .spec
         .containers
         .iter()
         .find(|c| c.name == "healthcheck")
-    {
-        Some(c) => {
-            let flags = Flags::parse("healthcheck", &flag_args(c))?;
-            // A real container would exit at once ("flag provided but not defined"), and nothing would answer
-            // the load balancer's health check.
-            if let Some(bad) = flags.0.keys().find(|k| {
-                !HEALTHCHECK_FLAGS.contains(&k.as_str()) && !KLOG_FLAGS.contains(&k.as_str())
-            }) {
-                return Err(VmError::Config(format!(
-                    "kube-apiserver.yaml: container `healthcheck` passes --{bad}, which kube-apiserver-healthcheck \
-                     does not define (it takes only --ca-cert, --client-cert, --client-key and klog's flags, and \
-                     always listens on :{HEALTHCHECK_PORT}); the container would exit: flag provided but not \
-                     defined: -{bad}"
-                )));
-            }
-            if !c.command.is_empty() {
-                return Err(VmError::Config(
-                    "kube-apiserver.yaml: container `healthcheck` sets `command`, but the image's program is its \
-                     ko entrypoint (/ko-app/kube-apiserver-healthcheck): pass flags as `args`"
-                        .into(),
-                ));
-            }
-            Some(flags)
-        }
-        None => None,
-    };
+        .map(healthcheck_flags)
+        .transpose()?;
     let apiserver_image = api.image.clone();
     Ok(Startup {
         files,
@@ -361,6 +302,80 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         fs_setup: cloud.fs_setup,
         key_fetch: super::keys::of(&argv_lists(&cloud.runcmd))?,
     })
+}
+
+/// Metadata's `user-data`, as cloud-init reads it.
+fn cloud_config(metadata: &BTreeMap<String, String>) -> Result<CloudConfig, VmError> {
+    let user_data = metadata.get("user-data").ok_or_else(|| {
+        VmError::Config("metadata has no `user-data` key (the master's cloud-config)".into())
+    })?;
+    // cloud-init ignores user-data that lacks this header, so a real VM would boot with nothing configured.
+    if !user_data.trim_start().starts_with("#cloud-config") {
+        return Err(VmError::Config(
+            "user-data must start with `#cloud-config`".into(),
+        ));
+    }
+    serde_norway::from_str(user_data)
+        .map_err(|e| VmError::Config(format!("user-data is not valid cloud-config YAML: {e}")))
+}
+
+/// Every manifest the kubelet would pick up must at least parse, or a real kubelet would skip it silently.
+fn every_manifest_is_a_pod(files: &[GuestFile]) -> Result<(), VmError> {
+    for f in files
+        .iter()
+        .filter(|f| f.path.starts_with(MANIFEST_DIR) && f.path.ends_with(".yaml"))
+    {
+        let pod: Pod = serde_norway::from_slice(&f.bytes)
+            .map_err(|e| VmError::Config(format!("{} is not a pod manifest: {e}", f.path)))?;
+        if pod.kind != "Pod" {
+            return Err(VmError::Config(format!(
+                "{} has kind {:?}, want Pod",
+                f.path, pod.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn init_container(pod: &Pod, c: &Container) -> Result<InitContainer, VmError> {
+    Ok(InitContainer {
+        name: c.name.clone(),
+        image: c.image.clone(),
+        argv: c.command.iter().chain(&c.args).cloned().collect(),
+        env: c
+            .env
+            .iter()
+            .map(|e| (e.name.clone(), e.value.clone()))
+            .collect(),
+        volumes: host_mounts(pod, c)?,
+    })
+}
+
+/// The health-check sidecar's flags, refused where the real container would exit at once.
+fn healthcheck_flags(c: &Container) -> Result<Flags, VmError> {
+    let flags = Flags::parse("healthcheck", &flag_args(c))?;
+    // A real container would exit at once ("flag provided but not defined"), and nothing would answer
+    // the load balancer's health check.
+    if let Some(bad) = flags
+        .0
+        .keys()
+        .find(|k| !HEALTHCHECK_FLAGS.contains(&k.as_str()) && !KLOG_FLAGS.contains(&k.as_str()))
+    {
+        return Err(VmError::Config(format!(
+            "kube-apiserver.yaml: container `healthcheck` passes --{bad}, which kube-apiserver-healthcheck \
+             does not define (it takes only --ca-cert, --client-cert, --client-key and klog's flags, and \
+             always listens on :{HEALTHCHECK_PORT}); the container would exit: flag provided but not \
+             defined: -{bad}"
+        )));
+    }
+    if !c.command.is_empty() {
+        return Err(VmError::Config(
+            "kube-apiserver.yaml: container `healthcheck` sets `command`, but the image's program is its \
+             ko entrypoint (/ko-app/kube-apiserver-healthcheck): pass flags as `args`"
+                .into(),
+        ));
+    }
+    Ok(flags)
 }
 
 /// `runcmd`'s argv entries, as strings (a shell-line entry is skipped: the sim runs none).

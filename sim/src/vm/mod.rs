@@ -200,50 +200,142 @@ impl Vm {
             ip: internal_ip,
             mounted: Vec::new(),
         };
-        // cloud-init's write_files (the sim re-applies them on every boot, so setMetadata + restart takes effect).
-        // They run before disk_setup/mounts, so they land on the boot disk.
-        for f in &startup.files {
-            write_guest_file(&map, f)?;
+        lay_down(dir, &mut startup, &mut map, attached)?;
+        let etcd = EtcdProcess::prepare(&startup, etcd_bins, &map, opts)?;
+        let api = &startup.apiserver;
+        let c = "kube-apiserver";
+        let secure_port: u16 =
+            parse_flag(c, "secure-port", api.get("secure-port").unwrap_or("6443"))?;
+        let bind_host = map.host(api.get("bind-address").unwrap_or("0.0.0.0"));
+        let client_ca = api.get("client-ca-file").map(|p| map.path(p)).transpose()?;
+        let server_tls = tls::server_config(
+            &map.path(api.require(c, "tls-cert-file")?)?,
+            &map.path(api.require(c, "tls-private-key-file")?)?,
+            client_ca.as_deref(),
+        )?;
+        let apiserver_etcd = ApiserverEtcd::of(api, &map)?;
+        let bind_ip: Ipv4Addr = parse_flag(c, "bind-address", &bind_host)?;
+        let secure_addr = SocketAddr::from((bind_ip, opts.port_map.host_port(secure_port)));
+        let secure = api::listen(
+            secure_addr,
+            &format!("{name} kube-apiserver :{secure_port}"),
+        )?;
+        let plain = healthcheck_listener(name, &startup, &map, opts, secure_port)?;
+
+        let info = SshInfo {
+            name: name.to_string(),
+            internal_ip,
+            etcdctl_dir: etcd.bin.parent().map(Path::to_path_buf).unwrap_or_default(),
+            endpoints: apiserver_etcd.endpoints,
+            cacert: apiserver_etcd.cacert,
+            cert: apiserver_etcd.cert,
+            key: apiserver_etcd.key,
+        };
+        let info_json = serde_json::to_vec_pretty(&info).expect("SshInfo serializes");
+        std::fs::write(dir.join(SSH_INFO), info_json)
+            .map_err(io_err(format!("write {}", dir.join(SSH_INFO).display())))?;
+
+        let backoff = etcd::Backoff {
+            initial: opts.restart_backoff_initial,
+            max: opts.restart_backoff_max.max(opts.restart_backoff_initial),
+        };
+        let supervisor =
+            etcd::Supervisor::start(etcd.init, etcd.argv, dir.join("etcd.log"), backoff)
+                .map_err(io_err(format!("start etcd supervisor for {name}")))?;
+        let health = Arc::new(api::Health::default());
+        let api = api::start(
+            api::ApiSpec {
+                name: name.to_string(),
+                secure,
+                tls: server_tls,
+                version: api::version_of_image(&startup.apiserver_image),
+                plain,
+                etcd: apiserver_etcd.probe,
+                health_interval: opts.health_interval,
+            },
+            health.clone(),
+        )?;
+        Ok(VmHandle {
+            name: name.to_string(),
+            internal_ip,
+            dir: dir.to_path_buf(),
+            etcd: supervisor,
+            api,
+            health,
+            peer_guards: etcd.peer_guards,
+        })
+    }
+}
+
+/// What cloud-init and the kubelet do to the disk before any container starts: `write_files` (re-applied on every
+/// boot, so setMetadata + restart takes effect; before `disk_setup`/`mounts`, so on the boot disk), the keys fetched
+/// by `runcmd`'s first command, then the contract's judgement of it all, the disks' mounts, and the etcd pod's
+/// `DirectoryOrCreate` hostPaths.
+fn lay_down(
+    dir: &Path,
+    startup: &mut config::Startup,
+    map: &mut HostMap,
+    attached: &Attached,
+) -> Result<(), VmError> {
+    for f in &startup.files {
+        write_guest_file(map, f)?;
+    }
+    if let Some(fetch) = &startup.key_fetch {
+        let keys = keys::fetch(fetch, attached)?;
+        for f in &keys {
+            write_guest_file(map, f)?;
         }
-        // runcmd's first command, before anything starts: the keys, which the contract then judges with the rest.
-        if let Some(fetch) = &startup.key_fetch {
-            let keys = keys::fetch(fetch, attached)?;
-            for f in &keys {
-                write_guest_file(&map, f)?;
-            }
-            startup.files.extend(keys);
-        }
-        // Judged by the real programs' rules before anything starts: a master that would not come up on GCE
-        // does not come up here either.
-        crate::contract::check(&startup.files, &map.rootfs, &dir.join("contract"))?;
-        map.mounted = mount_disks(&startup, &map, &attached.disks)?;
-        // The kubelet makes the pod's `DirectoryOrCreate` hostPaths before any of its containers, init ones too.
-        for dir in &startup.etcd_created_dirs {
-            let host = map.mounted_path(dir)?;
-            std::fs::create_dir_all(&host).map_err(io_err(format!(
-                "create hostPath {dir} ({})",
-                host.display()
-            )))?;
-        }
-        let etcd_init = startup
+        startup.files.extend(keys);
+    }
+    // Judged by the real programs' rules before anything starts: a master that would not come up on GCE
+    // does not come up here either.
+    crate::contract::check(&startup.files, &map.rootfs, &dir.join("contract"))?;
+    map.mounted = mount_disks(startup, map, &attached.disks)?;
+    // The kubelet makes the pod's `DirectoryOrCreate` hostPaths before any of its containers, init ones too.
+    for dir in &startup.etcd_created_dirs {
+        let host = map.mounted_path(dir)?;
+        std::fs::create_dir_all(&host).map_err(io_err(format!(
+            "create hostPath {dir} ({})",
+            host.display()
+        )))?;
+    }
+    Ok(())
+}
+
+/// The etcd static pod as the host runs it: its init containers, the binary its image's version picks (so replicas
+/// rolled to another etcd minor really run it), its argv on host paths, and its peer ports, bound before etcd starts
+/// so that a port another process holds fails the boot rather than leave etcd unreachable.
+struct EtcdProcess {
+    init: Vec<init::InitStep>,
+    bin: PathBuf,
+    argv: Vec<String>,
+    peer_guards: Vec<Guard>,
+}
+
+impl EtcdProcess {
+    fn prepare(
+        startup: &config::Startup,
+        etcd_bins: &EtcdBins,
+        map: &HostMap,
+        opts: &VmOptions,
+    ) -> Result<EtcdProcess, VmError> {
+        let init = startup
             .etcd_init
             .iter()
-            .map(|c| init::step(c, etcd_bins, &map))
+            .map(|c| init::step(c, etcd_bins, map))
             .collect::<Result<Vec<_>, _>>()?;
-        // The image's version picks the binary, so replicas rolled to another etcd minor really run it.
-        let etcd_bin = etcd_bins
+        let bin = etcd_bins
             .for_image(&startup.etcd_image)
-            .map_err(VmError::Config)?;
-        if !etcd_bin.is_file() {
+            .map_err(VmError::Config)?
+            .to_path_buf();
+        if !bin.is_file() {
             return Err(VmError::Config(format!(
                 "etcd binary {} (for image {}) not found",
-                etcd_bin.display(),
+                bin.display(),
                 startup.etcd_image
             )));
         }
-        let etcd_argv =
-            config::etcd_host_argv(&startup.etcd_argv, etcd_bin, &map, &startup.etcd_volumes)?;
-        // Bound before etcd starts, so a port another process holds fails the boot rather than leave etcd unreachable.
+        let argv = config::etcd_host_argv(&startup.etcd_argv, &bin, map, &startup.etcd_volumes)?;
         let peer_guards = config::peer_ports(&startup.etcd_argv)
             .into_iter()
             .map(|port| {
@@ -258,18 +350,28 @@ impl Vm {
                 .map_err(|e| VmError::Net(format!("etcd's peer port {port}: {e}")))
             })
             .collect::<Result<Vec<Guard>, VmError>>()?;
+        Ok(EtcdProcess {
+            init,
+            bin,
+            argv,
+            peer_guards,
+        })
+    }
+}
 
-        let api = &startup.apiserver;
+/// How the API server reaches etcd (its first `--etcd-servers` entry and client files): the stand-in's health
+/// probe, and what `ssh` hands `etcdctl`.
+struct ApiserverEtcd {
+    probe: api::EtcdProbe,
+    endpoints: String,
+    cacert: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl ApiserverEtcd {
+    fn of(api: &config::Flags, map: &HostMap) -> Result<ApiserverEtcd, VmError> {
         let c = "kube-apiserver";
-        let secure_port: u16 =
-            parse_flag(c, "secure-port", api.get("secure-port").unwrap_or("6443"))?;
-        let bind_host = map.host(api.get("bind-address").unwrap_or("0.0.0.0"));
-        let client_ca = api.get("client-ca-file").map(|p| map.path(p)).transpose()?;
-        let server_tls = tls::server_config(
-            &map.path(api.require(c, "tls-cert-file")?)?,
-            &map.path(api.require(c, "tls-private-key-file")?)?,
-            client_ca.as_deref(),
-        )?;
         let etcd_url = api
             .require(c, "etcd-servers")?
             .split(',')
@@ -286,7 +388,7 @@ impl Vm {
             map.path(api.require(c, "etcd-certfile")?)?,
             map.path(api.require(c, "etcd-keyfile")?)?,
         );
-        let etcd_probe = api::EtcdProbe {
+        let probe = api::EtcdProbe {
             addr: SocketAddr::from((etcd_ip, etcd_port)),
             server_name: ServerName::try_from(etcd_host.to_string()).map_err(|e| {
                 VmError::Config(format!("{c}: --etcd-servers host {etcd_host:?}: {e}"))
@@ -296,76 +398,42 @@ impl Vm {
                 _ => None,
             },
         };
-
-        let bind_ip: Ipv4Addr = parse_flag(c, "bind-address", &bind_host)?;
-        let secure_addr = SocketAddr::from((bind_ip, opts.port_map.host_port(secure_port)));
-        let secure = api::listen(
-            secure_addr,
-            &format!("{name} kube-apiserver :{secure_port}"),
-        )?;
-        let plain = match &startup.healthcheck {
-            Some(h) => {
-                // As the program does at start: a CA or key pair it is given must load, or it exits.
-                for flag in config::HEALTHCHECK_FLAGS {
-                    if let Some(p) = h.get(flag) {
-                        let host = map.path(p)?;
-                        std::fs::read(&host).map_err(io_err(format!(
-                            "healthcheck: --{flag}={p}: the container would exit reading it ({})",
-                            host.display()
-                        )))?;
-                    }
-                }
-                let port = config::HEALTHCHECK_PORT;
-                let addr = SocketAddr::from((map.ip, opts.port_map.host_port(port)));
-                let l = api::listen(addr, &format!("{name} healthcheck :{port}"))?;
-                // It proxies to https://127.0.0.1 (443, not configurable): an apiserver elsewhere never answers it.
-                Some((l, secure_port == 443))
-            }
-            None => None,
-        };
-
-        let info = SshInfo {
-            name: name.to_string(),
-            internal_ip,
-            etcdctl_dir: etcd_bin.parent().map(Path::to_path_buf).unwrap_or_default(),
+        Ok(ApiserverEtcd {
+            probe,
             endpoints: format!("{scheme}://{etcd_ip}:{etcd_port}"),
             cacert,
             cert,
             key,
-        };
-        let info_json = serde_json::to_vec_pretty(&info).expect("SshInfo serializes");
-        std::fs::write(dir.join(SSH_INFO), info_json)
-            .map_err(io_err(format!("write {}", dir.join(SSH_INFO).display())))?;
-
-        let backoff = etcd::Backoff {
-            initial: opts.restart_backoff_initial,
-            max: opts.restart_backoff_max.max(opts.restart_backoff_initial),
-        };
-        let etcd = etcd::Supervisor::start(etcd_init, etcd_argv, dir.join("etcd.log"), backoff)
-            .map_err(io_err(format!("start etcd supervisor for {name}")))?;
-        let health = Arc::new(api::Health::default());
-        let api = api::start(
-            api::ApiSpec {
-                name: name.to_string(),
-                secure,
-                tls: server_tls,
-                version: api::version_of_image(&startup.apiserver_image),
-                plain,
-                etcd: etcd_probe,
-                health_interval: opts.health_interval,
-            },
-            health.clone(),
-        )?;
-        Ok(VmHandle {
-            name: name.to_string(),
-            internal_ip,
-            dir: dir.to_path_buf(),
-            etcd,
-            api,
-            health,
-            peer_guards,
         })
     }
+}
+
+/// The health-check sidecar's plain-HTTP listener, when the pod has one, and whether it reaches its API server
+/// (it proxies to https://127.0.0.1, port 443, not configurable: an API server elsewhere never answers it). As the
+/// program does at start, a CA or key pair it is given must load, or it exits.
+fn healthcheck_listener(
+    name: &str,
+    startup: &config::Startup,
+    map: &HostMap,
+    opts: &VmOptions,
+    secure_port: u16,
+) -> Result<Option<(std::net::TcpListener, bool)>, VmError> {
+    let Some(h) = &startup.healthcheck else {
+        return Ok(None);
+    };
+    for flag in config::HEALTHCHECK_FLAGS {
+        if let Some(p) = h.get(flag) {
+            let host = map.path(p)?;
+            std::fs::read(&host).map_err(io_err(format!(
+                "healthcheck: --{flag}={p}: the container would exit reading it ({})",
+                host.display()
+            )))?;
+        }
+    }
+    let port = config::HEALTHCHECK_PORT;
+    let addr = SocketAddr::from((map.ip, opts.port_map.host_port(port)));
+    let l = api::listen(addr, &format!("{name} healthcheck :{port}"))?;
+    Ok(Some((l, secure_port == 443)))
 }
 
 /// What mkfs leaves in a fresh ext4 file system; the sim's mark of a formatted disk.
