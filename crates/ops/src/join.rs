@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::backup::backup_first;
 use super::build::vm_labels;
+use super::change::preflight_removals;
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
 use super::execute::{Progress, Replica, Run, ip, issue_certs};
@@ -18,7 +19,6 @@ use super::observe::observe;
 use super::orphans::clear_orphans;
 use super::shared::{internal_address_description, internal_address_name};
 use ha_domain::restore::SnapshotChoice;
-use ha_domain::step::{ClusterStep, Step};
 use ha_domain::topology::join_steps;
 use ha_etcd::EtcdTarget;
 use ha_gce::InstanceInfo;
@@ -99,26 +99,8 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     );
     tracing::debug!(replica = %req.name, steps = ?steps, "join steps");
 
-    // Clearing the learners that interrupted joins left is a removal: it gets the removal preflight, with all
-    // of them leaving at once (each would otherwise count the others as leftovers).
-    let stale: Vec<u64> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Cluster(ClusterStep::RemoveStaleMember { id, .. }) => Some(*id),
-            _ => None,
-        })
-        .collect();
-    if !stale.is_empty() {
-        let others: Vec<String> = snap
-            .instances
-            .keys()
-            .filter(|n| **n != req.name)
-            .cloned()
-            .collect();
-        ctx.etcd
-            .preflight_removal(&stale, &others, &snap.targets)
-            .await?;
-    }
+    // Clearing the learners that interrupted joins left is a removal: it gets the removal preflight.
+    preflight_removals(ctx, &snap, &steps, &req.name).await?;
 
     let me = Replica {
         name: req.name.clone(),

@@ -8,20 +8,15 @@ use std::net::Ipv4Addr;
 use tokio::time::Instant;
 
 use super::backup::backup_first;
+use super::change::{observe_reachable, preflight_removals};
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
 use super::execute::{Replica, Run};
-use super::observe::observe;
-use super::repair::restore_reachability;
 use ha_domain::protection::check_leave;
-use ha_domain::step::{ReplicaStep, Step};
 use ha_domain::topology::leave_steps;
 
 pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) -> Result<()> {
-    let mut snap = observe(ctx, &[], deadline).await?;
-    if restore_reachability(ctx, &snap, deadline).await? {
-        snap = observe(ctx, &[], deadline).await?;
-    }
+    let snap = observe_reachable(ctx, deadline).await?;
     let steps = leave_steps(&snap.observed, name).map_err(|(s, d)| OpError::Refused(s, d))?;
     let steps = backup_first(
         ctx,
@@ -34,27 +29,8 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
         .map_err(|(s, d)| OpError::Refused(s, d))?;
     tracing::debug!(replica = %name, steps = ?steps, "leave steps");
 
-    // The removal gets the same preflight as an addition, before anything changes (out of the pool, leadership):
-    // the members that stay are the replicas that stay, agree on the list, and carry no alarm. The leaving
-    // member is exempt: replacing a vanished or crashed VM removes exactly such a dead member.
-    let removing: Vec<u64> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Replica(ReplicaStep::RemoveMember { id }) => Some(*id),
-            _ => None,
-        })
-        .collect();
-    if !removing.is_empty() {
-        let staying: Vec<String> = snap
-            .instances
-            .keys()
-            .filter(|n| n.as_str() != name)
-            .cloned()
-            .collect();
-        ctx.etcd
-            .preflight_removal(&removing, &staying, &snap.targets)
-            .await?;
-    }
+    // The removal gets the same preflight as an addition, before anything changes (out of the pool, leadership).
+    preflight_removals(ctx, &snap, &steps, name).await?;
 
     let me = Replica {
         name: name.to_string(),

@@ -8,12 +8,11 @@
 use tokio::time::Instant;
 
 use super::build::list_keys;
+use super::change::observe_reachable;
 use super::context::ClusterCtx;
 use super::error::Result;
 use super::execute::Run;
 use super::leave::leave;
-use super::observe::observe;
-use super::repair::restore_reachability;
 use super::shared::{JOINING_LABEL, internal_address_description, zone_of};
 use ha_domain::orphans::{AddressSeen, MemberSeen, VmSeen, orphans};
 
@@ -27,10 +26,7 @@ pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Res
             deadline,
         )
         .await?;
-    let mut snap = observe(ctx, &[], deadline).await?;
-    if restore_reachability(ctx, &snap, deadline).await? {
-        snap = observe(ctx, &[], deadline).await?;
-    }
+    let snap = observe_reachable(ctx, deadline).await?;
     let vms: Vec<VmSeen> = snap
         .instances
         .values()

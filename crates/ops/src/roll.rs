@@ -13,12 +13,12 @@ use tokio::time::Instant;
 use super::adopt::{RecordedCerts, certs_expire_on, certs_on};
 use super::backup::backup_first;
 use super::build::{data_disk_name, vm_labels};
+use super::change::observe_reachable;
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
 use super::execute::{Progress, Replica, Run, ip};
 use super::lock::lock_cluster;
-use super::observe::{Snapshot, observe};
-use super::repair::restore_reachability;
+use super::observe::Snapshot;
 use super::shared::{internal_address_name, zone_of};
 use ha_domain::roll::{BUILD_LABEL, Build, Placement, VmFacts, roll_steps, subnetwork_name};
 use ha_gce::AddressKind;
@@ -128,10 +128,7 @@ pub async fn roll_in_turn(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) 
 /// One roll of replica `r`; the caller holds the cluster's lock.
 pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Result<Rolled> {
     let c = &ctx.compute;
-    let mut snap = observe(ctx, &[], deadline).await?;
-    if restore_reachability(ctx, &snap, deadline).await? {
-        snap = observe(ctx, &[], deadline).await?;
-    }
+    let snap = observe_reachable(ctx, deadline).await?;
     let want = ctx.spec.master.build();
     // A VM whose labels were edited by hand is not found by label; it is still this replica.
     let vm = match snap.instances.get(&r.name) {
