@@ -90,6 +90,19 @@ pub enum ReplicaStep {
     AddToPool,
     /// The replica leaves the pool, then the drain delay passes so requests in flight finish.
     RemoveFromPool,
+    /// The VM carries the labels the change leaves it with: the cluster's and its own, the build it runs, and no
+    /// joining mark; nothing is called when it already does. The last step of every join and roll
+    /// ([`labelled_last`]). In a join it is the commit point: a VM still marked joining is a dead join's leftover
+    /// (`domain::orphans`), so a join killed anywhere before it is swept by the next, and one killed after it is a
+    /// replica. In a roll it labels a VM that kept its old build label (resized in place, or made before builds
+    /// were labelled); a rebuilt VM is made with its labels.
+    LabelVm,
+}
+
+/// A join's or a roll's steps with [`ReplicaStep::LabelVm`] last.
+pub fn labelled_last(mut steps: Vec<Step>) -> Vec<Step> {
+    steps.push(ReplicaStep::LabelVm.into());
+    steps
 }
 
 /// A step that needs no replica: it names what it acts on, or acts on the cluster as a whole (its backup, load

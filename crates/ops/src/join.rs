@@ -10,7 +10,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::backup::backup_first;
-use super::build::vm_labels;
 use super::change::preflight_removals;
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
@@ -19,6 +18,7 @@ use super::observe::observe;
 use super::orphans::clear_orphans;
 use super::shared::{internal_address_description, internal_address_name};
 use ha_domain::restore::SnapshotChoice;
+use ha_domain::step::labelled_last;
 use ha_domain::topology::join_steps;
 use ha_etcd::EtcdTarget;
 use ha_gce::InstanceInfo;
@@ -90,13 +90,13 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     if !restoring || req.restore_at_create {
         super::restore::check_founding(ctx, &snap.observed).await?;
     }
-    let steps = backup_first(
+    let steps = labelled_last(backup_first(
         ctx,
         steps,
         &snap.observed,
         &req.name,
         &format!("join of replica {}", req.name),
-    );
+    ));
     tracing::debug!(replica = %req.name, steps = ?steps, "join steps");
 
     // Clearing the learners that interrupted joins left is a removal: it gets the removal preflight.
@@ -118,15 +118,12 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
         return Err(e);
     }
     let Progress {
-        member_id, certs, ..
+        member_id,
+        certs,
+        instance,
+        ..
     } = run.into_progress();
     let certs = certs.ok_or_else(|| OpError::Other("the join issued no certificates".into()))?;
-    // Done: the VM stops looking like a dead join's leftover. Last, so that a join killed anywhere before this
-    // point is recognised by the next one (`ops::orphans`).
-    let instance = Some(
-        c.set_labels(&req.zone, &req.name, &vm_labels(ctx, &req.labels), deadline)
-            .await?,
-    );
     Ok(Joined {
         instance,
         internal_ip,

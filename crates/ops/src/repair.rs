@@ -69,9 +69,6 @@ pub async fn restore_labels(
 /// How often a restarted VM and its etcd member are looked at: they have no operation to wait on.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Starts replica `name` if its VM is not running, waits until GCE shows it RUNNING and its etcd member answers
-/// healthy (and, when it holds the static IP, until the IP serves again). Returns the VM as it then is; a VM that
-/// was running already is returned at once.
 /// Writes `wrote` back as the VM's whole metadata if it differs (in any item) from what the VM carries.
 pub async fn restore_metadata(
     ctx: &ClusterCtx,
@@ -96,6 +93,9 @@ pub async fn restore_metadata(
     Ok(())
 }
 
+/// Starts replica `name` if its VM is not running, waits until GCE shows it RUNNING and its etcd member answers
+/// healthy (and, when it holds the static IP, until the IP serves again). Returns the VM as it then is; a VM that
+/// was running already is returned at once.
 pub async fn restart_replica(
     ctx: &ClusterCtx,
     zone: &str,

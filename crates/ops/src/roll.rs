@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::adopt::{RecordedCerts, certs_expire_on, certs_on};
 use super::backup::backup_first;
-use super::build::{data_disk_name, vm_labels};
+use super::build::data_disk_name;
 use super::change::observe_reachable;
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
@@ -21,6 +21,7 @@ use super::lock::lock_cluster;
 use super::observe::Snapshot;
 use super::shared::{internal_address_name, zone_of};
 use ha_domain::roll::{BUILD_LABEL, Build, Placement, VmFacts, roll_steps, subnetwork_name};
+use ha_domain::step::labelled_last;
 use ha_gce::AddressKind;
 use ha_gce::InstanceInfo;
 use ha_master::DATA_DEVICE;
@@ -167,13 +168,13 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
             return Err(OpError::NotYet(summary, detail));
         }
     };
-    let steps = backup_first(
+    let steps = labelled_last(backup_first(
         ctx,
         steps,
         &snap.observed,
         &r.name,
         &format!("roll of replica {}", r.name),
-    );
+    ));
     tracing::debug!(replica = %r.name, steps = ?steps, "roll steps");
     let member_id = snap
         .member_named(&r.name)
@@ -191,24 +192,12 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
     let Progress {
         instance, certs, ..
     } = run.into_progress();
-    let mut now = match instance {
-        Some(v) => v,
-        None => c
-            .get_instance(&r.zone, &r.name, deadline)
-            .await?
-            .ok_or_else(|| {
-                OpError::Other(format!(
-                    "the VM of replica {} vanished during its roll",
-                    r.name
-                ))
-            })?,
-    };
-    // A VM made before builds were labelled, or resized in place: it carries its build from now on.
-    if now.labels.get(BUILD_LABEL) != Some(&want.digest()) {
-        now = c
-            .set_labels(&r.zone, &r.name, &vm_labels(ctx, &r.labels), deadline)
-            .await?;
-    }
+    let now = instance.ok_or_else(|| {
+        OpError::Other(format!(
+            "the VM of replica {} vanished during its roll",
+            r.name
+        ))
+    })?;
     let certs = match certs {
         Some(issued) => Some(RecordedCerts::of(&issued)),
         None => certs_on(&ctx.settings, &now).await.ok(),

@@ -319,6 +319,7 @@ impl ReplicaRun<'_> {
             AwaitApi => self.await_api().await,
             AddToPool => self.add_to_pool().await,
             RemoveFromPool => self.remove_from_pool().await,
+            LabelVm => self.label_vm().await,
         }
     }
 }

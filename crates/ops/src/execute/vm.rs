@@ -159,6 +159,28 @@ impl ReplicaRun<'_> {
         Ok(())
     }
 
+    /// `ReplicaStep::LabelVm`: no call when the VM as last seen already carries the labels.
+    pub(super) async fn label_vm(&mut self) -> Result<()> {
+        let ctx = self.ctx;
+        let deadline = self.deadline;
+        let me = self.me();
+        let want = crate::build::vm_labels(ctx, &me.labels);
+        if self
+            .progress
+            .instance
+            .as_ref()
+            .is_some_and(|i| i.labels == want)
+        {
+            return Ok(());
+        }
+        self.progress.instance = Some(
+            ctx.compute
+                .set_labels(&me.zone, &me.name, &want, deadline)
+                .await?,
+        );
+        Ok(())
+    }
+
     /// `ReplicaStep::DeleteInstance`.
     pub(super) async fn delete_instance(&mut self) -> Result<()> {
         let ctx = self.ctx;
