@@ -2,7 +2,7 @@
 //! parallel (siblings in one apply, or replicas of other states applied by other processes) change membership one
 //! at a time.
 
-use ha_domain::replica_drift::{MemberSeen, VmSeen, vanished_vm};
+use ha_domain::replica_drift::{MemberSeen, VmSeen, member_seen, vanished_vm};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
@@ -342,6 +342,18 @@ pub async fn read(
     }
 }
 
+/// The member ids etcd listed, when it answered.
+fn listed_ids(snap: &Snapshot) -> Option<Vec<u64>> {
+    snap.observed
+        .members
+        .is_some()
+        .then(|| snap.members.iter().map(|m| m.id).collect())
+}
+
+fn recorded_member(s: &ReplicaModel) -> Option<&str> {
+    s.etcd_member_id.known().map(String::as_str)
+}
+
 /// The replica's VM is not there.
 async fn vm_gone(
     ctx: &ClusterCtx,
@@ -353,14 +365,7 @@ async fn vm_gone(
 ) -> ReplicaModel {
     // The VM is gone but its etcd data disk is not (deleted by hand, or a roll killed between deleting and
     // creating it): the replica is rebuilt on the disk as the same member, unless etcd has removed that member.
-    let member = if snap.observed.members.is_some()
-        && s.etcd_member_id.known().is_some_and(|id| {
-            !id.is_empty() && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
-        }) {
-        MemberSeen::Removed
-    } else {
-        MemberSeen::Listed
-    };
+    let member = member_seen(listed_ids(snap).as_deref(), recorded_member(&s));
     let disk_labels = ha_ops::observe::data_disk_labels(ctx, zone, name, until)
         .await
         .ok()
@@ -432,11 +437,7 @@ async fn record_vm(
     {
         shown.insert(DATA_DISK_SIZE.into(), size.to_string());
     }
-    // Only a list etcd gave counts: unreachable etcd says nothing about membership.
-    if snap.observed.members.is_some()
-        && let Some(id) = s.etcd_member_id.known().filter(|id| !id.is_empty())
-        && !snap.members.iter().any(|m| format!("{:x}", m.id) == *id)
-    {
+    if member_seen(listed_ids(snap).as_deref(), recorded_member(&s)) == MemberSeen::Removed {
         s.etcd_member_id = Val::Known(String::new());
     }
     s

@@ -48,6 +48,18 @@ pub enum Repair {
     RestoreMetadata,
 }
 
+/// Whether etcd still lists the member state records (`recorded`, hex, as `etcd_member_id`): removed only when etcd
+/// answered (`listed` is its member ids) and none of them is it. An unread list says nothing about membership, and
+/// a replica with no member recorded has none to lose.
+pub fn member_seen(listed: Option<&[u64]>, recorded: Option<&str>) -> MemberSeen {
+    match (listed, recorded) {
+        (Some(ids), Some(id)) if !id.is_empty() && !ids.iter().any(|m| format!("{m:x}") == id) => {
+            MemberSeen::Removed
+        }
+        _ => MemberSeen::Listed,
+    }
+}
+
 /// Refresh found no VM for a replica: rebuild it when its data disk exists and etcd has not removed its member
 /// (a VM deleted by hand, or a roll killed between delete and create); otherwise it can only be replaced.
 pub fn vanished_vm(data_disk: bool, member: MemberSeen) -> VmSeen {
@@ -141,6 +153,29 @@ fn capitalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_is_removed_only_when_etcd_answered_without_it() {
+        let ids: &[u64] = &[0xa1, 0xb2];
+        let cases: [(Option<&[u64]>, Option<&str>, MemberSeen); 6] = [
+            (Some(ids), Some("a1"), MemberSeen::Listed),
+            (Some(ids), Some("c3"), MemberSeen::Removed),
+            // etcd unreachable: nothing is known.
+            (None, Some("c3"), MemberSeen::Listed),
+            // No member recorded (a state from before, or a join that never added one).
+            (Some(ids), Some(""), MemberSeen::Listed),
+            (Some(ids), None, MemberSeen::Listed),
+            // etcd answered with no member at all.
+            (Some(&[]), Some("a1"), MemberSeen::Removed),
+        ];
+        for (listed, recorded, want) in cases {
+            assert_eq!(
+                member_seen(listed, recorded),
+                want,
+                "{listed:?} {recorded:?}"
+            );
+        }
+    }
 
     fn seen<'a>(vm: VmSeen, member: MemberSeen, drift: &'a [String]) -> ReplicaSeen<'a> {
         ReplicaSeen {
