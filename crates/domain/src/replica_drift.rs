@@ -157,7 +157,8 @@ mod tests {
     #[test]
     fn a_member_is_removed_only_when_etcd_answered_without_it() {
         let ids: &[u64] = &[0xa1, 0xb2];
-        let cases: [(Option<&[u64]>, Option<&str>, MemberSeen); 6] = [
+        type Case<'a> = (Option<&'a [u64]>, Option<&'a str>, MemberSeen);
+        let cases: [Case; 6] = [
             (Some(ids), Some("a1"), MemberSeen::Listed),
             (Some(ids), Some("c3"), MemberSeen::Removed),
             // etcd unreachable: nothing is known.
