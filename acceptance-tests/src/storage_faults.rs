@@ -44,6 +44,8 @@ struct Armed {
     rng: Pcg64Mcg,
     /// Percent of calls that meet each fault; the rest pass.
     shares: Vec<(Fault, f64)>,
+    /// The next call meets a fault whatever the draw says (which fault is still drawn, by the shares' weights).
+    fault_next: bool,
 }
 
 #[derive(Default)]
@@ -116,6 +118,17 @@ impl StorageFaults {
     /// From now on, `percent` of calls meet a fault: 429, 503, a reset before the bucket and a lost answer after
     /// it in equal parts, and a stall at a tenth of that share (each one holds its call for an attempt's length).
     pub fn arm(&self, seed: u64, percent: f64) {
+        self.arm_with(seed, percent, false);
+    }
+
+    /// [`StorageFaults::arm`], and the first call meets a fault for certain. A change makes only a few storage
+    /// calls (its backup's upload, listing and pruning), so a run of a few changes at 25 % still met no fault at
+    /// all for about one seed in twenty, and tested nothing.
+    pub fn arm_faulting_first(&self, seed: u64, percent: f64) {
+        self.arm_with(seed, percent, true);
+    }
+
+    fn arm_with(&self, seed: u64, percent: f64, fault_next: bool) {
         let part = percent / 4.0;
         let shares = vec![
             (Fault::TooManyRequests, part),
@@ -127,6 +140,7 @@ impl StorageFaults {
         self.lock().armed = Some(Armed {
             rng: Pcg64Mcg::seed_from_u64(seed),
             shares,
+            fault_next,
         });
     }
 
@@ -169,7 +183,11 @@ fn draw(state: &Mutex<Shared>) -> Option<Fault> {
     let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
     s.calls += 1;
     let armed = s.armed.as_mut()?;
-    let roll = armed.rng.random_range(0.0..100.0);
+    // A forced fault is drawn over the faults' shares only; any other call over the whole 100 %.
+    let total: f64 = armed.shares.iter().map(|(_, share)| share).sum();
+    let range = if armed.fault_next { total } else { 100.0 };
+    armed.fault_next = false;
+    let roll = armed.rng.random_range(0.0..range);
     let mut below = 0.0;
     let fault = armed.shares.iter().find_map(|(fault, share)| {
         below += share;

@@ -16,7 +16,8 @@
 //! - **Storage faults**: a proxy between the provider and the emulator (`acceptance_tests::storage_faults`)
 //!   answers a share of Cloud Storage calls with 429 or 503, resets the connection before the bucket, loses the
 //!   answer after the bucket stored an upload, or stalls a call for longer than any attempt should wait. The
-//!   backups must retry through them (or stop the change with a sentence).
+//!   backups must retry through them (or stop the change with a sentence). The first change's first storage call
+//!   always meets one: the changes make few storage calls, and a seed that faulted none would test nothing.
 //!
 //! Each prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share
 //! and `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded
@@ -290,6 +291,8 @@ fn changes_under_random_faults(client: Client, source: Source) {
         let draws = seed + 10 * n as u64;
         match source {
             Source::Api => arm(&sim, draws, percent),
+            // The first change's first storage call always meets a fault: a few changes make few storage calls.
+            Source::Storage if n == 0 => proxy.arm_faulting_first(draws, percent),
             Source::Storage => proxy.arm(draws, percent),
         }
         let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
