@@ -99,6 +99,19 @@ pub enum ReplicaStep {
     LabelVm,
 }
 
+/// The members `steps` remove from etcd: the replica's own (a leave) and the learners interrupted joins left (a
+/// join clears them first). Each gets etcd's removal preflight before the change runs (`ops::change`).
+pub fn removed_members(steps: &[Step]) -> Vec<u64> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Replica(ReplicaStep::RemoveMember { id })
+            | Step::Cluster(ClusterStep::RemoveStaleMember { id, .. }) => Some(*id),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A join's or a roll's steps with [`ReplicaStep::LabelVm`] last.
 pub fn labelled_last(mut steps: Vec<Step>) -> Vec<Step> {
     steps.push(ReplicaStep::LabelVm.into());
@@ -165,4 +178,42 @@ macro_rules! steps {
     ($($step:expr),* $(,)?) => {
         vec![$($crate::step::Step::from($step)),*]
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leave_and_a_join_that_clears_stale_learners_remove_members_and_nothing_else_does() {
+        let leave: Vec<Step> = vec![
+            ReplicaStep::RemoveFromPool.into(),
+            ReplicaStep::MoveLeadership.into(),
+            ReplicaStep::RemoveMember { id: 7 }.into(),
+            ReplicaStep::DeleteInstance.into(),
+        ];
+        assert_eq!(removed_members(&leave), vec![7]);
+        let join: Vec<Step> = vec![
+            ClusterStep::RemoveStaleMember {
+                name: "a".into(),
+                id: 3,
+            }
+            .into(),
+            ClusterStep::RemoveStaleMember {
+                name: "b".into(),
+                id: 4,
+            }
+            .into(),
+            ReplicaStep::AddLearner.into(),
+            ReplicaStep::CreateJoiningInstance.into(),
+        ];
+        assert_eq!(removed_members(&join), vec![3, 4]);
+        let roll: Vec<Step> = vec![
+            ReplicaStep::RemoveFromPool.into(),
+            ReplicaStep::DeleteInstance.into(),
+            ReplicaStep::RebuildInstance.into(),
+            ReplicaStep::AwaitMember.into(),
+        ];
+        assert!(removed_members(&roll).is_empty());
+    }
 }
