@@ -181,6 +181,9 @@ fn upstream_function(kind: Kind) -> &'static str {
         Kind::CertBundle => "client-go certutil.CertsFromFile",
         Kind::KeyPair => "Go's tls.LoadX509KeyPair",
         Kind::Kubeconfig => "client-go clientcmd.BuildConfigFromFlags and rest.TLSConfigFor",
+        Kind::EncryptionConfig => {
+            "apiserver's EncryptionConfiguration decoder and validation.ValidateEncryptionConfiguration"
+        }
         Kind::Plain => "a plain read",
     }
 }

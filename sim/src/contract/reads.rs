@@ -22,6 +22,9 @@ pub(crate) enum Kind {
     /// client-go `clientcmd.BuildConfigFromFlags` and the TLS configuration it makes (a component's kubeconfig,
     /// with the files it names).
     Kubeconfig,
+    /// k8s.io/apiserver's `EncryptionConfiguration` decoding and `ValidateEncryptionConfiguration`
+    /// (kube-apiserver `--encryption-provider-config`).
+    EncryptionConfig,
     /// Read as it is (gce.conf, the kubelet's configuration).
     Plain,
 }
@@ -34,6 +37,7 @@ impl Kind {
             Kind::CertBundle => "cert-bundle",
             Kind::KeyPair => "key-pair",
             Kind::Kubeconfig => "kubeconfig",
+            Kind::EncryptionConfig => "encryption-config",
             Kind::Plain => "plain",
         }
     }
@@ -121,6 +125,7 @@ fn flag_reads(reader: Reader) -> &'static [(&'static [&'static str], Kind)] {
                 &["kubelet-client-certificate", "kubelet-client-key"],
                 Kind::KeyPair,
             ),
+            (&["encryption-provider-config"], Kind::EncryptionConfig),
         ],
         Reader::Program(Program::KubeControllerManager) => &[
             (&["root-ca-file"], Kind::CertBundle),
