@@ -354,6 +354,17 @@ fn certificates_and_keys(schema: Schema) -> Schema {
             ),
     )
     .attribute(
+        Attribute::string("secrets_encryption_key")
+            .optional()
+            .validator(string_check(
+                "A Secret Manager secret version, `projects/PROJECT/secrets/SECRET/versions/N`.",
+                |v| ha_domain::secrets_encryption::parse(v).map(|_| ()),
+            ))
+            .description(
+                "Encrypts Kubernetes Secrets in etcd, and so in every snapshot the `backup` block takes:                  the Secret Manager secret version, `projects/PROJECT/secrets/SECRET/versions/N`, whose                  payload is the key (32 random bytes, or their base64: `head -c 32 /dev/urandom | gcloud                  secrets versions add SECRET --data-file=-`). The API servers encrypt with it (`secretbox`)                  and still read what was written plain. You own the secret, not the cluster: a snapshot's                  Secrets can be read only with the key it was taken under, so keep the version for as long                  as its backups, after a `terraform destroy` too. The provider reads the key when it builds                  a master and hands it to that master in its own secret; it is never in Terraform state nor                  in instance metadata. Set only when the cluster is created: plan refuses turning it on,                  off or to another version on a running cluster, which needs a staged roll this release                  does not have. Unset, Secrets are stored plain. See docs/guides/secrets.md.",
+            ),
+    )
+    .attribute(
         Attribute::typed("private_keys", <PrivateKeys as TfType>::tf_type())
             .computed()
             .sensitive()
@@ -1113,6 +1124,7 @@ impl ClusterResource {
             etcd_version,
             data_disk_size_gb: *data_gb,
             boot_disk_size_gb: *boot_gb,
+            secrets_encryption_key: p.secrets_encryption_key.known().map(String::as_str),
         };
         let judged = tokio::time::timeout(
             ha_ops::plan_check::PATIENCE,
@@ -1303,6 +1315,7 @@ impl Resource for ClusterResource {
                 Diagnostic::error(summary, detail).at(AttributePath::attr("data_disk_size_gb")),
             );
         }
+        super::cluster_encryption::check(&self.settings(), change.prior, p, diags).await;
         let moved = change
             .prior
             .is_none_or(|m| m.region != p.region || m.zone != p.zone);

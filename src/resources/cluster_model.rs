@@ -54,6 +54,7 @@ pub struct ClusterModel {
     pub backup: Val<Backup>,
     pub last_backup: Val<String>,
     pub ca_key_store: Val<String>,
+    pub secrets_encryption_key: Val<String>,
     pub private_keys: Val<PrivateKeys>,
     pub timeouts: Val<Timeouts>,
 }
@@ -254,6 +255,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         backup_stop_on_failure: backup_part(&p.backup, |b| &b.stop_on_failure),
         backup_kms_key_name: backup_part(&p.backup, |b| &b.kms_key_name),
         keys_secret: carried(|s| &s.keys_secret),
+        secrets_encryption_key: p.secrets_encryption_key.clone(),
     }
 }
 

@@ -134,6 +134,8 @@ pub async fn cluster(
         last_backup: Val::Null,
         // Masters never hold CA keys, so import finds none to store (`ca_key_store`).
         ca_key_store: Val::Null,
+        // Nothing on a master names the version its key came from; a kube-up master encrypts nothing.
+        secrets_encryption_key: Val::Null,
         private_keys: Val::Null,
         timeouts: Val::Null,
     };

@@ -77,6 +77,10 @@ pub struct ClusterSpec {
     /// attributes above are null, so no replica's state holds a private key. Null for a cluster that keeps them
     /// in this spec (made before the secret, `ca_key_store = "terraform_state"`) or has none (imported).
     pub keys_secret: Val<String>,
+    /// The cluster's `secrets_encryption_key`: the Secret Manager version whose key the API servers encrypt
+    /// Secrets with (`domain::secrets_encryption`); the provider reads the key itself only when it renders a
+    /// master, so it is never in state. Null: Secrets are stored plain.
+    pub secrets_encryption_key: Val<String>,
 }}
 
 impl ClusterSpec {
@@ -168,6 +172,10 @@ impl ClusterSpec {
                 "service_account_scopes",
             )?)
             .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
+            secrets_encryption_key: match &s.secrets_encryption_key {
+                Val::Null => None,
+                v => Some(need(v, "secrets_encryption_key")?),
+            },
         })
     }
 
@@ -250,6 +258,8 @@ impl ClusterSpec {
             },
             service_account_key: key(&s.service_account_key, "service account key")?,
             keys_secret: s.keys_secret.known().cloned(),
+            // Read by `ops::ClusterCtx::new` from the version `master.secrets_encryption_key` names.
+            secrets_key: None,
             // Unknown or absent (a state from before the setting): protected, the safe side.
             deletion_protection: s.deletion_protection.known() != Some(&false),
             certificate_validity: duration_or(

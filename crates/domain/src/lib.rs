@@ -30,6 +30,7 @@ pub mod recovery;
 pub mod replica_drift;
 pub mod restore;
 pub mod roll;
+pub mod secrets_encryption;
 pub mod service_account;
 pub mod shape;
 pub mod start_empty;

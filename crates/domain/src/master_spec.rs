@@ -40,7 +40,13 @@ pub struct MasterSpec {
     /// Who the VMs run as, and their OAuth scopes as URLs, sorted (`domain::service_account::scope_urls`).
     pub service_account: String,
     pub service_account_scopes: Vec<String>,
+    /// The Secret Manager version holding the key Secrets are encrypted with (`domain::secrets_encryption`), if
+    /// any.
+    pub secrets_encryption_key: Option<String>,
 }
+
+/// The build setting naming the encryption key's version.
+pub const SECRETS_ENCRYPTION_KEY: &str = "secrets_encryption_key";
 
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
 pub const DEFAULT_DATA_DISK_TYPE: &str = "pd-ssd";
@@ -68,6 +74,7 @@ impl MasterSpec {
             kubernetes_version,
             service_account,
             service_account_scopes,
+            secrets_encryption_key,
             // Not part of a build, and why:
             // - a disk keeps the type it was made with; the setting applies to replicas created later;
             data_disk_type: _,
@@ -110,6 +117,10 @@ impl MasterSpec {
         {
             settings.insert(KUBERNETES_VERSION.into(), v.to_string());
         }
+        // The encryption key only when there is one: masters made before it existed had none.
+        if let Some(key) = secrets_encryption_key {
+            settings.insert(SECRETS_ENCRYPTION_KEY.into(), key.clone());
+        }
         Build {
             machine_type: machine_type.clone(),
             data_disk_gb: Some(*data_disk_size_gb),
@@ -142,6 +153,7 @@ mod tests {
             kubernetes_version: kubernetes_version::LEGACY.into(),
             service_account: "default".into(),
             service_account_scopes: vec!["https://www.googleapis.com/auth/compute".into()],
+            secrets_encryption_key: None,
         }
     }
 
@@ -168,7 +180,7 @@ mod tests {
     #[test]
     fn every_other_setting_changes_the_build() {
         let base = spec().build();
-        let changes: [fn(&mut MasterSpec); 14] = [
+        let changes: [fn(&mut MasterSpec); 15] = [
             |s| s.machine_type = "e2-standard-4".into(),
             |s| s.image = "cos-2".into(),
             |s| s.boot_disk_size_gb = 30,
@@ -186,6 +198,7 @@ mod tests {
                 s.service_account_scopes =
                     vec!["https://www.googleapis.com/auth/cloud-platform".into()]
             },
+            |s| s.secrets_encryption_key = Some("projects/p/secrets/k/versions/1".into()),
         ];
         for (i, change) in changes.into_iter().enumerate() {
             let mut s = spec();

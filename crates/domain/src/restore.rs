@@ -45,6 +45,9 @@ pub struct SnapshotInfo {
     /// Unix seconds.
     pub taken_at: Option<i64>,
     pub sha256: Option<String>,
+    /// The name of the key its Secrets are encrypted with (`ha-secrets-key`, ha-master's `SecretsKey::name`);
+    /// none when the cluster that took it stored them plain, or for a snapshot taken by hand.
+    pub secrets_key: Option<String>,
 }
 
 impl SnapshotInfo {
@@ -58,7 +61,31 @@ impl SnapshotInfo {
             etcd_version: get("ha-etcd-version"),
             taken_at: get("ha-taken-at").and_then(|t| t.parse().ok()),
             sha256: get("ha-sha256"),
+            secrets_key: get(SECRETS_KEY_METADATA),
         }
+    }
+}
+
+/// The object metadata naming the key a snapshot's Secrets are encrypted with.
+pub const SECRETS_KEY_METADATA: &str = "ha-secrets-key";
+
+/// Whether a cluster whose API servers hold key `ours` (its name; none when they store Secrets plain) can read the
+/// Secrets in `snapshot`: a snapshot taken plain restores anywhere (the `identity` provider reads it), one taken
+/// under a key only where that key is held. Refused at plan otherwise, as the restored API servers could not
+/// read a single Secret.
+pub fn check_secrets_key(snapshot: &SnapshotInfo, ours: Option<&str>) -> Result<(), Refusal> {
+    match &snapshot.secrets_key {
+        Some(theirs) if Some(theirs.as_str()) != ours => Err((
+            "The snapshot's Secrets are encrypted with a key this cluster does not hold".into(),
+            format!(
+                "{} was taken by a cluster whose Secrets were encrypted with key {theirs}, and this cluster's API                  servers {}: restored, they could not read a single Secret. Set `secrets_encryption_key` to the                  Secret Manager version that holds key {theirs} (the one the cluster that took it named), or point                  `restore.snapshot` at another snapshot.",
+                snapshot.url,
+                ours.map_or("store Secrets plain".to_string(), |k| format!(
+                    "hold key {k}"
+                ))
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -432,6 +459,7 @@ mod tests {
             etcd_version: version.map(str::to_string),
             taken_at: Some(1_795_000_000),
             sha256: None,
+            secrets_key: None,
         }
     }
 
@@ -548,6 +576,7 @@ mod tests {
             etcd_version: None,
             taken_at: None,
             sha256: sha256.map(String::from),
+            secrets_key: None,
         };
         let real = "0123456789abcdef".repeat(4);
         assert_eq!(check_digest(&snap(None)), Ok(()));
@@ -568,6 +597,34 @@ mod tests {
         }
     }
 
+    /// A plain snapshot restores anywhere; one taken under a key only where that key is held.
+    #[test]
+    fn a_snapshot_taken_under_a_key_restores_only_where_the_key_is_held() {
+        let snap = |key: Option<&str>| SnapshotInfo {
+            secrets_key: key.map(String::from),
+            ..snapshot(None)
+        };
+        for (taken, ours, ok) in [
+            (None, None, true),
+            (None, Some("ha-a"), true),
+            (Some("ha-a"), Some("ha-a"), true),
+            (Some("ha-a"), None, false),
+            (Some("ha-a"), Some("ha-b"), false),
+        ] {
+            let got = check_secrets_key(&snap(taken), ours);
+            assert_eq!(got.is_ok(), ok, "{taken:?} into {ours:?}: {got:?}");
+            if let Err((_, detail)) = got {
+                assert!(
+                    detail.contains("ha-a") && detail.contains("secrets_encryption_key"),
+                    "{detail}"
+                );
+            }
+        }
+        let metadata = BTreeMap::from([(SECRETS_KEY_METADATA.to_string(), "ha-a".to_string())]);
+        let read = SnapshotInfo::from_metadata("gs://b/s.db".into(), 1, &metadata);
+        assert_eq!(read.secrets_key.as_deref(), Some("ha-a"));
+    }
+
     #[test]
     fn a_snapshot_must_fit_the_data_disk_with_its_wal_and_the_boot_disk() {
         let snap = |size: u64| SnapshotInfo {
@@ -577,6 +634,7 @@ mod tests {
             etcd_version: None,
             taken_at: None,
             sha256: None,
+            secrets_key: None,
         };
         const GIB: u64 = 1 << 30;
         // (snapshot, data GB, boot GB, refused with)

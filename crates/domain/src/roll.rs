@@ -542,6 +542,7 @@ mod tests {
             kubernetes_version: kubernetes.into(),
             service_account: account.into(),
             service_account_scopes: scopes.to_vec(),
+            secrets_encryption_key: None,
         }
         .build()
     }

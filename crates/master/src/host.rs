@@ -196,6 +196,13 @@ fn tls_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
         &cfg.service_account_key_pem,
         KEY_MODE,
     ));
+    if let Some(key) = &cfg.secrets_encryption {
+        out.push(file(
+            super::encryption::CONFIG_PATH,
+            key.config_yaml(),
+            KEY_MODE,
+        ));
+    }
     // `super::check` refuses a key whose public half cannot be derived, so this is never empty when rendered.
     out.push(file(
         paths::SERVICE_ACCOUNT_PUB,

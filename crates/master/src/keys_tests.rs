@@ -154,3 +154,74 @@ fn cloud_init_accepts_the_user_data_that_fetches_its_keys() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+fn encrypting() -> MasterConfig {
+    MasterConfig {
+        secrets_encryption: Some(
+            crate::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef").unwrap(),
+        ),
+        ..in_secret_manager()
+    }
+}
+
+/// The encryption configuration holds the key: it travels in the bundle, the API server alone mounts it, and its
+/// flag names it. Without a key nothing of it is rendered, so existing masters render as before.
+#[test]
+fn the_encryption_key_travels_in_the_bundle_and_only_the_api_server_reads_it() {
+    use crate::encryption::CONFIG_PATH;
+    let cfg = encrypting();
+    let key = cfg.secrets_encryption.as_ref().unwrap();
+    let ud = render_user_data(&cfg);
+    assert!(
+        ud.contains(CONFIG_PATH),
+        "the API server's manifest names the file"
+    );
+    assert!(!ud.contains("secretbox"), "{ud}");
+    assert!(
+        !ud.contains("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="),
+        "{ud}"
+    );
+    let bundle = key_bundle(&cfg).unwrap();
+    let unpacked = unpack(&bundle.tar, &bundle.sha256).unwrap();
+    let config = unpacked
+        .iter()
+        .find(|(path, _)| path == CONFIG_PATH)
+        .expect("the configuration is in the bundle");
+    assert_eq!(config.1, key.config_yaml());
+
+    // Rendered as if in metadata, so the manifests can be read: only the API server mounts the file.
+    let in_metadata = MasterConfig {
+        keys: KeyDelivery::InMetadata,
+        ..cfg.clone()
+    };
+    let written = files(&in_metadata);
+    assert_eq!(written[CONFIG_PATH].permissions, "0600");
+    for (path, f) in &written {
+        let Some(name) = path
+            .strip_prefix(&format!("{}/", crate::paths::MANIFESTS))
+            .and_then(|n| n.strip_suffix(".yaml"))
+        else {
+            continue;
+        };
+        let pod = crate::tests::pod(&written, name);
+        for c in pod.spec.containers.iter().chain(&pod.spec.init_containers) {
+            let mounts = c.volume_mounts.iter().any(|m| m.mount_path == CONFIG_PATH);
+            let is_apiserver = c.name == "kube-apiserver";
+            assert_eq!(mounts, is_apiserver, "{} in {}", c.name, f.path);
+            if is_apiserver {
+                let flags = crate::tests::flags(c);
+                assert_eq!(flags["encryption-provider-config"], CONFIG_PATH);
+            }
+        }
+    }
+    // A master without a key renders none of it.
+    let plain = files(base());
+    assert!(!plain.contains_key(CONFIG_PATH));
+    assert!(!render_user_data(base()).contains("encryption-provider-config"));
+    // And no master may carry the key in metadata.
+    assert_eq!(
+        crate::check(&in_metadata),
+        Err(crate::MasterError::EncryptionKeyInMetadata)
+    );
+    assert_eq!(crate::check(&cfg), Ok(()));
+}

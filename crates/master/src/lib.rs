@@ -12,6 +12,7 @@
 mod addons;
 #[cfg(test)]
 mod boot_tests;
+pub mod encryption;
 mod host;
 pub mod k8s;
 pub mod keys;
@@ -28,6 +29,7 @@ mod runtime_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod tests;
 
+pub use encryption::SecretsKey;
 pub use k8s::{CloudConfig, Kubeconfig, KubeletConfiguration, Pod, WriteFile};
 pub use keys::KeyBundle;
 
@@ -221,6 +223,9 @@ pub struct MasterConfig {
     pub restore: Option<SnapshotRestore>,
     /// Where the private keys travel: in `user-data`, or in the replica's secret.
     pub keys: KeyDelivery,
+    /// The key the API server encrypts Secrets in etcd with (the cluster's `secrets_encryption_key`), when it has
+    /// one; see [`encryption`].
+    pub secrets_encryption: Option<SecretsKey>,
 }
 
 /// Where a restoring master fetches its snapshot, with the VM's own service account (`gcloud storage cp`).
@@ -277,6 +282,10 @@ pub enum MasterError {
     RestoreMisconfigured,
     #[error("the cluster's service-account key cannot be used: {0}")]
     ServiceAccountKey(String),
+    #[error(
+        "a master that encrypts Secrets must fetch its keys from Secret Manager: the encryption key never goes in instance metadata"
+    )]
+    EncryptionKeyInMetadata,
 }
 
 /// The checks [`render_user_data`] relies on; call it before rendering (at plan time where possible).
@@ -304,6 +313,9 @@ pub fn check(cfg: &MasterConfig) -> Result<(), MasterError> {
     let restoring = cfg.initial_state == InitialState::RestoreFromSnapshot;
     if restoring != cfg.restore.is_some() || (restoring && !cfg.data_disk) {
         return Err(MasterError::RestoreMisconfigured);
+    }
+    if cfg.secrets_encryption.is_some() && cfg.keys == KeyDelivery::InMetadata {
+        return Err(MasterError::EncryptionKeyInMetadata);
     }
     // The DNS service IP is the 10th address, as kube-up's 10.0.0.10.
     if cfg.service_cluster_ip_range.prefix_len() > 28 {

@@ -368,7 +368,11 @@ fn restore_containers(cfg: &MasterConfig, r: &super::SnapshotRestore, p: &mut Po
 }
 
 pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
-    let (own, own_mounts) = own_files(&[
+    let encryption = cfg
+        .secrets_encryption
+        .as_ref()
+        .map(|_| super::encryption::CONFIG_PATH);
+    let files: Vec<&str> = [
         paths::APISERVER_CRT,
         paths::APISERVER_KEY,
         paths::CA,
@@ -379,7 +383,11 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
         paths::SERVICE_ACCOUNT_KEY,
         paths::APISERVER_KUBELET_CLIENT_CRT,
         paths::APISERVER_KUBELET_CLIENT_KEY,
-    ]);
+    ]
+    .into_iter()
+    .chain(encryption)
+    .collect();
+    let (own, own_mounts) = own_files(&files);
     let port = cfg.api_port;
     let apiserver = Container {
         name: "kube-apiserver".into(),
@@ -420,7 +428,10 @@ pub(super) fn kube_apiserver(cfg: &MasterConfig) -> Pod {
                 paths::APISERVER_KUBELET_CLIENT_CRT,
             ),
             flag("kubelet-client-key", paths::APISERVER_KUBELET_CLIENT_KEY),
-        ],
+        ]
+        .into_iter()
+        .chain(encryption.map(|path| flag("encryption-provider-config", path)))
+        .collect(),
         liveness_probe: Some(probe(port, "/livez", "HTTPS")),
         volume_mounts: own_mounts,
         ..Container::default()

@@ -49,6 +49,7 @@ pub(super) fn config_for(
         kubernetes: crate::KubernetesRelease::legacy(),
         restore: None,
         keys: KeyDelivery::InMetadata,
+        secrets_encryption: None,
     }
 }
 
@@ -93,12 +94,12 @@ pub fn files(cfg: &MasterConfig) -> BTreeMap<String, WriteFile> {
     out
 }
 
-fn pod(files: &BTreeMap<String, WriteFile>, name: &str) -> Pod {
+pub(crate) fn pod(files: &BTreeMap<String, WriteFile>, name: &str) -> Pod {
     let f = &files[&format!("{}/{name}.yaml", paths::MANIFESTS)];
     serde_norway::from_str(&f.content).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-fn container<'a>(pod: &'a Pod, name: &str) -> &'a Container {
+pub(crate) fn container<'a>(pod: &'a Pod, name: &str) -> &'a Container {
     pod.spec.containers.iter().find(|c| c.name == name).unwrap()
 }
 
@@ -321,7 +322,7 @@ fn etcd_command_is_exactly_the_contract_for_new_and_existing_members() {
     assert_eq!(container(&p, "etcd").command, contract_etcd("existing"));
 }
 
-fn flags(c: &Container) -> BTreeMap<String, String> {
+pub(crate) fn flags(c: &Container) -> BTreeMap<String, String> {
     c.command
         .iter()
         .skip(1)

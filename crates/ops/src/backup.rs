@@ -155,6 +155,13 @@ async fn snapshot_and_upload(
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
+    // Which key its Secrets need (`domain::restore::check_secrets_key`); a plain snapshot names none.
+    .chain(ctx.spec.secrets_key.as_ref().map(|key| {
+        (
+            ha_domain::restore::SECRETS_KEY_METADATA.to_string(),
+            key.name(),
+        )
+    }))
     .collect();
 
     let bucket = Bucket::connect(&ctx.settings, &policy.bucket).await?;

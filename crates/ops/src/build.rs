@@ -74,6 +74,7 @@ pub fn master_config(
             ),
             origin: ha_secrets::origin(&ctx.settings),
         },
+        secrets_encryption: spec.secrets_key.clone(),
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Spec {
     /// The Secret Manager secret that holds the CA keys and the service-account key (`ops::cluster_keys`), when the
     /// spec carries none itself.
     pub keys_secret: Option<String>,
+    /// The key Secrets are encrypted with, read from the version `master.secrets_encryption_key` names
+    /// (`ops::secrets_encryption::fill`); none without one, or before `ClusterCtx::new` has read it.
+    pub secrets_key: Option<ha_master::SecretsKey>,
     /// While true, no leave removes the cluster's last voting member (`domain::protection`).
     pub deletion_protection: bool,
     /// How long a replica's certificates live, and how long before expiry a roll renews them
@@ -95,6 +98,7 @@ fn provider_etcd_client_mint(cas: &pki::ClusterCas) -> ha_etcd::Mint {
 impl ClusterCtx {
     pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {
         super::cluster_keys::fill(settings, &mut spec).await?;
+        super::secrets_encryption::fill(settings, &mut spec).await?;
         Self::build(settings, spec).await
     }
 
@@ -106,7 +110,11 @@ impl ClusterCtx {
         spec: Spec,
     ) -> Result<(ClusterCtx, Option<String>)> {
         let mut filled = spec.clone();
-        match super::cluster_keys::fill(settings, &mut filled).await {
+        let filled_keys = match super::cluster_keys::fill(settings, &mut filled).await {
+            Ok(()) => super::secrets_encryption::fill(settings, &mut filled).await,
+            refused => refused,
+        };
+        match filled_keys {
             Ok(()) => Ok((Self::build(settings, filled).await?, None)),
             Err(refused @ crate::OpError::Refused(..)) => Ok((
                 Self::build(settings, spec).await?,

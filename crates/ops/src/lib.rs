@@ -29,6 +29,7 @@ pub mod refresh;
 pub mod repair;
 pub mod restore;
 pub mod roll;
+pub mod secrets_encryption;
 pub mod shared;
 
 pub use context::ClusterCtx;

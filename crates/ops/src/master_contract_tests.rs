@@ -500,3 +500,64 @@ fn print_refusals() {
         println!("{}\n", judge(&md).unwrap_err());
     }
 }
+
+/// A master that encrypts Secrets, its keys rendered into metadata so the contract sees the file (a real master
+/// fetches it from its secret: `ha_master::check` refuses this delivery, so it is judged, never made).
+fn encrypting(version: &str, etcd: &str) -> MasterConfig {
+    MasterConfig {
+        secrets_encryption: Some(
+            ha_master::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef").unwrap(),
+        ),
+        ..master(version, etcd)
+    }
+}
+
+#[test]
+fn every_release_accepts_the_encryption_configuration_and_only_the_api_server_reads_it() {
+    for version in kubernetes_version::pinned_versions() {
+        let cfg = encrypting(&version, "3.5.24");
+        let md = metadata(&cfg);
+        if let Err(refusal) = judge(&md) {
+            panic!("Kubernetes {version}: {refusal}");
+        }
+        let exposed = ha_sim::contract::exposures(&md).unwrap();
+        assert!(exposed.is_empty(), "Kubernetes {version}: {exposed:?}");
+    }
+}
+
+/// Each defect upstream's loader refuses, put into the file the flag names.
+#[test]
+fn an_encryption_configuration_upstream_would_refuse_is_refused() {
+    let cfg = encrypting("1.35.0", "3.5.24");
+    let defects: [(&str, fn(&mut serde_norway::Value), &str); 3] = [
+        (
+            "a 31-byte key",
+            // base64 of "0123456789abcdef0123456789abcde".
+            |doc| {
+                doc["resources"][0]["providers"][0]["secretbox"]["keys"][0]["secret"] =
+                    "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZQ==".into();
+            },
+            "secret is not of the expected length",
+        ),
+        (
+            "no providers",
+            |doc| doc["resources"][0]["providers"] = serde_norway::Value::Sequence(vec![]),
+            "providers",
+        ),
+        (
+            "another kind",
+            |doc| doc["kind"] = "EncryptionConfig".into(),
+            "EncryptionConfig",
+        ),
+    ];
+    for (what, defect, says) in defects {
+        let md = edit(&cfg, ha_master::encryption::CONFIG_PATH, defect);
+        let refusal = judge(&md).expect_err(what);
+        let sentence = refusal.to_string();
+        assert_eq!(refusal.component, "kube-apiserver", "{what}: {sentence}");
+        assert!(
+            sentence.contains("--encryption-provider-config") && sentence.contains(says),
+            "{what}: want {says:?} in: {sentence}"
+        );
+    }
+}

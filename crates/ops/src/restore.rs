@@ -114,6 +114,16 @@ pub async fn plan_new(
     restore::room(&found, spec.data_disk_size_gb, spec.boot_disk_size_gb)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     restore::check_digest(&found).map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    let key = match spec.secrets_encryption_key {
+        Some(reference) => Some(
+            super::secrets_encryption::read(settings, reference)
+                .await?
+                .name(),
+        ),
+        None => None,
+    };
+    restore::check_secrets_key(&found, key.as_deref())
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     Ok(found)
 }
 
@@ -124,6 +134,8 @@ pub struct NewCluster<'a> {
     pub etcd_version: &'a str,
     pub data_disk_size_gb: i64,
     pub boot_disk_size_gb: i64,
+    /// Its `secrets_encryption_key`, when it has one.
+    pub secrets_encryption_key: Option<&'a str>,
 }
 
 /// The newest snapshot of the cluster in its backup location (`gs://…`), `None` without a `backup` block or
@@ -192,7 +204,19 @@ pub async fn plan(
     )
     .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     restore::check_digest(&found).map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    check_secrets_key(ctx, &found)?;
     Ok(found)
+}
+
+/// [`restore::check_secrets_key`] with the key this cluster's masters are given.
+fn check_secrets_key(ctx: &ClusterCtx, snapshot: &SnapshotInfo) -> Result<()> {
+    let ours = ctx
+        .spec
+        .secrets_key
+        .as_ref()
+        .map(ha_master::SecretsKey::name);
+    restore::check_secrets_key(snapshot, ours.as_deref())
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))
 }
 
 /// At apply, for the replica that restores: the snapshot, as its VM fetches it.
@@ -210,6 +234,7 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
     // Checked again here: the object's metadata may have changed since the plan.
     restore::check_digest(&snapshot)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    check_secrets_key(ctx, &snapshot)?;
     tracing::info!(
         url = %snapshot.url,
         size = snapshot.size,
