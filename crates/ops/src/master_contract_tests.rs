@@ -529,7 +529,8 @@ fn every_release_accepts_the_encryption_configuration_and_only_the_api_server_re
 #[test]
 fn an_encryption_configuration_upstream_would_refuse_is_refused() {
     let cfg = encrypting("1.35.0", "3.5.24");
-    let defects: [(&str, fn(&mut serde_norway::Value), &str); 3] = [
+    type Defect = fn(&mut serde_norway::Value);
+    let defects: [(&str, Defect, &str); 3] = [
         (
             "a 31-byte key",
             // base64 of "0123456789abcdef0123456789abcde".
