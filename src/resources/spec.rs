@@ -258,8 +258,6 @@ impl ClusterSpec {
             },
             service_account_key: key(&s.service_account_key, "service account key")?,
             keys_secret: s.keys_secret.known().cloned(),
-            // Read by `ops::ClusterCtx::new` from the version `master.secrets_encryption_key` names.
-            secrets_key: None,
             // Unknown or absent (a state from before the setting): protected, the safe side.
             deletion_protection: s.deletion_protection.known() != Some(&false),
             certificate_validity: duration_or(

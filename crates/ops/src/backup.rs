@@ -130,6 +130,7 @@ async fn snapshot_and_upload(
     deadline: Instant,
 ) -> Result<Taken> {
     let from = source(ctx, targets).await?;
+    let secrets_key = ctx.secrets_key().await?;
     let before = ctx.etcd.status(&from).await?;
     let limit = deadline
         .saturating_duration_since(Instant::now())
@@ -156,7 +157,7 @@ async fn snapshot_and_upload(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     // Which key its Secrets need (`domain::restore::check_secrets_key`); a plain snapshot names none.
-    .chain(ctx.spec.secrets_key.as_ref().map(|key| {
+    .chain(secrets_key.map(|key| {
         (
             ha_domain::restore::SECRETS_KEY_METADATA.to_string(),
             key.name(),

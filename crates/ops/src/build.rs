@@ -74,7 +74,8 @@ pub fn master_config(
             ),
             origin: ha_secrets::origin(&ctx.settings),
         },
-        secrets_encryption: spec.secrets_key.clone(),
+        // Filled by the caller, which reads it (`ClusterCtx::secrets_key`).
+        secrets_encryption: None,
     }
 }
 

@@ -30,9 +30,6 @@ pub struct Spec {
     /// The Secret Manager secret that holds the CA keys and the service-account key (`ops::cluster_keys`), when the
     /// spec carries none itself.
     pub keys_secret: Option<String>,
-    /// The key Secrets are encrypted with, read from the version `master.secrets_encryption_key` names
-    /// (`ops::secrets_encryption::fill`); none without one, or before `ClusterCtx::new` has read it.
-    pub secrets_key: Option<ha_master::SecretsKey>,
     /// While true, no leave removes the cluster's last voting member (`domain::protection`).
     pub deletion_protection: bool,
     /// How long a replica's certificates live, and how long before expiry a roll renews them
@@ -96,9 +93,20 @@ fn provider_etcd_client_mint(cas: &pki::ClusterCas) -> ha_etcd::Mint {
 }
 
 impl ClusterCtx {
+    /// The key the masters encrypt Secrets with, from the version `spec.master.secrets_encryption_key` names;
+    /// none without one. Read only where a master is rendered or a snapshot labelled, never for a refresh or a
+    /// delete: a version disabled later must not stop the cluster from being read or taken down.
+    pub async fn secrets_key(&self) -> Result<Option<ha_master::SecretsKey>> {
+        match &self.spec.master.secrets_encryption_key {
+            Some(reference) => Ok(Some(
+                super::secrets_encryption::read(&self.settings, reference).await?,
+            )),
+            None => Ok(None),
+        }
+    }
+
     pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {
         super::cluster_keys::fill(settings, &mut spec).await?;
-        super::secrets_encryption::fill(settings, &mut spec).await?;
         Self::build(settings, spec).await
     }
 
@@ -110,11 +118,7 @@ impl ClusterCtx {
         spec: Spec,
     ) -> Result<(ClusterCtx, Option<String>)> {
         let mut filled = spec.clone();
-        let filled_keys = match super::cluster_keys::fill(settings, &mut filled).await {
-            Ok(()) => super::secrets_encryption::fill(settings, &mut filled).await,
-            refused => refused,
-        };
-        match filled_keys {
+        match super::cluster_keys::fill(settings, &mut filled).await {
             Ok(()) => Ok((Self::build(settings, filled).await?, None)),
             Err(refused @ crate::OpError::Refused(..)) => Ok((
                 Self::build(settings, spec).await?,

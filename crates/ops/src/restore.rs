@@ -204,17 +204,13 @@ pub async fn plan(
     )
     .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     restore::check_digest(&found).map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
-    check_secrets_key(ctx, &found)?;
+    check_secrets_key(ctx, &found).await?;
     Ok(found)
 }
 
 /// [`restore::check_secrets_key`] with the key this cluster's masters are given.
-fn check_secrets_key(ctx: &ClusterCtx, snapshot: &SnapshotInfo) -> Result<()> {
-    let ours = ctx
-        .spec
-        .secrets_key
-        .as_ref()
-        .map(ha_master::SecretsKey::name);
+async fn check_secrets_key(ctx: &ClusterCtx, snapshot: &SnapshotInfo) -> Result<()> {
+    let ours = ctx.secrets_key().await?.map(|key| key.name());
     restore::check_secrets_key(snapshot, ours.as_deref())
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))
 }
@@ -234,7 +230,7 @@ pub async fn source(ctx: &ClusterCtx, choice: &SnapshotChoice) -> Result<Snapsho
     // Checked again here: the object's metadata may have changed since the plan.
     restore::check_digest(&snapshot)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
-    check_secrets_key(ctx, &snapshot)?;
+    check_secrets_key(ctx, &snapshot).await?;
     tracing::info!(
         url = %snapshot.url,
         size = snapshot.size,

@@ -9,23 +9,11 @@ use std::sync::{LazyLock, Mutex};
 use ha_master::SecretsKey;
 use ha_settings::Settings;
 
-use super::context::Spec;
 use super::error::{OpError, Result};
 
 /// Keys already read by this process, by version name: a version's payload never changes, so one read serves
 /// every replica of a plan or an apply.
 static READ: LazyLock<Mutex<HashMap<String, SecretsKey>>> = LazyLock::new(Default::default);
-
-/// Fills `spec.secrets_key` from the version its master spec names; nothing to do without one.
-pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
-    if spec.secrets_key.is_some() {
-        return Ok(());
-    }
-    if let Some(reference) = spec.master.secrets_encryption_key.clone() {
-        spec.secrets_key = Some(read(settings, &reference).await?);
-    }
-    Ok(())
-}
 
 /// The key in version `reference`; refused, naming the version and the way out, when it is not there or is not
 /// a key. Plan calls it too, so a wrong version is heard of before anything is made.

@@ -275,6 +275,7 @@ impl ReplicaRun<'_> {
             certs,
         };
         let mut cfg = master_config(self.ctx, &who, initial_cluster, state);
+        cfg.secrets_encryption = self.ctx.secrets_key().await?;
         if state == InitialState::RestoreFromSnapshot {
             cfg.restore = Some(self.progress.restore.clone().ok_or_else(|| {
                 OpError::Other(format!("{step:?} without a snapshot to restore"))
