@@ -37,11 +37,14 @@ pub struct Identity<'a> {
     pub certs: &'a ReplicaCerts,
 }
 
+/// `secrets_encryption` is the cluster's key as read from Secret Manager (`ClusterCtx::secrets_key`): a parameter,
+/// not a field filled later, so no caller can render a master that forgets it.
 pub fn master_config(
     ctx: &ClusterCtx,
     who: &Identity<'_>,
     initial_cluster: Vec<(String, Ipv4Addr)>,
     initial_state: InitialState,
+    secrets_encryption: Option<master::SecretsKey>,
 ) -> MasterConfig {
     let spec = &ctx.spec;
     MasterConfig {
@@ -74,8 +77,7 @@ pub fn master_config(
             ),
             origin: ha_secrets::origin(&ctx.settings),
         },
-        // Filled by the caller, which reads it (`ClusterCtx::secrets_key`).
-        secrets_encryption: None,
+        secrets_encryption,
     }
 }
 

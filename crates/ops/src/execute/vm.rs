@@ -274,8 +274,8 @@ impl ReplicaRun<'_> {
             internal_ip: me.internal_ip,
             certs,
         };
-        let mut cfg = master_config(self.ctx, &who, initial_cluster, state);
-        cfg.secrets_encryption = self.ctx.secrets_key().await?;
+        let secrets_key = self.ctx.secrets_key().await?;
+        let mut cfg = master_config(self.ctx, &who, initial_cluster, state, secrets_key);
         if state == InitialState::RestoreFromSnapshot {
             cfg.restore = Some(self.progress.restore.clone().ok_or_else(|| {
                 OpError::Other(format!("{step:?} without a snapshot to restore"))
