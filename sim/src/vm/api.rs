@@ -55,9 +55,12 @@ pub(crate) struct Health {
     last: Mutex<Option<(Instant, Result<(), String>)>>,
 }
 
-/// Health checks with a scaled-down interval hit /healthz many times a second per backend; each live probe is a TLS
-/// handshake with etcd. Answers this fresh are still "live" for any checker, and cap that load.
-const FRESH: Duration = Duration::from_millis(100);
+/// How long an etcd probe's answer stands, as upstream rate-limits it: k8s.io/apiserver's `newETCD3Check` allows one
+/// probe every half of `--etcd-healthcheck-timeout` (2 s by default; the masters do not set it) and answers the
+/// others with the last probe's result. Health checks with a scaled-down interval hit /healthz many times a second
+/// per backend, and each live probe here is a TLS handshake with etcd: probing more often than upstream made etcd
+/// and the sim spend about a tenth of a scenario's CPU on them.
+const FRESH: Duration = Duration::from_secs(1);
 
 impl Health {
     fn record(&self, result: &Result<(), String>) {
