@@ -10,6 +10,7 @@
 mod addresses;
 mod auth;
 mod call;
+mod clients;
 mod disks;
 mod error;
 mod firewalls;
@@ -29,8 +30,7 @@ pub use call::Backoff;
 pub use error::{Error, Result};
 pub use types::*;
 
-use google_cloud_compute_v1::client;
-use google_cloud_gax::retry_policy::NeverRetry;
+use clients::Clients;
 use ha_settings::Settings;
 
 /// The Compute endpoint of a universe, used when the settings name no endpoint: `compute.googleapis.com` in
@@ -41,24 +41,6 @@ fn universe_endpoint(universe_domain: Option<&str>) -> String {
         .filter(|d| !d.is_empty())
         .unwrap_or(ha_settings::DEFAULT_UNIVERSE_DOMAIN);
     format!("https://compute.{domain}")
-}
-
-/// The SDK clients, one per API service; they share one set of credentials.
-#[derive(Clone, Debug)]
-struct Clients {
-    instances: client::Instances,
-    disks: client::Disks,
-    addresses: client::Addresses,
-    firewalls: client::Firewalls,
-    forwarding_rules: client::ForwardingRules,
-    target_pools: client::TargetPools,
-    http_health_checks: client::HttpHealthChecks,
-    zones: client::Zones,
-    projects: client::Projects,
-    regions: client::Regions,
-    zone_operations: client::ZoneOperations,
-    region_operations: client::RegionOperations,
-    global_operations: client::GlobalOperations,
 }
 
 /// A Compute Engine API handle for one project. Cheap to clone.
@@ -106,7 +88,6 @@ impl Compute {
     /// Clients for `settings`: credentials from its `Auth` (plus impersonation), endpoint override honoured.
     /// The project may be absent here and given later with [`for_project`](Self::for_project).
     pub async fn new(settings: &Settings) -> Result<Compute> {
-        let creds = google_credentials(settings)?;
         let endpoint = match settings
             .compute_endpoint
             .as_deref()
@@ -115,35 +96,7 @@ impl Compute {
             Some(e) => normalize_endpoint(e)?,
             None => universe_endpoint(settings.universe_domain.as_deref()),
         };
-        macro_rules! build {
-            ($t:ident) => {
-                client::$t::builder()
-                    .with_endpoint(endpoint.clone())
-                    .with_credentials(creds.clone())
-                    // Our own loop retries (see call.rs); the SDK's would retry underneath it.
-                    .with_retry_policy(NeverRetry)
-                    .build()
-                    .await
-                    .map_err(|e| {
-                        Error::Config(format!("building the {} client: {e}", stringify!($t)))
-                    })?
-            };
-        }
-        let clients = Clients {
-            instances: build!(Instances),
-            disks: build!(Disks),
-            addresses: build!(Addresses),
-            firewalls: build!(Firewalls),
-            forwarding_rules: build!(ForwardingRules),
-            target_pools: build!(TargetPools),
-            http_health_checks: build!(HttpHealthChecks),
-            zones: build!(Zones),
-            projects: build!(Projects),
-            regions: build!(Regions),
-            zone_operations: build!(ZoneOperations),
-            region_operations: build!(RegionOperations),
-            global_operations: build!(GlobalOperations),
-        };
+        let clients = clients::shared(settings, endpoint).await?;
         Ok(Compute {
             project: settings.project.clone().filter(|p| !p.is_empty()),
             clients,

@@ -1,0 +1,164 @@
+//! The SDK's clients for Compute Engine, built once per endpoint and identity for the life of the process.
+//!
+//! Each SDK client builds its own HTTP client, and each of those reads the machine's root certificates from disk
+//! (`rustls-platform-verifier` on Linux: every file of `/etc/ssl/certs`, stat, read and PEM-parse). A `Compute`
+//! holds thirteen clients, and every cluster context made one, so a provider process serving an apply of a few
+//! replicas read the certificate store dozens of times: in ha-sim's scenarios that was the largest part of the
+//! provider's CPU (`perf`, 2026-11-28). A provider process serves every resource of one Terraform command with the
+//! same settings, so the clients are shared; the SDK's clients are handles meant to be cloned.
+
+use std::sync::Mutex;
+
+use google_cloud_compute_v1::client;
+use google_cloud_gax::retry_policy::NeverRetry;
+use ha_settings::{Auth, Settings};
+
+use super::error::{Error, Result};
+
+/// The SDK clients, one per API service; they share one set of credentials.
+#[derive(Clone, Debug)]
+pub(crate) struct Clients {
+    pub(crate) instances: client::Instances,
+    pub(crate) disks: client::Disks,
+    pub(crate) addresses: client::Addresses,
+    pub(crate) firewalls: client::Firewalls,
+    pub(crate) forwarding_rules: client::ForwardingRules,
+    pub(crate) target_pools: client::TargetPools,
+    pub(crate) http_health_checks: client::HttpHealthChecks,
+    pub(crate) zones: client::Zones,
+    pub(crate) projects: client::Projects,
+    pub(crate) regions: client::Regions,
+    pub(crate) zone_operations: client::ZoneOperations,
+    pub(crate) region_operations: client::RegionOperations,
+    pub(crate) global_operations: client::GlobalOperations,
+}
+
+/// What makes two sets of clients interchangeable: where they call, and as whom. The credentials' text is held
+/// only to compare it; `Key` has no `Debug`, so it never reaches a log line.
+#[derive(PartialEq, Eq)]
+struct Key {
+    endpoint: String,
+    auth: (u8, String),
+    impersonate: Option<String>,
+    universe: Option<String>,
+}
+
+impl Key {
+    fn of(settings: &Settings, endpoint: &str) -> Key {
+        let auth = match &settings.auth {
+            Auth::Default => (0, String::new()),
+            Auth::Credentials(c) => (1, c.clone()),
+            Auth::AccessToken(t) => (2, t.clone()),
+        };
+        Key {
+            endpoint: endpoint.to_string(),
+            auth,
+            impersonate: settings.impersonate_service_account.clone(),
+            universe: settings.universe_domain.clone(),
+        }
+    }
+}
+
+/// Clients already built in this process. A handful at most (one per provider configuration), so a list.
+static BUILT: Mutex<Vec<(Key, Clients)>> = Mutex::new(Vec::new());
+
+/// The endpoint of every set of clients this process built, in order (tests count them).
+#[cfg(test)]
+static BUILDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The clients for `settings` at `endpoint`: the ones this process built before for the same endpoint and
+/// identity, or new ones. Only a build that succeeded is kept, so a failure is tried again next time.
+pub(crate) async fn shared(settings: &Settings, endpoint: String) -> Result<Clients> {
+    let key = Key::of(settings, &endpoint);
+    let lock = || BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, clients)) = lock().iter().find(|(k, _)| *k == key) {
+        return Ok(clients.clone());
+    }
+    // Built outside the lock: the build awaits. Two first callers may both build; the first kept wins.
+    let clients = build(settings, &endpoint).await?;
+    let mut built = lock();
+    if let Some((_, kept)) = built.iter().find(|(k, _)| *k == key) {
+        return Ok(kept.clone());
+    }
+    built.push((key, clients.clone()));
+    Ok(clients)
+}
+
+/// How many sets of clients this process has built for `endpoint`.
+#[cfg(test)]
+fn builds(endpoint: &str) -> usize {
+    let endpoint = super::normalize_endpoint(endpoint).expect("an endpoint");
+    let built = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    built.iter().filter(|e| **e == endpoint).count()
+}
+
+async fn build(settings: &Settings, endpoint: &str) -> Result<Clients> {
+    #[cfg(test)]
+    BUILDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(endpoint.to_string());
+    let creds = super::google_credentials(settings)?;
+    macro_rules! build {
+        ($t:ident) => {
+            client::$t::builder()
+                .with_endpoint(endpoint.to_string())
+                .with_credentials(creds.clone())
+                // Our own loop retries (see call.rs); the SDK's would retry underneath it.
+                .with_retry_policy(NeverRetry)
+                .build()
+                .await
+                .map_err(|e| {
+                    Error::Config(format!("building the {} client: {e}", stringify!($t)))
+                })?
+        };
+    }
+    Ok(Clients {
+        instances: build!(Instances),
+        disks: build!(Disks),
+        addresses: build!(Addresses),
+        firewalls: build!(Firewalls),
+        forwarding_rules: build!(ForwardingRules),
+        target_pools: build!(TargetPools),
+        http_health_checks: build!(HttpHealthChecks),
+        zones: build!(Zones),
+        projects: build!(Projects),
+        regions: build!(Regions),
+        zone_operations: build!(ZoneOperations),
+        region_operations: build!(RegionOperations),
+        global_operations: build!(GlobalOperations),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(endpoint: &str, token: &str) -> Settings {
+        Settings {
+            project: Some("p".into()),
+            auth: Auth::AccessToken(token.into()),
+            compute_endpoint: Some(endpoint.into()),
+            ..Settings::default()
+        }
+    }
+
+    /// The same endpoint and identity share one build; another endpoint or another token gets its own. The
+    /// endpoints are this test's own (nothing listens there: building does not connect).
+    #[tokio::test]
+    async fn clients_are_built_once_per_endpoint_and_identity() {
+        let (one, two) = (
+            "http://127.0.0.1:1/compute/v1/",
+            "http://127.0.0.1:2/compute/v1/",
+        );
+        let a = settings(one, "one");
+        crate::Compute::new(&a).await.unwrap();
+        crate::Compute::new(&a).await.unwrap();
+        crate::Compute::new(&a).await.unwrap().for_project("q");
+        assert_eq!(builds(one), 1, "three handles, one build");
+        crate::Compute::new(&settings(two, "one")).await.unwrap();
+        assert_eq!(builds(two), 1, "another endpoint");
+        crate::Compute::new(&settings(one, "two")).await.unwrap();
+        assert_eq!(builds(one), 2, "another identity");
+    }
+}
