@@ -1,17 +1,13 @@
-//! The SDK's clients for Compute Engine, built once per endpoint and identity for the life of the process.
-//!
-//! Each SDK client builds its own HTTP client, and each of those reads the machine's root certificates from disk
-//! (`rustls-platform-verifier` on Linux: every file of `/etc/ssl/certs`, stat, read and PEM-parse). A `Compute`
-//! holds thirteen clients, and every cluster context made one, so a provider process serving an apply of a few
-//! replicas read the certificate store dozens of times: in ha-sim's scenarios that was the largest part of the
-//! provider's CPU (`perf`, 2026-11-28). A provider process serves every resource of one Terraform command with the
-//! same settings, so the clients are shared; the SDK's clients are handles meant to be cloned.
+//! The SDK's clients for Compute Engine, built once per endpoint and identity for the life of the process
+//! (`ha_settings::client_cache` says why: thirteen clients per cluster context read the root certificates from
+//! disk thirteen times).
 
 use std::sync::Mutex;
 
 use google_cloud_compute_v1::client;
 use google_cloud_gax::retry_policy::NeverRetry;
-use ha_settings::{Auth, Settings};
+use ha_settings::Settings;
+use ha_settings::client_cache::{ClientCache, ClientKey};
 
 use super::error::{Error, Result};
 
@@ -33,34 +29,8 @@ pub(crate) struct Clients {
     pub(crate) global_operations: client::GlobalOperations,
 }
 
-/// What makes two sets of clients interchangeable: where they call, and as whom. The credentials' text is held
-/// only to compare it; `Key` has no `Debug`, so it never reaches a log line.
-#[derive(PartialEq, Eq)]
-struct Key {
-    endpoint: String,
-    auth: (u8, String),
-    impersonate: Option<String>,
-    universe: Option<String>,
-}
-
-impl Key {
-    fn of(settings: &Settings, endpoint: &str) -> Key {
-        let auth = match &settings.auth {
-            Auth::Default => (0, String::new()),
-            Auth::Credentials(c) => (1, c.clone()),
-            Auth::AccessToken(t) => (2, t.clone()),
-        };
-        Key {
-            endpoint: endpoint.to_string(),
-            auth,
-            impersonate: settings.impersonate_service_account.clone(),
-            universe: settings.universe_domain.clone(),
-        }
-    }
-}
-
-/// Clients already built in this process. A handful at most (one per provider configuration), so a list.
-static BUILT: Mutex<Vec<(Key, Clients)>> = Mutex::new(Vec::new());
+/// Clients already built in this process (`ha_settings::client_cache` says why).
+static BUILT: ClientCache<Clients> = ClientCache::new();
 
 /// The endpoint of every set of clients this process built, in order (tests count them).
 #[cfg(test)]
@@ -69,19 +39,12 @@ static BUILDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// The clients for `settings` at `endpoint`: the ones this process built before for the same endpoint and
 /// identity, or new ones. Only a build that succeeded is kept, so a failure is tried again next time.
 pub(crate) async fn shared(settings: &Settings, endpoint: String) -> Result<Clients> {
-    let key = Key::of(settings, &endpoint);
-    let lock = || BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, clients)) = lock().iter().find(|(k, _)| *k == key) {
-        return Ok(clients.clone());
+    let key = ClientKey::new(settings, &endpoint);
+    if let Some(clients) = BUILT.get(&key) {
+        return Ok(clients);
     }
-    // Built outside the lock: the build awaits. Two first callers may both build; the first kept wins.
     let clients = build(settings, &endpoint).await?;
-    let mut built = lock();
-    if let Some((_, kept)) = built.iter().find(|(k, _)| *k == key) {
-        return Ok(kept.clone());
-    }
-    built.push((key, clients.clone()));
-    Ok(clients)
+    Ok(BUILT.keep(key, clients))
 }
 
 /// How many sets of clients this process has built for `endpoint`.
@@ -137,7 +100,7 @@ mod tests {
     fn settings(endpoint: &str, token: &str) -> Settings {
         Settings {
             project: Some("p".into()),
-            auth: Auth::AccessToken(token.into()),
+            auth: ha_settings::Auth::AccessToken(token.into()),
             compute_endpoint: Some(endpoint.into()),
             ..Settings::default()
         }

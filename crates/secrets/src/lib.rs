@@ -16,6 +16,7 @@ use google_cloud_secretmanager_v1::client::SecretManagerService;
 use google_cloud_secretmanager_v1::model::{Replication, Secret, SecretPayload, replication};
 
 use ha_settings::Settings;
+use ha_settings::client_cache::{ClientCache, ClientKey};
 
 /// The only role a secret grants: reading its payload, nothing else (not its policy, not adding versions).
 pub const READER_ROLE: &str = "roles/secretmanager.secretAccessor";
@@ -93,15 +94,25 @@ pub struct Secrets {
 
 impl Secrets {
     /// A client for `project` with the provider's credentials and endpoint. Nothing is called yet.
+    /// The client is built once per endpoint and identity in a process (`ha_settings::client_cache`).
     pub async fn connect(settings: &Settings, project: &str) -> Result<Secrets> {
-        let credentials =
-            ha_gce::google_credentials(settings).map_err(|e| Error::Setup(e.to_string()))?;
-        let client = SecretManagerService::builder()
-            .with_endpoint(origin(settings))
-            .with_credentials(credentials)
-            .build()
-            .await
-            .map_err(|e| Error::Setup(e.to_string()))?;
+        static BUILT: ClientCache<SecretManagerService> = ClientCache::new();
+        let endpoint = origin(settings);
+        let key = ClientKey::new(settings, &endpoint);
+        let client = match BUILT.get(&key) {
+            Some(client) => client,
+            None => {
+                let credentials = ha_gce::google_credentials(settings)
+                    .map_err(|e| Error::Setup(e.to_string()))?;
+                let client = SecretManagerService::builder()
+                    .with_endpoint(endpoint)
+                    .with_credentials(credentials)
+                    .build()
+                    .await
+                    .map_err(|e| Error::Setup(e.to_string()))?;
+                BUILT.keep(key, client)
+            }
+        };
         Ok(Secrets {
             project: project.to_string(),
             client,

@@ -3,6 +3,7 @@
 //! does not (it has no Terraform crate among its dependencies), so the backends never reach the framework through it.
 //! [`error_chain`] is here for the same reason: every layer turns an error into the user's sentence with it.
 
+pub mod client_cache;
 pub mod error_chain;
 
 use std::sync::{Arc, RwLock};
