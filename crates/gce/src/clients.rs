@@ -2,8 +2,6 @@
 //! (`ha_settings::client_cache` says why: thirteen clients per cluster context read the root certificates from
 //! disk thirteen times).
 
-use std::sync::Mutex;
-
 use google_cloud_compute_v1::client;
 use google_cloud_gax::retry_policy::NeverRetry;
 use ha_settings::Settings;
@@ -34,7 +32,7 @@ static BUILT: ClientCache<Clients> = ClientCache::new();
 
 /// The endpoint of every set of clients this process built, in order (tests count them).
 #[cfg(test)]
-static BUILDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static BUILDS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 /// The clients for `settings` at `endpoint`: the ones this process built before for the same endpoint and
 /// identity, or new ones. Only a build that succeeded is kept, so a failure is tried again next time.
