@@ -1315,9 +1315,7 @@ impl Resource for ClusterResource {
                 Diagnostic::error(summary, detail).at(AttributePath::attr("data_disk_size_gb")),
             );
         }
-        // A replacement (a new name or region) makes a new cluster, whose key is its own choice.
-        let kept = change.prior.filter(|_| change.requires_replace.is_empty());
-        super::cluster_encryption::check(&self.settings(), kept, p, diags).await;
+        super::cluster_encryption::check(&self.settings(), change.prior, p, diags).await;
         let moved = change
             .prior
             .is_none_or(|m| m.region != p.region || m.zone != p.zone);

@@ -9,13 +9,13 @@ use tfplugin_framework::Val;
 use super::cluster_model::ClusterModel;
 use ha_settings::Settings;
 
-/// `prior` is the state this plan keeps: `None` for a create and for a replacement.
 pub(super) async fn check(
     settings: &Settings,
     prior: Option<&ClusterModel>,
     p: &ClusterModel,
     diags: &mut Diagnostics,
 ) {
+    let prior = prior.filter(|m| !replaced(m, p));
     let at = AttributePath::attr("secrets_encryption_key");
     let after = match &p.secrets_encryption_key {
         Val::Unknown => return,
@@ -62,6 +62,18 @@ pub(super) async fn check(
     }
 }
 
+/// Whether the plan replaces the cluster: an attribute that forces a replacement changes to a known other value.
+/// The framework's list of replacement paths cannot say it: it also names attributes it saw unknown before their
+/// prior values were restored. An imported cluster without a zone gets one in place (`modify_plan`).
+fn replaced(prior: &ClusterModel, p: &ClusterModel) -> bool {
+    let differs = |a: &Val<String>, b: &Val<String>| matches!((a.known(), b.known()), (Some(x), Some(y)) if x != y);
+    differs(&prior.name, &p.name)
+        || differs(&prior.project, &p.project)
+        || differs(&prior.region, &p.region)
+        || differs(&prior.zone, &p.zone)
+        || differs(&prior.network, &p.network)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,24 +88,45 @@ mod tests {
     const KEY: &str = "projects/p/secrets/k/versions/1";
 
     /// Turning encryption off needs no read of Secret Manager, so the rule is seen without a network: refused on
-    /// a cluster the plan keeps, allowed on one it replaces.
+    /// a cluster the plan keeps (whatever else changes in place), allowed on one it replaces for a new name.
     #[tokio::test]
     async fn a_kept_cluster_keeps_its_key_and_a_replaced_one_starts_afresh() {
-        let (before, after) = (model(Some(KEY)), model(None));
-        let mut diags = Diagnostics::new();
-        check(&Settings::default(), Some(&before), &after, &mut diags).await;
-        assert!(
-            diags.has_error(),
-            "turning off on a kept cluster: {diags:?}"
-        );
-        let at: Vec<String> = diags
-            .iter()
-            .filter_map(|d| d.attribute.as_ref().map(|p| p.to_string()))
-            .collect();
-        assert_eq!(at, ["secrets_encryption_key"]);
+        let named = |name: &str, key: Option<&str>| ClusterModel {
+            name: Val::Known(name.into()),
+            ..model(key)
+        };
+        let before = named("prod", Some(KEY));
+        let at = |diags: &Diagnostics| -> Vec<String> {
+            diags
+                .iter()
+                .filter_map(|d| d.attribute.as_ref().map(|p| p.to_string()))
+                .collect()
+        };
+        for kept in [
+            named("prod", None),
+            ClusterModel {
+                machine_type: Val::Known("e2-standard-8".into()),
+                region: Val::Unknown,
+                ..named("prod", None)
+            },
+        ] {
+            let mut diags = Diagnostics::new();
+            check(&Settings::default(), Some(&before), &kept, &mut diags).await;
+            assert!(
+                diags.has_error(),
+                "turning off on a kept cluster: {diags:?}"
+            );
+            assert_eq!(at(&diags), ["secrets_encryption_key"]);
+        }
 
         let mut diags = Diagnostics::new();
-        check(&Settings::default(), None, &after, &mut diags).await;
+        check(
+            &Settings::default(),
+            Some(&before),
+            &named("staging", None),
+            &mut diags,
+        )
+        .await;
         assert!(
             diags.is_empty(),
             "a replacement is a new cluster: {diags:?}"
