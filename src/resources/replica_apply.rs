@@ -25,7 +25,7 @@ use ha_ops::leave::leave;
 use ha_ops::lock::{ClusterLock, lock_cluster};
 use ha_ops::observe::{InstanceInfo, Snapshot, observe};
 use ha_ops::refresh::observe_shared;
-use ha_ops::repair::{restart_replica, restore_metadata};
+use ha_ops::repair::{MendRequest, mend_replica};
 use ha_ops::roll::{RollRequest, roll_in_turn};
 use ha_ops::shared::zone_of;
 use ha_ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
@@ -519,31 +519,18 @@ pub async fn update(
         let old = ctx.spec.master.build();
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
-    // Metadata edited by hand is written back first: a VM that is about to start boots from it.
-    if let Some(wrote) = p.startup_metadata.known().filter(|m| !m.is_empty())
-        && let Err(e) = restore_metadata(&ctx, &zone, &name, wrote, until).await
-    {
-        report(diags, "restore the metadata of", &name, e);
-        return Some(prior);
-    }
-    let vm = match restart_replica(&ctx, &zone, &name, until).await {
-        Ok(vm) => vm,
-        Err(e) => {
-            report(diags, "start", &name, e);
-            return Some(prior);
-        }
+    // Nothing to roll: the VM is mended in place (metadata written back, started again, labelled).
+    let req = MendRequest {
+        name: name.clone(),
+        zone,
+        labels: p.labels.known().cloned().unwrap_or_default(),
+        metadata: p.startup_metadata.known().cloned(),
     };
-    let own = p.labels.known().cloned().unwrap_or_default();
-    let vm = match ha_ops::repair::restore_labels(&ctx, &zone, &name, &own, until).await {
+    let vm = match mend_replica(&ctx, &req, until).await {
         Ok(vm) => vm,
         Err(e) => {
-            diags.error(
-                format!("Could not update the labels of replica {name}"),
-                e.to_string(),
-            );
-            let mut back = prior;
-            back.status = Val::Known(vm.status.clone());
-            return Some(back);
+            report(diags, "repair", &name, e);
+            return Some(prior);
         }
     };
     let mut p = p;

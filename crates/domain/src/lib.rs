@@ -20,6 +20,7 @@ pub mod labels;
 pub mod lock;
 pub mod machine_type;
 pub mod master_spec;
+pub mod mend;
 pub mod metadata;
 pub mod names;
 pub mod network;

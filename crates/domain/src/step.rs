@@ -9,6 +9,9 @@
 //! these alone. Adding a step: a variant in its family here, decided in a `domain` function, carried out once in
 //! `ops::execute` (the family's `match` says which method does it).
 
+use std::collections::BTreeMap;
+use std::fmt;
+
 /// A step of a change to one replica (a join, leave, roll, recovery or restore): either about that replica, or
 /// about what it names. Only a run about a replica (`ops::execute::ReplicaRun`) carries these out, so a step that
 /// needs the replica is never run without one.
@@ -69,6 +72,15 @@ pub enum ReplicaStep {
     /// The cluster's machine type, on the stopped VM.
     SetMachineType,
     StartInstance,
+    /// A VM started again without a rebuild (`domain::mend`) runs and its etcd member answers healthy; when it
+    /// holds the static IP, the IP serves the API again. Asks the member itself, not the cluster: a replica that
+    /// was the only one running has no other member to ask.
+    AwaitRestarted,
+    /// Write the provider's metadata back as the VM's whole metadata, over a hand edit (`domain::metadata`);
+    /// before a start, since a VM boots from it.
+    WriteMetadata {
+        items: MetadataItems,
+    },
     /// Delete the VM; its etcd data disk (`autoDelete=false`) and reserved internal IP stay.
     DeleteInstance,
     /// Delete the replica's etcd data disk, if it exists; only once its VM is gone.
@@ -97,6 +109,17 @@ pub enum ReplicaStep {
     /// replica. In a roll it labels a VM that kept its old build label (resized in place, or made before builds
     /// were labelled); a rebuilt VM is made with its labels.
     LabelVm,
+}
+
+/// A VM's whole metadata as the provider writes it. Its `Debug` names the keys only: steps are logged, and a VM
+/// made by an earlier release carries private keys in `user-data`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MetadataItems(pub BTreeMap<String, String>);
+
+impl fmt::Debug for MetadataItems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 /// The members `steps` remove from etcd: the replica's own (a leave) and the learners interrupted joins left (a
@@ -183,6 +206,32 @@ macro_rules! steps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Steps are logged at debug: a metadata write shows which items it writes, never what they hold.
+    #[test]
+    fn a_metadata_write_logs_its_keys_and_not_their_values() {
+        let step = ReplicaStep::WriteMetadata {
+            items: MetadataItems(
+                [
+                    ("cluster-name".to_string(), "walk".to_string()),
+                    (
+                        "user-data".to_string(),
+                        "-----BEGIN PRIVATE KEY-----".to_string(),
+                    ),
+                ]
+                .into(),
+            ),
+        };
+        let shown = format!("{step:?}");
+        assert!(
+            shown.contains("user-data") && shown.contains("cluster-name"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("PRIVATE") && !shown.contains("walk"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn a_leave_and_a_join_that_clears_stale_learners_remove_members_and_nothing_else_does() {

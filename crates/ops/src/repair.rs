@@ -5,22 +5,19 @@
 //! already in or out, deletes accept "not found"), so a repair that is interrupted, or followed by a replica's join
 //! or leave in the same apply, resumes and composes cleanly. The caller holds the cluster's lock.
 //!
-//! `restart_replica` starts a replica VM that stopped or crashed and returns once its etcd member is healthy again.
-//!
-//! `restore_metadata` writes back the metadata the provider set on a replica VM when it was edited by hand
-//! (`domain::metadata`); it runs before a restart, since a VM boots from its metadata.
+//! `mend_replica` puts one replica's VM back in place (`domain::mend`): metadata edited by hand written back, a
+//! VM that stopped or crashed started again and its etcd member awaited, its labels set.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 
 use tokio::time::Instant;
 
-use super::build::vm_labels;
 use super::context::ClusterCtx;
-use super::endpoint::await_static_ip;
 use super::error::{OpError, Result};
-use super::execute::Run;
-use super::observe::{Snapshot, etcd_target, observe};
-use ha_domain::metadata::metadata_drift;
+use super::execute::{Replica, Run};
+use super::observe::{Snapshot, observe};
+use ha_domain::mend::mend_steps;
 use ha_domain::shape::{cluster_repairs, reachability_repairs};
 use ha_domain::step::ClusterStep;
 use ha_gce::InstanceInfo;
@@ -51,104 +48,46 @@ pub async fn repair_shape(ctx: &ClusterCtx, deadline: Instant) -> Result<Vec<Clu
     Ok(steps)
 }
 
-/// Writes the replica VM's labels as the provider sets them (the cluster's, the replica's own, and the provider's
-/// own: cluster, build), over whatever was edited by hand.
-pub async fn restore_labels(
-    ctx: &ClusterCtx,
-    zone: &str,
-    name: &str,
-    own: &std::collections::BTreeMap<String, String>,
-    deadline: Instant,
-) -> Result<InstanceInfo> {
-    Ok(ctx
-        .compute
-        .set_labels(zone, name, &vm_labels(ctx, own), deadline)
-        .await?)
+/// The replica an in-place update mends (`mend_replica`).
+pub struct MendRequest {
+    pub name: String,
+    pub zone: String,
+    /// The replica's own labels (the provider adds the cluster's and its own).
+    pub labels: BTreeMap<String, String>,
+    /// The metadata the provider wrote on the VM, as the replica's state keeps it; none for a replica that keeps
+    /// none (imported), whose metadata is then left as it is.
+    pub metadata: Option<BTreeMap<String, String>>,
 }
 
-/// How often a restarted VM and its etcd member are looked at: they have no operation to wait on.
-const POLL: Duration = Duration::from_millis(200);
-
-/// Writes `wrote` back as the VM's whole metadata if it differs (in any item) from what the VM carries.
-pub async fn restore_metadata(
+/// Puts a replica's VM back as the provider made it, with no rebuild: observe, ask `domain::mend::mend_steps`
+/// (metadata written back, the VM started again and its member awaited, labels), run the steps. Returns the VM as
+/// it then is. A replica in order costs the observation and no call.
+pub async fn mend_replica(
     ctx: &ClusterCtx,
-    zone: &str,
-    name: &str,
-    wrote: &std::collections::BTreeMap<String, String>,
+    req: &MendRequest,
     deadline: Instant,
-) -> Result<()> {
-    let c = &ctx.compute;
-    let Some(vm) = c.get_instance(zone, name, deadline).await? else {
-        return Err(OpError::Other(format!(
-            "the VM of replica {name} in {zone} does not exist"
-        )));
+) -> Result<InstanceInfo> {
+    let snap = observe(ctx, &[], deadline).await?;
+    let vm = snap.instances.get(&req.name);
+    let carries = vm.map(|v| v.metadata.as_slice()).unwrap_or_default();
+    let steps = mend_steps(&snap.observed, &req.name, req.metadata.as_ref(), carries)
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    let internal_ip = vm
+        .and_then(|v| v.internal_ip.as_deref())
+        .and_then(|ip| ip.parse().ok())
+        .unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let me = Replica {
+        name: req.name.clone(),
+        zone: req.zone.clone(),
+        labels: req.labels.clone(),
+        internal_ip,
     };
-    let drift = metadata_drift(wrote, &vm.metadata);
-    if drift.is_empty() {
-        return Ok(());
-    }
-    tracing::info!("{name}: {}; writing its metadata back", drift.join("; "));
-    let items: Vec<(String, String)> = wrote.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    c.set_metadata(zone, name, &items, deadline).await?;
-    Ok(())
-}
-
-/// Starts replica `name` if its VM is not running, waits until GCE shows it RUNNING and its etcd member answers
-/// healthy (and, when it holds the static IP, until the IP serves again). Returns the VM as it then is; a VM that
-/// was running already is returned at once.
-pub async fn restart_replica(
-    ctx: &ClusterCtx,
-    zone: &str,
-    name: &str,
-    deadline: Instant,
-) -> Result<InstanceInfo> {
-    let c = &ctx.compute;
-    let gone = || OpError::Other(format!("the VM of replica {name} in {zone} does not exist"));
-    let mut vm = c
-        .get_instance(zone, name, deadline)
-        .await?
-        .ok_or_else(gone)?;
-    if vm.status == "RUNNING" {
-        return Ok(vm);
-    }
-    tracing::info!("{name} is {}, starting its VM again", vm.status);
-    vm = c.start_instance(zone, name, deadline).await?;
-    while vm.status != "RUNNING" {
-        if Instant::now() >= deadline {
-            return Err(OpError::Other(format!(
-                "the VM of replica {name} was started but is still {}; look at its serial console, then apply again",
-                vm.status
-            )));
-        }
-        tokio::time::sleep(POLL).await;
-        vm = c
-            .get_instance(zone, name, deadline)
-            .await?
-            .ok_or_else(gone)?;
-    }
-    let target = etcd_target(ctx, &vm).ok_or_else(|| {
+    let mut run = Run::for_replica(ctx, &snap, &me, deadline);
+    run.execute(&steps).await?;
+    run.into_progress().instance.ok_or_else(|| {
         OpError::Other(format!(
-            "replica {name} runs again but has no IP to reach its etcd through"
+            "the VM of replica {} vanished while it was mended",
+            req.name
         ))
-    })?;
-    loop {
-        let health = ctx.etcd.health(std::slice::from_ref(&target)).await;
-        let last = match health.first().map(|h| &h.health) {
-            Some(h) if h.is_healthy() => break,
-            Some(ha_etcd::Health::Unhealthy { reason, .. }) => reason.clone(),
-            Some(ha_etcd::Health::Unreachable { reason }) => reason.clone(),
-            _ => "no answer".to_string(),
-        };
-        if Instant::now() >= deadline {
-            return Err(OpError::Other(format!(
-                "replica {name} runs again but its etcd member did not become healthy in time (last: {last}). If it cannot recover, replace the replica (`terraform apply -replace=...`)."
-            )));
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    tracing::info!("{name} runs again and its etcd member is healthy");
-    if vm.external_ip.as_deref() == Some(ctx.spec.external_ip.as_str()) {
-        await_static_ip(ctx, deadline).await?;
-    }
-    Ok(vm)
+    })
 }

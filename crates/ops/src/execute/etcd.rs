@@ -155,6 +155,38 @@ impl ReplicaRun<'_> {
         Ok(())
     }
 
+    /// `ReplicaStep::AwaitRestarted`: the VM runs, then its own member answers healthy, then the static IP
+    /// serves if the VM holds it. The VM as it then runs is kept for the steps after (its new ephemeral IP).
+    pub(super) async fn await_restarted(&mut self) -> Result<()> {
+        let ctx = self.ctx;
+        let deadline = self.deadline;
+        let me = self.me();
+        let target = self.running_target(&me.name).await?;
+        let vm = self.fresh_vm(&me.name).await?;
+        loop {
+            let health = ctx.etcd.health(std::slice::from_ref(&target)).await;
+            let last = match health.first().map(|h| &h.health) {
+                Some(h) if h.is_healthy() => break,
+                Some(ha_etcd::Health::Unhealthy { reason, .. }) => reason.clone(),
+                Some(ha_etcd::Health::Unreachable { reason }) => reason.clone(),
+                _ => "no answer".to_string(),
+            };
+            if Instant::now() >= deadline {
+                return Err(OpError::Other(format!(
+                    "replica {} runs again but its etcd member did not become healthy in time (last: {last}). If it cannot recover, replace the replica (`terraform apply -replace=...`).",
+                    me.name
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        tracing::info!("{} runs again and its etcd member is healthy", me.name);
+        if vm.external_ip.as_deref() == Some(ctx.spec.external_ip.as_str()) {
+            await_static_ip(ctx, deadline).await?;
+        }
+        self.progress.instance = Some(vm);
+        Ok(())
+    }
+
     /// `ReplicaStep::Soak`.
     pub(super) async fn soak_member(&mut self, step: &ReplicaStep) -> Result<()> {
         let me = self.me();

@@ -23,7 +23,7 @@ use super::observe::{Snapshot, etcd_target};
 use super::shared::{
     HEALTH_PORT, internal_address_description, internal_address_name, peer_url, zone_of,
 };
-use ha_domain::step::{ClusterStep, ReplicaStep, Step};
+use ha_domain::step::{ClusterStep, MetadataItems, ReplicaStep, Step};
 use ha_etcd::EtcdTarget;
 use ha_gce::{
     AddressKind, ExternalIp, ForwardingRuleSpec, HealthCheckSpec, InstanceInfo, InstanceRef,
@@ -307,6 +307,8 @@ impl ReplicaRun<'_> {
             StopInstance => self.stop_instance().await,
             SetMachineType => self.set_machine_type().await,
             StartInstance => self.start_instance().await,
+            AwaitRestarted => self.await_restarted().await,
+            WriteMetadata { items } => self.write_metadata(items).await,
             DeleteInstance => self.delete_instance().await,
             DeleteDataDisk => self.delete_data_disk().await,
             MoveInternalAddress => self.move_internal_address().await,

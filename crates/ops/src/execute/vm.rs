@@ -159,6 +159,25 @@ impl ReplicaRun<'_> {
         Ok(())
     }
 
+    /// `ReplicaStep::WriteMetadata`.
+    pub(super) async fn write_metadata(&mut self, items: &MetadataItems) -> Result<()> {
+        let ctx = self.ctx;
+        let deadline = self.deadline;
+        let me = self.me();
+        tracing::info!("{}: writing its metadata back over a hand edit", me.name);
+        let items: Vec<(String, String)> = items
+            .0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.progress.instance = Some(
+            ctx.compute
+                .set_metadata(&me.zone, &me.name, &items, deadline)
+                .await?,
+        );
+        Ok(())
+    }
+
     /// `ReplicaStep::LabelVm`: no call when the VM as last seen already carries the labels.
     pub(super) async fn label_vm(&mut self) -> Result<()> {
         let ctx = self.ctx;
