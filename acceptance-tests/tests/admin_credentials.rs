@@ -6,7 +6,9 @@
 //! Either way `kubectl version` reaches the API server and prints the version its manifest runs; kubectl without
 //! a client certificate (a bearer token the cluster does not know) is refused with 401, a client with no
 //! credential at all is anonymous (it may read `/version`, as on a real API server, but is forbidden `/api`), and
-//! kubectl with a certificate from another CA is refused at the handshake. A too long or too short `validity`
+//! kubectl with a certificate from another CA is refused at the handshake. What a credential may read is RBAC's
+//! call from its group: in `system:masters` (the default) or in `ha-master:cluster-admins` (bound by the masters'
+//! addon) it lists kube-system's Secrets; in no group it is refused with the API server's sentence. A too long or too short `validity`
 //! is refused at validate, naming the attribute.
 
 use std::path::Path;
@@ -59,36 +61,50 @@ output "vm" {{
     )
 }
 
-/// How each client gets the kubeconfig out: Terraform's ephemeral resource into a file, OpenTofu's data source
-/// into a sensitive output.
+/// How each client gets the kubeconfigs out: Terraform's ephemeral resource into a file, OpenTofu's data source
+/// into a sensitive output. Three credentials: `admin` with the default group (`system:masters`), `bound` in the
+/// group the masters bind to cluster-admin, `nogroup` in none.
 fn credentials(client: Client, validity: &str) -> String {
+    [
+        ("admin", ""),
+        ("bound", "groups = [\"ha-master:cluster-admins\"]"),
+        ("nogroup", "groups = []"),
+    ]
+    .iter()
+    .map(|(label, groups)| credential(client, label, validity, groups))
+    .collect()
+}
+
+fn credential(client: Client, label: &str, validity: &str, groups: &str) -> String {
     match client {
         Client::Terraform => format!(
             r#"
-ephemeral "ha_admin_credentials" "admin" {{
+ephemeral "ha_admin_credentials" "{label}" {{
   cluster  = ha_master_cluster.c.spec
   validity = "{validity}"
+  {groups}
 }}
 
-resource "terraform_data" "kubeconfig" {{
+resource "terraform_data" "{label}" {{
   depends_on = [ha_master_replica.r]
   provisioner "local-exec" {{
-    command     = "umask 077 && printf '%s' \"$KUBECONFIG_YAML\" > admin.kubeconfig"
-    environment = {{ KUBECONFIG_YAML = ephemeral.ha_admin_credentials.admin.kubeconfig }}
+    command     = "umask 077 && printf '%s' \"$KUBECONFIG_YAML\" > {label}.kubeconfig"
+    environment = {{ KUBECONFIG_YAML = ephemeral.ha_admin_credentials.{label}.kubeconfig }}
   }}
 }}
 "#
         ),
         Client::OpenTofu => format!(
             r#"
-data "ha_admin_credentials" "admin" {{
+data "ha_admin_credentials" "{label}" {{
   cluster    = ha_master_cluster.c.spec
   validity   = "{validity}"
+  {groups}
   depends_on = [ha_master_replica.r]
 }}
 
-output "kubeconfig" {{
-  value     = data.ha_admin_credentials.admin.kubeconfig
+output "{label}_kubeconfig" {{
+  value     = data.ha_admin_credentials.{label}.kubeconfig
   sensitive = true
 }}
 "#
@@ -193,9 +209,11 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         );
         let dir = ws.path();
         if client == Client::OpenTofu {
-            let out = ws.run(&["output", "-raw", "kubeconfig"]);
-            out.assert_success();
-            ws.write_file("admin.kubeconfig", &out.stdout);
+            for label in ["admin", "bound", "nogroup"] {
+                let out = ws.run(&["output", "-raw", &format!("{label}_kubeconfig")]);
+                out.assert_success();
+                ws.write_file(&format!("{label}.kubeconfig"), &out.stdout);
+            }
         }
         let kubeconfig = ws.read_file("admin.kubeconfig");
         assert!(
@@ -225,6 +243,27 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         assert!(
             ok && stdout.contains("APIVersions"),
             "[{client}] /api as admin: {stdout}{stderr}"
+        );
+
+        // What each may read is RBAC's call, from the certificate's group: system:masters and the group the
+        // masters' addon binds to cluster-admin may list Secrets; a credential in no group may not.
+        let secrets = ["get", "--raw", "/api/v1/namespaces/kube-system/secrets"];
+        for label in ["admin", "bound"] {
+            let kubeconfig = format!("--kubeconfig={label}.kubeconfig");
+            let (ok, stdout, stderr) =
+                kubectl(dir, &[&[kubeconfig.as_str()][..], &secrets].concat());
+            assert!(
+                ok && stdout.contains("SecretList"),
+                "[{client}] {label} lists kube-system's Secrets: {stdout}{stderr}"
+            );
+        }
+        let (ok, stdout, stderr) = kubectl(
+            dir,
+            &[&["--kubeconfig=nogroup.kubeconfig"][..], &secrets].concat(),
+        );
+        assert!(
+            !ok && stderr.contains(r#"User "kubernetes-admin" cannot list resource "secrets""#),
+            "[{client}] a credential in no group is refused by RBAC: {stdout}{stderr}"
         );
 
         // The same server and CA without a client certificate. kubectl insists on some credential (with none it

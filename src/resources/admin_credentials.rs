@@ -87,8 +87,10 @@ fn schema(kind: Kind) -> Schema {
                 .optional()
                 .description(
                     "The Kubernetes groups the certificate names (its O), at most one. Defaults to \
-                     `[\"system:masters\"]`, which RBAC lets do anything; `[]` names none, so only the \
-                     user's own bindings apply.",
+                     `[\"system:masters\"]`, which the API server lets do anything and nothing can revoke. \
+                     `[\"ha-master:cluster-admins\"]` gets the same power through a binding the masters \
+                     install, which can be taken back (masters made by an earlier release get it at their \
+                     next roll); `[]` names none, so only the user's own bindings apply.",
                 ),
         )
         .attribute(

@@ -1,7 +1,8 @@
 //! The RBAC a master installs for its own components through the addon manager (`paths::ADDONS`), by release.
 //! Each grant covers an identity Kubernetes' bootstrap policy does not: cluster-autoscaler's user, the
 //! cloud-controller-manager's user and the cloud node controller, the controller manager's leader-migration
-//! lease, and the API server's client towards kubelets (bound to the bootstrap role made for it). The files live beside this one, one job each, with the upstream source they follow named at their top.
+//! lease, the API server's client towards kubelets (bound to the bootstrap role made for it), and admin credentials
+//! in the cluster-admins group (bound to `cluster-admin`). The files live beside this one, one job each, with the upstream source they follow named at their top.
 
 use super::{CloudProvider, KubernetesRelease};
 
@@ -9,6 +10,11 @@ const CLUSTER_AUTOSCALER: &str = include_str!("addons/cluster-autoscaler-rbac.ya
 const CLOUD_CONTROLLER_MANAGER: &str = include_str!("addons/cloud-controller-manager-rbac.yaml");
 const LEADER_MIGRATION: &str = include_str!("addons/leader-migration-rbac.yaml");
 const KUBELET_API_ADMIN: &str = include_str!("addons/kubelet-api-admin-rbac.yaml");
+const CLUSTER_ADMINS: &str = include_str!("addons/cluster-admins-rbac.yaml");
+
+/// The group admin credentials are bound to cluster-admin through (`addons/cluster-admins-rbac.yaml`): a binding
+/// that can be taken back, where `system:masters` cannot.
+pub const CLUSTER_ADMINS_GROUP: &str = "ha-master:cluster-admins";
 
 /// (file name under `paths::ADDONS`, content) for a master of `release`.
 ///
@@ -21,6 +27,7 @@ pub(super) fn rbac(release: &KubernetesRelease) -> Vec<(&'static str, &'static s
     let mut out = vec![
         ("cluster-autoscaler-rbac.yaml", CLUSTER_AUTOSCALER),
         ("kubelet-api-admin-rbac.yaml", KUBELET_API_ADMIN),
+        ("cluster-admins-rbac.yaml", CLUSTER_ADMINS),
     ];
     if external || release.leader_migration {
         out.push((
@@ -32,4 +39,26 @@ pub(super) fn rbac(release: &KubernetesRelease) -> Vec<(&'static str, &'static s
         out.push(("leader-migration-rbac.yaml", LEADER_MIGRATION));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The binding names the group the constant names: a credential issued into `CLUSTER_ADMINS_GROUP` is one the
+    /// masters bind.
+    #[test]
+    fn the_cluster_admins_binding_names_the_group_credentials_are_issued_into() {
+        let doc: serde_norway::Value = serde_norway::from_str(CLUSTER_ADMINS).unwrap();
+        assert_eq!(doc["roleRef"]["name"].as_str(), Some("cluster-admin"));
+        let subjects = doc["subjects"].as_sequence().unwrap();
+        assert_eq!(subjects.len(), 1);
+        assert_eq!(subjects[0]["kind"].as_str(), Some("Group"));
+        assert_eq!(subjects[0]["name"].as_str(), Some(CLUSTER_ADMINS_GROUP));
+        assert_eq!(
+            doc["metadata"]["labels"]["addonmanager.kubernetes.io/mode"].as_str(),
+            Some("EnsureExists"),
+            "Reconcile would write a revocation back"
+        );
+    }
 }

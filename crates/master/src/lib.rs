@@ -10,6 +10,7 @@
 //! honoured; [`check`] refuses it so the user hears it rather than getting quorum reads anyway.
 
 mod addons;
+pub use addons::CLUSTER_ADMINS_GROUP;
 #[cfg(test)]
 mod boot_tests;
 pub mod encryption;

@@ -30,6 +30,7 @@ mod release;
 
 pub use exposure::{Exposure, exposures};
 pub use filecheck::program as filecheck_program;
+pub use rbac::{Authorizer, Identity};
 
 use crate::vm::config::{self, GuestFile};
 use master::Master;
@@ -84,6 +85,17 @@ pub(crate) fn check(files: &[GuestFile], rootfs: &Path, work: &Path) -> Result<(
         work,
     )?;
     rbac::check(&master)
+}
+
+/// The authorizer of a master whose files passed [`check`]: what its API server lets each client read.
+pub(crate) fn authorizer(files: &[GuestFile]) -> Result<Authorizer, Refusal> {
+    let master = Master::parse(files).map_err(|e| Refusal::new("kubelet", e))?;
+    Authorizer::of(&master).map_err(|e| {
+        Refusal::new(
+            "ha-sim",
+            format!("the contract's RBAC table is broken: {e}"),
+        )
+    })
 }
 
 /// Judges a master's instance metadata as a VM would boot it, writing its files under `scratch` first. For tests

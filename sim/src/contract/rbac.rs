@@ -51,8 +51,8 @@ pub(crate) struct Grant {
 const BOOTSTRAP: &str = include_str!("rbac/bootstrap.yaml");
 
 /// An identity: a user and its groups (`system:authenticated` is every authenticated identity's).
-#[derive(Debug, Clone)]
-pub(crate) struct Identity {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
     pub user: String,
     pub groups: Vec<String>,
 }
@@ -240,19 +240,66 @@ pub(crate) fn identity_of_certificate(master: &Master<'_>, path: &str) -> Result
     let x509 = pem
         .parse_x509()
         .map_err(|e| format!("{path}: not a certificate: {e}"))?;
-    let subject = x509.subject();
-    let user = subject
-        .iter_common_name()
-        .next()
-        .and_then(|cn| cn.as_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let mut groups: Vec<String> = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok().map(str::to_string))
-        .collect();
-    groups.push("system:authenticated".into());
-    Ok(Identity { user, groups })
+    Ok(Identity::of_subject(x509.subject()))
+}
+
+impl Identity {
+    /// What the API server reads from a client certificate's subject: CN the user, each O a group, and every
+    /// authenticated client in `system:authenticated`.
+    pub fn of_subject(subject: &x509_parser::x509::X509Name<'_>) -> Identity {
+        let user = subject
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let mut groups: Vec<String> = subject
+            .iter_organization()
+            .filter_map(|o| o.as_str().ok().map(str::to_string))
+            .collect();
+        groups.push("system:authenticated".into());
+        Identity { user, groups }
+    }
+}
+
+/// What a booted master's API server authorizes: the release's bootstrap grants plus the master's addons, as RBAC
+/// decides once the addon manager applied them. The stand-in API server asks it for the reads it serves
+/// (`vm::api`), so a client certificate's group is judged as a real master would judge it.
+#[derive(Debug, Default)]
+pub struct Authorizer {
+    grants: Vec<Grant>,
+}
+
+impl Authorizer {
+    pub(crate) fn of(master: &Master<'_>) -> Result<Authorizer, String> {
+        let mut grants = bootstrap(&master.release)?;
+        let own = addon_grants(master, &grants);
+        grants.extend(own);
+        Ok(Authorizer { grants })
+    }
+
+    /// `Ok` when `who` may `list` `resource` (core group) in `namespace` (the cluster scope when none), else the
+    /// API server's sentence for the refusal.
+    pub fn may_list(
+        &self,
+        who: &Identity,
+        resource: &'static str,
+        namespace: Option<&'static str>,
+    ) -> Result<(), String> {
+        let ask = Ask {
+            verb: "list",
+            group: "",
+            resource,
+            name: None,
+            namespace,
+            why: "a client's request",
+        };
+        if allowed(&self.grants, who, &ask) {
+            Ok(())
+        } else {
+            Err(forbidden(who, &ask))
+        }
+    }
 }
 
 /// Every component's needs against the release's grants.

@@ -5,7 +5,10 @@
 //! certificate must verify under the cluster CA or the handshake fails (see `tls::server_config`); a client without
 //! one is `system:anonymous`, which RBAC's default `system:public-info-viewer` lets read only `/healthz`, `/livez`,
 //! `/readyz` and `/version`, and which gets 403 for anything else. An authenticated client gets `/version` and
-//! `/api` (the core group's versions, what kubectl's discovery reads first); there is no further API. The stand-in
+//! `/api` (the core group's versions, what kubectl's discovery reads first), and lists of a few core resources
+//! (`GET /api/v1/namespaces/<ns>/<resource>`, `GET /api/v1/<resource>`; see [`core_list`]), authorized as RBAC would
+//! with the certificate's CN and O against the release's bootstrap policy and the master's own addons
+//! (`contract::Authorizer`): 403 with the real server's sentence, or 200 and an empty list. The stand-in
 //! knows no bearer token (a real server knows service-account tokens), so a request with one and no certificate
 //! gets 401, as a real server answers a token it cannot authenticate.
 
@@ -44,6 +47,8 @@ pub(crate) struct ApiSpec {
     pub plain: Option<(std::net::TcpListener, bool)>,
     pub etcd: EtcdProbe,
     pub health_interval: Duration,
+    /// What the master's RBAC lets each client read (`contract::authorizer`).
+    pub authorizer: crate::contract::Authorizer,
 }
 
 /// Last known health of the local etcd, for `VmHandle::status()`.
@@ -103,6 +108,7 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
         version: spec.version,
         etcd: spec.etcd,
         health,
+        authorizer: spec.authorizer,
     });
     let acceptor = tokio_rustls::TlsAcceptor::from(spec.tls);
     let secure = TcpListener::from_std(spec.secure);
@@ -124,10 +130,16 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
             tokio::spawn(async move {
                 // Handshake failures (e.g. a client that distrusts our CA) are the client's business.
                 if let Ok(tls) = acceptor.accept(tcp).await {
-                    // The verifier accepted any certificate presented: having one means authenticated.
-                    let who = match tls.get_ref().1.peer_certificates() {
-                        Some(certs) if !certs.is_empty() => Client::Authenticated,
-                        _ => Client::Anonymous,
+                    // The verifier accepted the certificate presented: having one means authenticated, as its
+                    // subject says.
+                    let who = match tls.get_ref().1.peer_certificates().and_then(|c| c.first()) {
+                        Some(cert) => match x509_parser::parse_x509_certificate(cert) {
+                            Ok((_, x509)) => Client::Authenticated(
+                                crate::contract::Identity::of_subject(x509.subject()),
+                            ),
+                            Err(_) => return,
+                        },
+                        None => Client::Anonymous,
                     };
                     c.handle(tls, Role::Api(who)).await;
                 }
@@ -162,15 +174,15 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
 }
 
 /// Who is asking the secure port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Client {
     Anonymous,
-    /// Presented a certificate that verified under `--client-ca-file`.
-    Authenticated,
+    /// Presented a certificate that verified under `--client-ca-file`: who its subject names.
+    Authenticated(crate::contract::Identity),
 }
 
 /// Which listener a request came in on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Role {
     /// The apiserver's secure port.
     Api(Client),
@@ -251,6 +263,32 @@ struct Ctx {
     version: Version,
     etcd: EtcdProbe,
     health: Arc<Health>,
+    authorizer: crate::contract::Authorizer,
+}
+
+/// A list of a core resource the stand-in serves: (resource, namespace or none for the cluster scope, the list's
+/// kind). A few resources, in the namespaces every cluster has; anything else is 404, as before.
+fn core_list(path: &str) -> Option<(&'static str, Option<&'static str>, &'static str)> {
+    const RESOURCES: [(&str, &str); 5] = [
+        ("secrets", "SecretList"),
+        ("configmaps", "ConfigMapList"),
+        ("pods", "PodList"),
+        ("nodes", "NodeList"),
+        ("namespaces", "NamespaceList"),
+    ];
+    const NAMESPACES: [&str; 3] = ["kube-system", "default", "kube-public"];
+    let rest = path.strip_prefix("/api/v1/")?;
+    let (namespace, resource) = match rest.split('/').collect::<Vec<_>>()[..] {
+        ["namespaces", ns, resource] => (Some(*NAMESPACES.iter().find(|n| **n == ns)?), resource),
+        [resource] => (None, resource),
+        _ => return None,
+    };
+    let (resource, kind) = *RESOURCES.iter().find(|(r, _)| *r == resource)?;
+    // Nodes and namespaces have no namespace.
+    if namespace.is_some() && matches!(resource, "nodes" | "namespaces") {
+        return None;
+    }
+    Some((resource, namespace, kind))
 }
 
 impl Ctx {
@@ -282,6 +320,7 @@ impl Ctx {
             }
         };
         let public = is_health || path == "/version";
+        let list = core_list(&path);
         let bearer = headers.iter().any(|(k, v)| {
             k.eq_ignore_ascii_case("authorization") && v.to_ascii_lowercase().starts_with("bearer ")
         });
@@ -300,6 +339,24 @@ impl Ctx {
             self.answer_health(&mut stream, &replica).await
         } else if path == "/version" {
             http::respond_json(&mut stream, 200, &replica, &self.version.json()).await
+        } else if let (Some((resource, namespace, kind)), Client::Authenticated(who)) =
+            (list, &client)
+        {
+            match self.authorizer.may_list(who, resource, namespace) {
+                Ok(()) => {
+                    let body = serde_json::json!({
+                        "kind": kind,
+                        "apiVersion": "v1",
+                        "metadata": {"resourceVersion": "1"},
+                        "items": [],
+                    });
+                    http::respond_json(&mut stream, 200, &replica, &body.to_string()).await
+                }
+                Err(message) => {
+                    let body = status_json(403, "Forbidden", &message);
+                    http::respond_json(&mut stream, 403, &replica, &body).await
+                }
+            }
         } else if path == "/api" {
             let body = serde_json::json!({
                 "kind": "APIVersions",

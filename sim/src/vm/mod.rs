@@ -201,6 +201,7 @@ impl Vm {
             mounted: Vec::new(),
         };
         lay_down(dir, &mut startup, &mut map, attached)?;
+        let authorizer = crate::contract::authorizer(&startup.files)?;
         let etcd = EtcdProcess::prepare(&startup, etcd_bins, &map, opts)?;
         let api = &startup.apiserver;
         let c = "kube-apiserver";
@@ -252,6 +253,7 @@ impl Vm {
                 plain,
                 etcd: apiserver_etcd.probe,
                 health_interval: opts.health_interval,
+                authorizer,
             },
             health.clone(),
         )?;
