@@ -1,5 +1,5 @@
-//! The kill/fail matrix: an apply that grows or shrinks the cluster (or rolls, moves or restores it: the chains
-//! at the end) is stopped at every Compute operation it makes,
+//! The kill/fail matrix: an apply that grows or shrinks the cluster (or rolls, moves, restores or mends it: the
+//! chains at the end) is stopped at every Compute operation it makes,
 //! either by SIGKILL of the client and its providers while that operation runs (the operation has taken effect,
 //! nobody saw it finish, nothing was saved) or by that operation failing (the provider returns an error and the
 //! partial state). After each, the faults are cleared and the next apply must finish the job: the walk-through's
@@ -23,7 +23,7 @@
 
 use std::time::{Duration, Instant};
 
-use acceptance_tests::faults::{Effect, Failpoint, Trigger};
+use acceptance_tests::faults::{Effect, Event, Failpoint, Trigger};
 use acceptance_tests::walk::{
     check, delete_vm_and_disk, replicas_by_zone, set_vars, set_zones, walk_config, with_storage,
     write_keys,
@@ -682,4 +682,80 @@ fn restore_chain(client: Client) {
 #[test]
 fn a_restore_resumes_after_a_kill_at_every_step() {
     for_each_client(restore_chain);
+}
+
+/// Someone edits a replica's metadata and labels by hand, and its VM crashes: the next apply mends it in place
+/// (`domain::mend`: metadata written back, VM started, member awaited, labels set).
+fn break_in_place(sim: &Sim, vm: &str) {
+    sim.event(Event::SetMetadata {
+        instance: vm.to_string(),
+        key: "ssh-keys".into(),
+        value: Some("me:ssh-ed25519 AAAA".into()),
+    });
+    sim.event(Event::SetLabel {
+        instance: vm.to_string(),
+        key: "owner".into(),
+        value: Some("someone".into()),
+    });
+    sim.event(Event::CrashVm {
+        instance: vm.to_string(),
+    });
+}
+
+/// The in-place mend of the sole replica (the hardest: its member has no other to be asked through), interrupted
+/// at each operation it makes, killed under one client and failed under the other (`owner`). The replica is
+/// broken again before each case; the next apply must finish the mend and the full check hold.
+fn mend_chain(client: Client) {
+    let sim = Sim::start(&format!("matrix-mend-{client}"));
+    let ws = Workspace::new(client, "matrix-mend").with_timeout(Duration::from_secs(300));
+    ws.write_main_tf(&walk_config(&sim));
+    ws.init();
+    set_zones(&ws, ONE);
+    ws.apply();
+    let vm = replicas_by_zone(&ws)[ONE[0]].clone();
+    write_keys(&sim, &vm);
+    const MEND: &str = "mend 1 replica in place";
+    let case = |fault| Case {
+        label: MEND,
+        to: ONE,
+        vars: &[],
+        fault,
+    };
+    break_in_place(&sim, &vm);
+    sim.requests(true);
+    run(client, &ws, &sim, &case(None));
+    let learned = mutations_since_reset(&sim);
+    eprintln!("[{client}] {MEND} makes {learned:?}");
+    assert!(
+        [
+            "instances.setMetadata",
+            "instances.start",
+            "instances.setLabels"
+        ]
+        .iter()
+        .all(|k| learned.iter().any(|l| l == k)),
+        "[{client}] the mend did not make the operations it should: {learned:?}"
+    );
+    let operations = learned.len();
+    let mut ran = 0;
+    for (i, kind) in learned.iter().enumerate() {
+        for mode in [Mode::Kill, Mode::Fail] {
+            if !owner(client, i, mode) {
+                continue;
+            }
+            break_in_place(&sim, &vm);
+            run(client, &ws, &sim, &case(Some((mode, kind.clone()))));
+            ran += 1;
+        }
+    }
+    let report = format!(
+        "resume matrix [{client}] {MEND}: resumed {ran}/{ran}, leaked 0 ({} of {operations} operations' kills and failures)",
+        share_note(),
+    );
+    print_report(&report);
+}
+
+#[test]
+fn an_in_place_mend_resumes_after_a_kill_or_a_failure_at_every_step() {
+    for_each_client(mend_chain);
 }
