@@ -10,6 +10,9 @@
 //!   it without that key is refused at plan.
 //! - Changing the key of the running cluster is refused at plan, naming the attribute; the next plan with the
 //!   key it was made with is empty.
+//! - Imported after its state is lost, the cluster's state names its masters' key by name: a configuration
+//!   without a version, or with one holding another key, is refused naming it; a version holding the same key is
+//!   taken with no roll, and the cluster passes the full check.
 
 use std::time::Duration;
 
@@ -75,10 +78,12 @@ fn a_cluster_made_with_a_key_encrypts_secrets_and_keeps_the_key_out_of_metadata_
         ws.write_main_tf(&config(&sim, &gcs, version, ""));
         ws.apply();
         // Keys first, so the second join's snapshot has data and `check` finds every key from both members.
-        write_keys(&sim, &replicas_by_zone(&ws)[B]);
+        let first = replicas_by_zone(&ws)[B].clone();
+        write_keys(&sim, &first);
         set_vars(&ws, &[B, C], &[]);
         ws.apply();
         check(client, &ws, &sim, 2);
+        let second = replicas_by_zone(&ws)[C].clone();
 
         // Where the key is, and where it is not.
         assert!(
@@ -169,5 +174,64 @@ fn a_cluster_made_with_a_key_encrypts_secrets_and_keeps_the_key_out_of_metadata_
             .assert_contains("secrets_encryption_key cannot change the key of a running cluster");
         ws.write_main_tf(&config(&sim, &gcs, version, ""));
         assert_eq!(ws.plan_detailed_exitcode(), 0, "[{client}] not converged");
+
+        // The state is lost and the cluster imported: its masters' key is known by name only, so a configuration
+        // without a version is refused naming it, one whose key differs is refused, and one that holds the very
+        // key (version 2, the same bytes) is taken with no roll.
+        ws.run(&["state", "rm", "ha_master_cluster.c", "ha_master_replica.r"])
+            .assert_success();
+        ws.run(&[
+            "import",
+            "-input=false",
+            "-no-color",
+            "ha_master_cluster.c",
+            "walk/europe-west1/walk",
+        ])
+        .assert_success();
+        for (zone, vm) in [(B, &first), (C, &second)] {
+            ws.run(&[
+                "import",
+                "-input=false",
+                "-no-color",
+                &format!("ha_master_replica.r[\"{zone}\"]"),
+                &format!("walk/{zone}/{vm}"),
+            ])
+            .assert_success();
+        }
+        let unset = with_storage(
+            walk_config(&sim),
+            &gcs,
+            &format!("  backup {{\n    bucket = \"{BUCKET}\"\n  }}\n"),
+        );
+        ws.write_main_tf(&unset);
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains("must name the key this cluster's masters encrypt with")
+            .assert_contains(named.as_deref().unwrap());
+        let other_key = dir.path().join("other-key");
+        std::fs::write(&other_key, [7u8; 32]).unwrap();
+        sim.gcloud(&[
+            "secrets",
+            "versions",
+            "add",
+            "etcd-secrets-key",
+            &format!("--data-file={}", other_key.display()),
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] a third version: {e}"));
+        let third = "projects/walk/secrets/etcd-secrets-key/versions/3";
+        ws.write_main_tf(&config(&sim, &gcs, third, ""));
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains("holds another key than the masters encrypt with")
+            .assert_contains(named.as_deref().unwrap());
+        ws.write_main_tf(&config(&sim, &gcs, missing, ""));
+        let plan = ws.plan();
+        assert!(
+            !plan.stdout.contains("will be rolled"),
+            "[{client}] adopting the masters' key rolls nothing:\n{}",
+            plan.stdout
+        );
+        ws.apply();
+        check(client, &ws, &sim, 2);
     });
 }

@@ -30,7 +30,10 @@ pub(super) async fn check(
         diags.push(Diagnostic::error(summary, detail).at(at));
         return;
     }
-    let (None, Some(reference)) = (prior, after) else {
+    // A new cluster's key is read so a wrong version is heard of at plan; an imported one's must hold the key its
+    // masters encrypt with.
+    let adopted = before.and_then(ha_domain::secrets_encryption::adopted);
+    let Some(reference) = after.filter(|_| prior.is_none() || adopted.is_some()) else {
         return;
     };
     let read = tokio::time::timeout(
@@ -44,7 +47,14 @@ pub(super) async fn check(
         ))
     });
     match read {
-        Ok(_) => {}
+        Ok(key) => {
+            if let Some(name) = adopted
+                && let Err((summary, detail)) =
+                    ha_domain::secrets_encryption::adopt(name, reference, &key.name())
+            {
+                diags.push(Diagnostic::error(summary, detail).at(at));
+            }
+        }
         Err(ha_ops::OpError::Refused(summary, detail)) => {
             diags.push(Diagnostic::error(summary, detail).at(at));
         }

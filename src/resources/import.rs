@@ -134,8 +134,9 @@ pub async fn cluster(
         last_backup: Val::Null,
         // Masters never hold CA keys, so import finds none to store (`ca_key_store`).
         ca_key_store: Val::Null,
-        // Nothing on a master names the version its key came from; a kube-up master encrypts nothing.
-        secrets_encryption_key: Val::Null,
+        // Nothing on a master names the version its key came from: the key's name stands in until the
+        // configuration names it (`domain::secrets_encryption::adopted`). A kube-up master encrypts nothing.
+        secrets_encryption_key: a.secrets_key_name.clone().map_or(Val::Null, Val::Known),
         private_keys: Val::Null,
         timeouts: Val::Null,
     };

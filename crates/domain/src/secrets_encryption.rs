@@ -67,11 +67,36 @@ pub fn parse(reference: &str) -> Result<KeyVersion, Problem> {
     })
 }
 
+/// The key an imported cluster's masters encrypt with, as its state names it: the key's name (`ha-<16 hex>`,
+/// ha-master's `SecretsKey::name`), since nothing on a master names the Secret Manager version it came from. The
+/// configuration must then name a version that holds that very key ([`adopt`]). None when `state` is a version.
+pub fn adopted(state: &str) -> Option<&str> {
+    let hex = state.strip_prefix("ha-")?;
+    (hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        .then_some(state)
+}
+
 /// Whether the cluster may go from `before` (its state; `None` before it exists) to `after` (the configuration):
-/// a new cluster takes any key, an existing one keeps the one it was made with.
+/// a new cluster takes any key, an existing one keeps the one it was made with. An imported cluster whose masters
+/// encrypt must be given the version that holds their key: the plan reads it and compares ([`adopt`]).
 pub fn change(exists: bool, before: Option<&str>, after: Option<&str>) -> Result<(), Problem> {
     if !exists || before == after {
         return Ok(());
+    }
+    if let Some(name) = before.and_then(adopted) {
+        return match after {
+            Some(_) => Ok(()),
+            None => Err((
+                "secrets_encryption_key must name the key this cluster's masters encrypt with"
+                    .into(),
+                format!(
+                    "The masters of this imported cluster encrypt Secrets with key {name}, and nothing on them names \
+                     the Secret Manager version it came from. Set `secrets_encryption_key` to that version \
+                     (`projects/<project>/secrets/<secret>/versions/<n>`): the plan reads it and checks it holds \
+                     {name}. Left unset, the next roll would start API servers that cannot read a single Secret."
+                ),
+            )),
+        };
     }
     let what = match (before, after) {
         (None, Some(_)) => "turn on encryption of Secrets for a running cluster",
@@ -89,9 +114,54 @@ pub fn change(exists: bool, before: Option<&str>, after: Option<&str>) -> Result
     ))
 }
 
+/// Whether `version`, whose key is named `holds`, is the one an imported cluster's masters encrypt with
+/// (`adopted`).
+pub fn adopt(adopted: &str, version: &str, holds: &str) -> Result<(), Problem> {
+    if adopted == holds {
+        return Ok(());
+    }
+    Err((
+        "secrets_encryption_key holds another key than the masters encrypt with".into(),
+        format!(
+            "{version} holds key {holds}, but this imported cluster's masters encrypt Secrets with {adopted}: with \
+             it, the next roll would start API servers that cannot read a single Secret. Name the version that \
+             holds the masters' key (`gcloud secrets versions list <secret>`)."
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An imported cluster's state names its masters' key; a configuration without a version for it is refused
+    /// with the key's name, one with a version goes on to the read, which must find that key.
+    #[test]
+    fn an_imported_cluster_must_be_given_the_version_of_its_masters_key() {
+        const NAME: &str = "ha-0123456789abcdef";
+        const V: &str = "projects/p/secrets/k/versions/1";
+        assert_eq!(adopted(NAME), Some(NAME));
+        for not in [
+            V,
+            "ha-0123456789abcde",
+            "ha-0123456789ABCDEF",
+            "0123456789abcdef",
+        ] {
+            assert_eq!(adopted(not), None, "{not}");
+        }
+        let (summary, detail) = change(true, Some(NAME), None).unwrap_err();
+        assert!(summary.contains("must name the key"), "{summary}");
+        assert!(detail.contains(NAME), "{detail}");
+        assert_eq!(change(true, Some(NAME), Some(V)), Ok(()));
+        assert_eq!(adopt(NAME, V, NAME), Ok(()));
+        let (_, detail) = adopt(NAME, V, "ha-ffffffffffffffff").unwrap_err();
+        assert!(
+            detail.contains(NAME) && detail.contains("ha-ffffffffffffffff"),
+            "{detail}"
+        );
+        // A cluster made without a key, or with a version, is unchanged by this: no turning on.
+        assert!(change(true, None, Some(V)).is_err());
+    }
 
     #[test]
     fn an_explicit_version_parses_and_anything_else_is_refused_with_the_form() {

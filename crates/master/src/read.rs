@@ -141,6 +141,19 @@ impl MasterFiles {
         })
     }
 
+    /// The name of the key the API server encrypts Secrets with (`SecretsKey::name`, `ha-<16 hex>`): the first
+    /// `secretbox` key of its `EncryptionConfiguration`. None for a master that stores them plain.
+    pub fn secrets_key_name(&self) -> Option<String> {
+        let cfg: crate::encryption::EncryptionConfiguration =
+            serde_norway::from_str(self.get(crate::encryption::CONFIG_PATH)?).ok()?;
+        cfg.resources
+            .iter()
+            .flat_map(|r| &r.providers)
+            .find_map(|p| p.secretbox.as_ref())
+            .and_then(|k| k.keys.first())
+            .map(|k| k.name.clone())
+    }
+
     /// The kubelet's `clusterDomain` (the cluster's DNS domain).
     pub fn cluster_domain(&self) -> Option<String> {
         let cfg: KubeletConfiguration =

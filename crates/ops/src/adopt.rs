@@ -50,6 +50,9 @@ pub struct AdoptedCluster {
     /// The `kubernetes_version` the masters' kube-apiserver image stands for; `None` for a release the provider
     /// does not run.
     pub kubernetes_version: Option<String>,
+    /// The name of the key the masters encrypt Secrets with, when they do: nothing on a master names the Secret
+    /// Manager version it came from (`domain::secrets_encryption::adopted`).
+    pub secrets_key_name: Option<String>,
 }
 
 /// What import reads back of a replica.
@@ -328,6 +331,7 @@ pub async fn adopt_cluster(
             .apiserver_image()
             .and_then(|i| ha_domain::kubernetes_version::version_of_image(&i))
             .map(|v| v.to_string()),
+        secrets_key_name: files.secrets_key_name(),
     })
 }
 
