@@ -225,3 +225,21 @@ fn the_encryption_key_travels_in_the_bundle_and_only_the_api_server_reads_it() {
     );
     assert_eq!(crate::check(&cfg), Ok(()));
 }
+
+/// Import reads back the key's name from the master it renders, keys added from its bundle; a master that stores
+/// Secrets plain names none.
+#[test]
+fn import_reads_the_key_name_from_a_masters_bundle() {
+    let cfg = encrypting();
+    let name = cfg.secrets_encryption.as_ref().unwrap().name();
+    let mut files = crate::read::read_user_data(&render_user_data(&cfg)).unwrap();
+    assert_eq!(
+        files.secrets_key_name(),
+        None,
+        "the key is not in user-data"
+    );
+    files.add_keys(&key_bundle(&cfg).unwrap().tar).unwrap();
+    assert_eq!(files.secrets_key_name(), Some(name));
+    let plain = crate::read::read_user_data(&render_user_data(base())).unwrap();
+    assert_eq!(plain.secrets_key_name(), None);
+}
