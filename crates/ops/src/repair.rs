@@ -72,6 +72,8 @@ pub async fn mend_replica(
     let carries = vm.map(|v| v.metadata.as_slice()).unwrap_or_default();
     let steps = mend_steps(&snap.observed, &req.name, req.metadata.as_ref(), carries)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+    // The mend's steps never use the replica's internal IP (they neither create nor move a VM); the VM's own is
+    // given for the run's bookkeeping, and every GCE VM has one.
     let internal_ip = vm
         .and_then(|v| v.internal_ip.as_deref())
         .and_then(|ip| ip.parse().ok())
