@@ -121,7 +121,6 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     {
         c.delete_address(n.region, &address.name, deadline).await?;
     }
-    // The cluster's own keys last (below): a delete that fails before the end keeps what the replicas sign with.
     let keys = ha_domain::names::cluster_keys_secret(n.name);
     let secret_manager = cloud.secrets().await?;
     for (id, _) in crate::build::cluster_secrets(&secret_manager, n.name).await? {
@@ -139,12 +138,19 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     for fw in firewalls(n) {
         c.delete_firewall(&fw.name, deadline).await?;
     }
-    c.delete_address(n.region, &names.address, deadline).await?;
+    // The cluster's own keys before its address, which is its identity (`exists`): once the address is gone the
+    // next refresh finds no cluster, so nothing deleted after it would ever be retried, and a delete killed there
+    // would leak the CA keys. A delete that fails between the two leaves the cluster in state with its keys in
+    // `private_keys`: its refresh reports the secret missing and an apply writes it back (`keys_drift`).
     match secret_manager.delete(&keys).await {
         // A cluster made before the keys' secret, in a project that never enabled the API: nothing to delete.
-        Err(e) if e.is_disabled() => Ok(()),
-        other => Ok(other.map(|_| ())?),
+        Err(e) if e.is_disabled() => {}
+        other => {
+            other?;
+        }
     }
+    c.delete_address(n.region, &names.address, deadline).await?;
+    Ok(())
 }
 
 /// Whether the cluster's static address exists: it is the cluster's identity, so without it the cluster is gone.
