@@ -1,5 +1,5 @@
-//! The kill/fail matrix: an apply that grows or shrinks the cluster (or rolls, moves, restores or mends it: the
-//! chains at the end) is stopped at every Compute operation it makes,
+//! The kill/fail matrix: an apply that grows or shrinks the cluster (or rolls, moves, restores or mends it, or
+//! creates or destroys the cluster itself: the chains at the end) is stopped at every Compute operation it makes,
 //! either by SIGKILL of the client and its providers while that operation runs (the operation has taken effect,
 //! nobody saw it finish, nothing was saved) or by that operation failing (the provider returns an error and the
 //! partial state). After each, the faults are cleared and the next apply must finish the job: the walk-through's
@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use acceptance_tests::faults::{Effect, Event, Failpoint, Trigger};
 use acceptance_tests::walk::{
-    check, delete_vm_and_disk, replicas_by_zone, set_vars, set_zones, walk_config, with_storage,
-    write_keys,
+    assert_sim_empty, check, delete_vm_and_disk, replicas_by_zone, set_vars, set_zones,
+    walk_config, with_storage, write_keys,
 };
 use acceptance_tests::{Client, FakeGcs, Sim, Workspace, for_each_client};
 
@@ -74,7 +74,8 @@ impl std::fmt::Display for Case<'_> {
 }
 
 /// The mutations the sim saw since the last reset, as operation kinds (`instances.insert`), first occurrence
-/// first. Reads and operation waits are not steps.
+/// first. Reads and operation waits are not steps, nor is a call refused (a delete of what is already gone, a
+/// secret that already exists): it changed nothing, and no failpoint could catch an operation of it.
 fn mutations_since_reset(sim: &Sim) -> Vec<String> {
     let log = sim.requests(true);
     let mut kinds: Vec<String> = Vec::new();
@@ -83,7 +84,9 @@ fn mutations_since_reset(sim: &Sim) -> Vec<String> {
         let api = e["api"].as_str().unwrap_or("");
         let kind = api.trim_start_matches("compute.").to_string();
         let is_wait = kind.contains("Operations.");
-        if method != "GET" && !is_wait && !kind.is_empty() && !kinds.contains(&kind) {
+        let took_effect = e["status"].as_u64().is_some_and(|s| s < 400);
+        if method != "GET" && !is_wait && took_effect && !kind.is_empty() && !kinds.contains(&kind)
+        {
             kinds.push(kind);
         }
     }
@@ -103,7 +106,8 @@ fn mutation_sequence_since_reset(sim: &Sim) -> Vec<String> {
             .as_str()
             .unwrap_or("")
             .trim_start_matches("compute.");
-        if method == "GET" || kind.contains("Operations.") || kind.is_empty() {
+        let took_effect = e["status"].as_u64().is_some_and(|s| s < 400);
+        if method == "GET" || kind.contains("Operations.") || kind.is_empty() || !took_effect {
             continue;
         }
         let n = seen.entry(kind.to_string()).or_default();
@@ -160,26 +164,45 @@ fn stalled(sim: &Sim) -> bool {
         .any(|f| f["hits"].as_u64().unwrap_or(0) > 0)
 }
 
+const APPLY: &[&str] = &["apply", "-input=false", "-no-color", "-auto-approve"];
+const DESTROY: &[&str] = &["destroy", "-input=false", "-no-color", "-auto-approve"];
+
 /// Runs one case and the apply that resumes it; panics (naming the case) when the resumed cluster fails a check.
 fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
-    eprintln!("[{client}] case {case}");
     set_vars(ws, case.to, case.vars);
-    match &case.fault {
+    interrupt_and_resume(client, ws, sim, case, APPLY, &case.fault);
+    check(client, ws, sim, case.to.len());
+}
+
+/// `command` (an apply or a destroy) with `fault`, then the same command again unfaulted, which must finish the
+/// job; or, with no fault, `command` once, which must succeed. What the job left is the caller's to check.
+fn interrupt_and_resume(
+    client: Client,
+    ws: &Workspace,
+    sim: &Sim,
+    case: &dyn std::fmt::Display,
+    command: &[&str],
+    fault: &Option<(Mode, String)>,
+) {
+    eprintln!("[{client}] case {case}");
+    match fault {
         None => {
-            ws.apply();
+            let out = ws.run(command);
+            assert!(
+                out.success(),
+                "[{client}] {case}: {command:?} failed:\n{out}"
+            );
         }
         Some((Mode::Kill, named)) => {
             let (kind, skip) = occurrence(named);
             sim.add_failpoint(Failpoint::new(trigger(kind), Effect::Stall).after(skip));
-            let mut child = ws.spawn(
-                &["apply", "-input=false", "-no-color", "-auto-approve"],
-                "killed",
-            );
+            let mut child = ws.spawn(command, "killed");
             let start = Instant::now();
             loop {
                 if let Some(status) = child.try_wait().unwrap() {
                     panic!(
-                        "[{client}] {case}: the apply ended ({status}) without reaching {kind}:\n{}{}",
+                        "[{client}] {case}: the {} ended ({status}) without reaching {kind}:\n{}{}",
+                        command[0],
                         ws.read_file("killed.stdout"),
                         ws.read_file("killed.stderr")
                     );
@@ -197,7 +220,8 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
         }
-        Some((Mode::Fail, kind)) => {
+        Some((Mode::Fail, named)) => {
+            let (kind, skip) = occurrence(named);
             let effect = if is_secret_manager(kind) {
                 // No operation to fail: the call itself answers an error no client retries.
                 Effect::Status { status: 500 }
@@ -207,29 +231,31 @@ fn run(client: Client, ws: &Workspace, sim: &Sim, case: &Case<'_>) {
                     message: None,
                 }
             };
-            sim.add_failpoint(Failpoint::new(trigger(kind), effect).times(1));
-            let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+            sim.add_failpoint(Failpoint::new(trigger(kind), effect).after(skip).times(1));
+            let out = ws.run(command);
             // A failpoint good for one hit is gone once spent.
             assert!(
                 live_failpoints(sim).is_empty(),
-                "[{client}] {case}: the apply never made {kind}:\n{out}"
+                "[{client}] {case}: the {} never made {named}:\n{out}",
+                command[0]
             );
             assert!(
                 !out.success(),
-                "[{client}] {case}: a failed {kind} must fail the apply:\n{out}"
+                "[{client}] {case}: a failed {named} must fail the {}:\n{out}",
+                command[0]
             );
         }
     }
-    if case.fault.is_some() {
+    if fault.is_some() {
         // Clearing releases a stalled operation: it finishes as GCE's would after the client died.
         sim.clear_failpoints();
-        let resumed = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        let resumed = ws.run(command);
         assert!(
             resumed.success(),
-            "[{client}] {case}: the next apply must finish the job:\n{resumed}"
+            "[{client}] {case}: the next {} must finish the job:\n{resumed}",
+            command[0]
         );
     }
-    check(client, ws, sim, case.to.len());
 }
 
 /// A chain's closing line, on stderr for a live run and on stdout for the log nextest keeps
@@ -758,4 +784,139 @@ fn mend_chain(client: Client) {
 #[test]
 fn an_in_place_mend_resumes_after_a_kill_or_a_failure_at_every_step() {
     for_each_client(mend_chain);
+}
+
+/// The cluster's own objects as the sim holds them: its addresses, firewall rules and secrets, by name.
+fn cluster_objects(sim: &Sim) -> Vec<(&'static str, Vec<String>)> {
+    let state = sim.admin("state");
+    ["addresses", "firewalls", "secrets", "instances"]
+        .into_iter()
+        .map(|kind| {
+            let mut names: Vec<String> = state[kind]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.clone())
+                .collect();
+            names.sort();
+            (kind, names)
+        })
+        .collect()
+}
+
+/// A cluster with no replica, as the unfaulted create left it: the same objects in the sim, an empty plan, and
+/// the static IP in state the one the sim reserved.
+fn check_cluster_alone(client: Client, ws: &Workspace, sim: &Sim, want: &[(&str, Vec<String>)]) {
+    assert_eq!(
+        cluster_objects(sim),
+        want,
+        "[{client}] the cluster's objects after a resumed create"
+    );
+    assert_eq!(
+        ws.plan_detailed_exitcode(),
+        0,
+        "[{client}] the plan after a resumed create must be empty"
+    );
+    let ip = acceptance_tests::walk::outputs(ws)["ip"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reserved = sim.status()["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["name"] == "walk-ip")
+        .map(|a| a["address"].as_str().unwrap_or_default().to_string());
+    assert_eq!(
+        reserved.as_deref(),
+        Some(ip.as_str()),
+        "[{client}] the static IP in state is not the one reserved"
+    );
+}
+
+/// The cluster's own life, with no replica: its create (the static address, four firewall rules, the keys'
+/// secret) and its destroy, each interrupted at every mutation it makes (each firewall rule its own case), killed
+/// under one client and failed under the other (`owner`). A create is killed before Terraform saved anything, so
+/// the next apply must find what the dead one made; a destroy killed after the static address (the cluster's
+/// identity) went must have deleted everything else first, since the next refresh finds no cluster. After each
+/// resumed create the sim holds exactly what an unfaulted create made and the plan is empty; after each resumed
+/// destroy the sim is empty.
+fn birth_chain(client: Client) {
+    let sim = Sim::start(&format!("matrix-birth-{client}"));
+    let ws = Workspace::new(client, "matrix-birth").with_timeout(Duration::from_secs(300));
+    ws.write_main_tf(&walk_config(&sim));
+    ws.init();
+    set_zones(&ws, &[]);
+    const CREATE: &str = "create a cluster";
+    const DESTROY_IT: &str = "destroy it";
+    sim.requests(true);
+    interrupt_and_resume(client, &ws, &sim, &CREATE, APPLY, &None);
+    let create_ops = mutation_sequence_since_reset(&sim);
+    let made = cluster_objects(&sim);
+    check_cluster_alone(client, &ws, &sim, &made);
+    interrupt_and_resume(client, &ws, &sim, &DESTROY_IT, DESTROY, &None);
+    let destroy_ops = mutation_sequence_since_reset(&sim);
+    assert_sim_empty(client, &sim);
+    eprintln!("[{client}] {CREATE} makes {create_ops:?}; {DESTROY_IT} makes {destroy_ops:?}");
+    for kind in [
+        "addresses.insert",
+        "firewalls.insert#4",
+        "secretmanager.secrets.create",
+    ] {
+        assert!(
+            create_ops.iter().any(|k| k == kind),
+            "[{client}] the create made no {kind}: {create_ops:?}"
+        );
+    }
+    for kind in [
+        "addresses.delete",
+        "firewalls.delete#4",
+        "secretmanager.secrets.delete",
+    ] {
+        assert!(
+            destroy_ops.iter().any(|k| k == kind),
+            "[{client}] the destroy made no {kind}: {destroy_ops:?}"
+        );
+    }
+    let faults = |ops: &[String]| -> Vec<(Mode, String)> {
+        ops.iter()
+            .enumerate()
+            .flat_map(|(i, k)| [(i, Mode::Kill, k.clone()), (i, Mode::Fail, k.clone())])
+            .filter(|(i, mode, _)| owner(client, *i, *mode))
+            .map(|(_, mode, k)| (mode, k))
+            .collect()
+    };
+    let (create_faults, destroy_faults) = (faults(&create_ops), faults(&destroy_ops));
+    let mut ran = 0;
+    for r in 0..create_faults.len().max(destroy_faults.len()) {
+        let create = create_faults.get(r).cloned();
+        let label = Case {
+            label: CREATE,
+            to: &[],
+            vars: &[],
+            fault: create.clone(),
+        };
+        interrupt_and_resume(client, &ws, &sim, &label, APPLY, &create);
+        check_cluster_alone(client, &ws, &sim, &made);
+        let destroy = destroy_faults.get(r).cloned();
+        let label = Case {
+            label: DESTROY_IT,
+            fault: destroy.clone(),
+            ..label
+        };
+        interrupt_and_resume(client, &ws, &sim, &label, DESTROY, &destroy);
+        assert_sim_empty(client, &sim);
+        ran += usize::from(create.is_some()) + usize::from(destroy.is_some());
+    }
+    let report = format!(
+        "resume matrix [{client}] {CREATE} / {DESTROY_IT}: resumed {ran}/{ran}, leaked 0 ({} of the cases of {} operations)",
+        share_note(),
+        create_ops.len() + destroy_ops.len(),
+    );
+    print_report(&report);
+}
+
+#[test]
+fn a_cluster_create_and_destroy_resume_after_a_kill_or_a_failure_at_every_step() {
+    for_each_client(birth_chain);
 }
