@@ -386,3 +386,70 @@ fn hand_edited_metadata_is_written_back_before_a_crashed_vm_boots_from_it() {
         );
     });
 }
+
+/// How many times the sim saw Compute method `api` (`firewalls.patch`) since the last reset of its request log.
+fn calls(sim: &Sim, api: &str) -> u64 {
+    sim.requests(false)["byMethod"][format!("compute.{api}")]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// The cluster's firewall rules, edited out of band with gcloud: the etcd peer rule deleted, etcd's client port
+/// opened to the whole internet. The cluster's refresh names both in `drift`, the plan shows an update of the
+/// cluster, and its apply creates the one and patches the other back, touching no rule that was right.
+#[test]
+fn a_deleted_or_widened_firewall_rule_is_put_back() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("drift-firewall-{client}"));
+        let ws = cluster(client, &sim, "drift-firewall", &[B]);
+        for args in [
+            &[
+                "compute",
+                "firewall-rules",
+                "delete",
+                "walk-etcd",
+                "--quiet",
+            ][..],
+            &[
+                "compute",
+                "firewall-rules",
+                "update",
+                "walk-etcd-client",
+                "--source-ranges=0.0.0.0/0",
+            ],
+        ] {
+            sim.gcloud(args)
+                .unwrap_or_else(|e| panic!("[{client}] gcloud {args:?}: {e}"));
+        }
+        let plan = plan_sees(
+            client,
+            &ws,
+            &[
+                "Firewall rule walk-etcd is missing; the apply creates it again.",
+                "Firewall rule walk-etcd-client has source ranges 0.0.0.0/0, not 127.0.0.0/8",
+            ],
+        );
+        plan.assert_contains("0 to add, 1 to change, 0 to destroy");
+        sim.requests(true);
+        ws.apply();
+        assert_eq!(
+            (
+                calls(&sim, "firewalls.insert"),
+                calls(&sim, "firewalls.patch")
+            ),
+            (1, 1),
+            "[{client}] the repair creates the deleted rule, patches the widened one and no other"
+        );
+        let client_rule = sim
+            .gcloud(&["compute", "firewall-rules", "describe", "walk-etcd-client"])
+            .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        assert_eq!(
+            client_rule["sourceRanges"],
+            serde_json::json!(["127.0.0.0/8"]),
+            "[{client}] etcd's client port admits the configured range again"
+        );
+        sim.gcloud(&["compute", "firewall-rules", "describe", "walk-etcd"])
+            .unwrap_or_else(|e| panic!("[{client}] the peer rule is back: {e}"));
+        check(client, &ws, &sim, 1);
+    });
+}

@@ -381,11 +381,12 @@ fn certificates_and_keys(schema: Schema) -> Schema {
         Attribute::typed("drift", Type::list(Type::String))
             .computed()
             .description(
-                "What refresh found out of shape in the load balancer and static IP, one sentence each \
-                 (empty when in shape): with one replica it holds the static IP and no load balancer \
-                 exists; with two or more, a forwarding rule on the static IP sends to a target pool of \
-                 exactly the replica VMs. Planned empty, so a plan after drift shows an in-place update, \
-                 and the apply puts the shape right.",
+                "What refresh found out of shape, one sentence each (empty when in shape): the firewall \
+                 rules (missing, or admitting other ports, ranges or tags than the settings say), the \
+                 secret of the CA keys, and the load balancer and static IP (with one replica it holds the \
+                 static IP and no load balancer exists; with two or more, a forwarding rule on the static IP \
+                 sends to a target pool of exactly the replica VMs). Planned empty, so a plan after drift \
+                 shows an in-place update, and the apply puts it right.",
             ),
     )
 }
@@ -1301,8 +1302,8 @@ impl Resource for ClusterResource {
             diags.warning(
                 format!("Cluster {name} is out of shape"),
                 format!(
-                    "Refresh found: {} The apply puts the load balancer and static IP back as the replicas \
-                     call for.",
+                    "Refresh found: {} The apply puts it back as the configuration and the replicas call \
+                     for.",
                     drift.join(" ")
                 ),
             );

@@ -143,9 +143,10 @@ pub async fn create(
     Some(p)
 }
 
-/// Refresh: the static address is the cluster's identity; without it the cluster is gone. With it, the shape of
-/// the load balancer and static IP is judged from the snapshot every read of this refresh shares, and what is
-/// wrong is recorded in `drift`, so the plan shows it and the update repairs it.
+/// Refresh: the static address is the cluster's identity; without it the cluster is gone. With it, the firewall
+/// rules and the keys' secret are compared with what they should be, the shape of the load balancer and static IP
+/// is judged from the snapshot every read of this refresh shares, and what is wrong is recorded in `drift`, so the
+/// plan shows it and the update repairs it.
 pub async fn read(
     settings: &Settings,
     mut s: ClusterModel,
@@ -166,7 +167,14 @@ pub async fn read(
         }
     }
     let cluster = net.name.to_string();
-    let keys_drift = keys_drift(&c, &s, diags).await;
+    let mut found_wrong: Vec<String> = match ha_ops::cluster::drift(&c, &net, until).await {
+        Ok(sentences) => sentences,
+        Err(e) => {
+            failed::<()>(diags, "read the firewall rules of", net.name, e);
+            Vec::new()
+        }
+    };
+    found_wrong.extend(keys_drift(&c, &s, diags).await);
     let Some(ctx) = context(settings, &s, diags).await else {
         return Some(s);
     };
@@ -176,11 +184,13 @@ pub async fn read(
             failed::<()>(diags, "observe the load balancer of", &cluster, e);
         }
     }
-    // Once: a refresh whose observation failed keeps the drift it had, which may say so already.
-    if let (Some(sentence), Val::Known(drift)) = (keys_drift, &mut s.drift)
-        && !drift.contains(&sentence)
-    {
-        drift.push(sentence);
+    // Once each: a refresh whose observation failed keeps the drift it had, which may say so already.
+    if let Val::Known(drift) = &mut s.drift {
+        for sentence in found_wrong {
+            if !drift.contains(&sentence) {
+                drift.push(sentence);
+            }
+        }
     }
     read_last_backup(settings, &mut s, diags).await;
     Some(s)
@@ -409,7 +419,7 @@ pub async fn update(
                 &name,
                 super::advice::with_advice(&e),
             );
-            // The firewall rules are updated; the drift stays recorded, so the next plan shows it again.
+            // The firewall rules are repaired; the drift stays recorded, so the next plan shows it again.
             p.drift = prior.drift.clone();
             Some(p)
         }

@@ -96,6 +96,8 @@ pub struct DerivedNames {
     pub firewall_api: String,
     /// etcd's client port, only from the admin ranges.
     pub firewall_etcd_client: String,
+    /// The plain-HTTP health port, only from GCE's health checkers.
+    pub firewall_health: String,
     /// The network tag every master carries, which the firewalls target.
     pub master_tag: String,
     /// Load balancer objects, present only with two or more replicas.
@@ -111,6 +113,7 @@ impl DerivedNames {
             firewall_etcd_peer: format!("{cluster}-etcd"),
             firewall_api: format!("{cluster}-https"),
             firewall_etcd_client: format!("{cluster}{LONGEST_SUFFIX}"),
+            firewall_health: format!("{cluster}-healthz"),
             master_tag: format!("{cluster}-master"),
             health_check: format!("{cluster}-healthz"),
             target_pool: cluster.to_string(),

@@ -3,7 +3,8 @@
 //! executor, `ops::execute`, carries out any list of them. A step is idempotent where it can be (an "ensure", a
 //! delete that accepts "not found"), so a list decided again after a kill resumes where the last one stopped.
 //!
-//! Two families, by what a step needs: a [`ReplicaStep`] acts on "the replica" the change is about (the one
+//! Three families, by what a step needs (the third, [`FoundationStep`], is the cluster's own objects, run before a
+//! cluster has a context or after it has no replica): a [`ReplicaStep`] acts on "the replica" the change is about (the one
 //! joining, leaving or rolling) and can only be run by a run about one; a [`ClusterStep`] names what it acts on
 //! (`{ name }`, `{ to }`, `{ from }`) or acts on the cluster, so repairs, which are about no replica, are made of
 //! these alone. Adding a step: a variant in its family here, decided in a `domain` function, carried out once in
@@ -193,6 +194,43 @@ pub enum ClusterStep {
     DeleteSecret {
         id: String,
     },
+}
+
+/// A step on the cluster's foundation (`domain::foundation`): the objects it owns whether or not it has replicas,
+/// and what its delete sweeps. Run with no cluster context (`ops::execute::foundation`): a cluster being created has
+/// none yet, and one being deleted has no replica left to observe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FoundationStep {
+    /// Reserve the static regional address, or find the one a killed create reserved.
+    ReserveStaticAddress,
+    /// Create a firewall rule the cluster lacks.
+    CreateFirewall {
+        rule: crate::foundation::FirewallRule,
+    },
+    /// Bring a rule that admits other traffic than the settings say back in line (the settings changed, or a
+    /// hand edit).
+    PatchFirewall {
+        rule: crate::foundation::FirewallRule,
+    },
+    DeleteFirewall {
+        name: String,
+    },
+    /// Release a dead join's reserved internal address, by name.
+    ReleaseAddress {
+        name: String,
+    },
+    /// Delete a dead join's keys' secret, by id.
+    DeleteSecret {
+        id: String,
+    },
+    /// The load balancer an interrupted shrink left (each "not found" is done).
+    DeleteForwardingRule,
+    DeletePool,
+    DeleteHealthCheck,
+    /// Delete the secret that holds the cluster's CA keys.
+    DeleteKeysSecret,
+    /// Release the static address: the cluster's identity, so the last step of a delete.
+    ReleaseStaticAddress,
 }
 
 /// A `Vec<Step>` from steps of either family, in order: `steps![ReplicaStep::AddLearner, ClusterStep::AwaitEndpoint]`.

@@ -1,100 +1,85 @@
-//! The cluster's own GCE objects: the static regional address, and firewall rules that let etcd peers talk only
-//! between masters (by tag), the API port in from the allowed ranges, etcd's client port in only from the admin
-//! ranges, and GCE's health checkers in to the plain-HTTP health port.
+//! The cluster's foundation, observed, decided by `ha_domain::foundation` and carried out by
+//! `execute::foundation`: its static regional address and firewall rules at create, the rules brought back in line
+//! at update, and everything it owns swept at delete.
 
 use tokio::time::Instant;
 
 use super::cloud::Cloud;
 use super::error::{OpError, Result};
-use super::shared::{CLUSTER_LABEL, ETCD_CLIENT_PORT, HEALTH_PORT, internal_address_description};
+use super::execute::foundation::FoundationRun;
+use super::shared::{CLUSTER_LABEL, internal_address_description};
+pub use ha_domain::foundation::ClusterNetwork;
+use ha_domain::foundation::{
+    FirewallRule, FoundRules, Leftovers, create_steps, delete_steps, firewall_drift,
+    firewall_repairs, firewall_rules,
+};
 use ha_domain::names::DerivedNames;
-use ha_gce::FirewallSpec;
 
-/// Where legacy HTTP health checks come from (GCE's documented prober ranges).
-const HEALTH_CHECK_RANGES: [&str; 3] = ["35.191.0.0/16", "209.85.152.0/22", "209.85.204.0/22"];
-
-pub struct ClusterNetwork<'a> {
-    pub name: &'a str,
-    pub region: &'a str,
-    pub network: &'a str,
-    pub api_port: u16,
-    pub api_source_ranges: &'a [String],
-    pub etcd_client_source_ranges: &'a [String],
-}
-
-fn firewalls(n: &ClusterNetwork<'_>) -> Vec<FirewallSpec> {
-    let names = DerivedNames::for_cluster(n.name);
-    let rule =
-        |name: String, ports: Vec<String>, ranges: Vec<String>, tags: Vec<String>, why: &str| {
-            FirewallSpec {
-                name,
-                network: n.network.to_string(),
-                tcp_ports: ports,
-                source_ranges: ranges,
-                source_tags: tags,
-                target_tags: vec![names.master_tag.clone()],
-                description: Some(format!("{why} ({})", n.name)),
-            }
-        };
-    vec![
-        rule(
-            names.firewall_etcd_peer.clone(),
-            vec!["2380".into()],
-            vec![],
-            vec![names.master_tag.clone()],
-            "etcd peers, master to master",
-        ),
-        rule(
-            names.firewall_api.clone(),
-            vec![n.api_port.to_string()],
-            n.api_source_ranges.to_vec(),
-            vec![],
-            "Kubernetes API",
-        ),
-        rule(
-            names.firewall_etcd_client.clone(),
-            vec![ETCD_CLIENT_PORT.to_string()],
-            n.etcd_client_source_ranges.to_vec(),
-            vec![],
-            "etcd clients (mutual TLS) from admin ranges",
-        ),
-        rule(
-            format!("{}-healthz", n.name),
-            vec![HEALTH_PORT.to_string()],
-            HEALTH_CHECK_RANGES.iter().map(|s| s.to_string()).collect(),
-            vec![],
-            "load balancer health checks",
-        ),
-    ]
+/// The cluster's firewall rules as they are now, by name.
+async fn found_rules(
+    cloud: &Cloud,
+    want: &[FirewallRule],
+    deadline: Instant,
+) -> Result<FoundRules> {
+    let mut found = FoundRules::new();
+    for rule in want {
+        if let Some(have) = cloud.compute.get_firewall(&rule.name, deadline).await? {
+            found.insert(
+                have.name.clone(),
+                FirewallRule {
+                    name: have.name,
+                    network: have.network,
+                    tcp_ports: have.tcp_ports,
+                    source_ranges: have.source_ranges,
+                    source_tags: have.source_tags,
+                    target_tags: have.target_tags,
+                    description: String::new(),
+                },
+            );
+        }
+    }
+    Ok(found)
 }
 
 /// Creates (or finds, when resuming) the address and firewall rules; returns the static IP.
 pub async fn create(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<String> {
-    let c = &cloud.compute;
-    let names = DerivedNames::for_cluster(n.name);
-    let address = c
-        .reserve_external_address(n.region, &names.address, deadline)
-        .await?;
-    for fw in firewalls(n) {
-        c.ensure_firewall(&fw, deadline).await?;
-    }
-    Ok(address.ip)
+    let want = firewall_rules(n);
+    let found = found_rules(cloud, &want, deadline).await?;
+    let mut run = FoundationRun::new(cloud, n.name, n.region, deadline);
+    run.execute(&create_steps(&want, &found)).await?;
+    run.static_ip.ok_or_else(|| {
+        OpError::Other(format!(
+            "cluster {}'s create reserved no address; this is a bug",
+            n.name
+        ))
+    })
 }
 
-/// Brings firewall rules in line with the configuration (ranges and ports change in place).
+/// Brings the firewall rules in line with the configuration (ranges and ports change in place), and puts back a
+/// rule deleted or edited by hand; a rule already right is not touched.
 pub async fn update(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
-    let c = &cloud.compute;
-    for fw in firewalls(n) {
-        c.update_firewall(&fw, deadline).await?;
-    }
-    Ok(())
+    let want = firewall_rules(n);
+    let found = found_rules(cloud, &want, deadline).await?;
+    FoundationRun::new(cloud, n.name, n.region, deadline)
+        .execute(&firewall_repairs(&want, &found))
+        .await
 }
 
-/// Deletes everything the cluster owns, refusing while replicas exist: its network objects, and whatever dead
-/// joins left behind.
+/// What is wrong with the cluster's firewall rules, as `drift` sentences.
+pub async fn drift(
+    cloud: &Cloud,
+    n: &ClusterNetwork<'_>,
+    deadline: Instant,
+) -> Result<Vec<String>> {
+    let want = firewall_rules(n);
+    let found = found_rules(cloud, &want, deadline).await?;
+    Ok(firewall_drift(&want, &found))
+}
+
+/// Deletes everything the cluster owns, refusing while replicas exist: its foundation, and whatever dead joins
+/// and an interrupted shrink left behind.
 pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
     let c = &cloud.compute;
-    let names = DerivedNames::for_cluster(n.name);
     let region = c.get_region(n.region, deadline).await?;
     let labels = [(CLUSTER_LABEL.to_string(), n.name.to_string())].into();
     let mut replicas = Vec::new();
@@ -113,44 +98,23 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
             "Remove their ha_master_replica resources first (or destroy them in the same apply, which Terraform orders before the cluster).".into(),
         ));
     }
-    // What joins that died before their VM existed left (their internal address, their keys): with no replica
-    // left, every one is a leftover. Each delete treats "not found" as done.
-    for address in c
-        .list_addresses_described(n.region, &internal_address_description(n.name), deadline)
-        .await?
-    {
-        c.delete_address(n.region, &address.name, deadline).await?;
-    }
-    let keys = ha_domain::names::cluster_keys_secret(n.name);
-    let secret_manager = cloud.secrets().await?;
-    for (id, _) in crate::build::cluster_secrets(&secret_manager, n.name).await? {
-        if id != keys {
-            secret_manager.delete(&id).await?;
-        }
-    }
-    // Leftovers of an interrupted shrink, then the cluster's own objects.
-    c.delete_forwarding_rule(n.region, &names.forwarding_rule, deadline)
-        .await?;
-    c.delete_target_pool(n.region, &names.target_pool, deadline)
-        .await?;
-    c.delete_http_health_check(&names.health_check, deadline)
-        .await?;
-    for fw in firewalls(n) {
-        c.delete_firewall(&fw.name, deadline).await?;
-    }
-    // The cluster's own keys before its address, which is its identity (`exists`): once the address is gone the
-    // next refresh finds no cluster, so nothing deleted after it would ever be retried, and a delete killed there
-    // would leak the CA keys. A delete that fails between the two leaves the cluster in state with its keys in
-    // `private_keys`: its refresh reports the secret missing and an apply writes it back (`keys_drift`).
-    match secret_manager.delete(&keys).await {
-        // A cluster made before the keys' secret, in a project that never enabled the API: nothing to delete.
-        Err(e) if e.is_disabled() => {}
-        other => {
-            other?;
-        }
-    }
-    c.delete_address(n.region, &names.address, deadline).await?;
-    Ok(())
+    // With no replica left, every internal address and key secret of the cluster is a dead join's leftover.
+    let left = Leftovers {
+        internal_addresses: c
+            .list_addresses_described(n.region, &internal_address_description(n.name), deadline)
+            .await?
+            .into_iter()
+            .map(|a| a.name)
+            .collect(),
+        secrets: crate::build::cluster_secrets(&cloud.secrets().await?, n.name)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect(),
+    };
+    FoundationRun::new(cloud, n.name, n.region, deadline)
+        .execute(&delete_steps(n.name, &firewall_rules(n), &left))
+        .await
 }
 
 /// Whether the cluster's static address exists: it is the cluster's identity, so without it the cluster is gone.

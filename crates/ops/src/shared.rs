@@ -26,10 +26,8 @@ pub fn peer_url(ip: &str) -> String {
     format!("https://{ip}:2380")
 }
 
-/// The firewall port of etcd's client API.
-pub const ETCD_CLIENT_PORT: u16 = 2379;
-/// The plain-HTTP health endpoint that reflects the API server (legacy HTTP health checks cannot speak HTTPS).
-pub const HEALTH_PORT: u16 = 3990;
+/// The ports the cluster's firewall rules open (`ha_domain::foundation`).
+pub use ha_domain::foundation::{ETCD_CLIENT_PORT, HEALTH_PORT};
 
 /// An instance's zone name (the API returns the zone's URL).
 pub fn zone_of(i: &ha_gce::InstanceInfo) -> String {

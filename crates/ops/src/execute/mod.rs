@@ -34,6 +34,7 @@ use ha_pki::{self as pki, ReplicaCertRequest, ReplicaCerts};
 
 mod address;
 mod etcd;
+pub mod foundation;
 mod lb;
 mod vm;
 
