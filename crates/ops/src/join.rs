@@ -102,12 +102,7 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     // Clearing the learners that interrupted joins left is a removal: it gets the removal preflight.
     preflight_removals(ctx, &snap, &steps, &req.name).await?;
 
-    let me = Replica {
-        name: req.name.clone(),
-        zone: req.zone.clone(),
-        labels: req.labels.clone(),
-        internal_ip,
-    };
+    let me = Replica::new(&req.name, &req.zone, &req.labels, internal_ip);
     let mut run = Run::for_replica(ctx, &snap, &me, deadline);
     run.progress.certs = Some(issue_certs(ctx, &me)?);
     run.progress.restore = restore;

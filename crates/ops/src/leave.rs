@@ -32,13 +32,8 @@ pub async fn leave(ctx: &ClusterCtx, name: &str, zone: &str, deadline: Instant) 
     // The removal gets the same preflight as an addition, before anything changes (out of the pool, leadership).
     preflight_removals(ctx, &snap, &steps, name).await?;
 
-    let me = Replica {
-        name: name.to_string(),
-        zone: zone.to_string(),
-        labels: Default::default(),
-        // A leave creates nothing, so the replica's addresses are never asked for.
-        internal_ip: Ipv4Addr::UNSPECIFIED,
-    };
+    // A leave creates and labels nothing, so the replica's labels and addresses are never asked for.
+    let me = Replica::new(name, zone, &Default::default(), Ipv4Addr::UNSPECIFIED);
     Run::for_replica(ctx, &snap, &me, deadline)
         .execute(&steps)
         .await

@@ -78,12 +78,7 @@ pub async fn mend_replica(
         .and_then(|v| v.internal_ip.as_deref())
         .and_then(|ip| ip.parse().ok())
         .unwrap_or(Ipv4Addr::UNSPECIFIED);
-    let me = Replica {
-        name: req.name.clone(),
-        zone: req.zone.clone(),
-        labels: req.labels.clone(),
-        internal_ip,
-    };
+    let me = Replica::new(&req.name, &req.zone, &req.labels, internal_ip);
     let mut run = Run::for_replica(ctx, &snap, &me, deadline);
     run.execute(&steps).await?;
     run.into_progress().instance.ok_or_else(|| {

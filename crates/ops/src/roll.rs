@@ -180,12 +180,8 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
         .member_named(&r.name)
         .map(|m| m.id)
         .ok_or_else(|| OpError::Other(format!("replica {} has no etcd member", r.name)))?;
-    let me = Replica {
-        name: r.name.clone(),
-        zone: r.zone.clone(),
-        labels: r.labels.clone(),
-        internal_ip: internal_ip_of(vm.as_ref(), place.reserved.as_ref(), &snap, member_id)?,
-    };
+    let internal_ip = internal_ip_of(vm.as_ref(), place.reserved.as_ref(), &snap, member_id)?;
+    let me = Replica::new(&r.name, &r.zone, &r.labels, internal_ip);
     let mut run = Run::for_replica(ctx, &snap, &me, deadline);
     run.progress.instance = vm;
     run.execute(&steps).await?;

@@ -161,8 +161,7 @@ impl ReplicaRun<'_> {
         let ctx = self.ctx;
         let deadline = self.deadline;
         let me = self.me();
-        let target = self.running_target(&me.name).await?;
-        let vm = self.fresh_vm(&me.name).await?;
+        let (vm, target) = self.running_vm(&me.name).await?;
         loop {
             let health = ctx.etcd.health(std::slice::from_ref(&target)).await;
             let last = match health.first().map(|h| &h.health) {

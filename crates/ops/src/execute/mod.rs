@@ -59,6 +59,23 @@ pub struct Replica {
     pub internal_ip: Ipv4Addr,
 }
 
+impl Replica {
+    /// The replica `name` in `zone`, with its own `labels`, at `internal_ip`.
+    pub fn new(
+        name: &str,
+        zone: &str,
+        labels: &BTreeMap<String, String>,
+        internal_ip: Ipv4Addr,
+    ) -> Replica {
+        Replica {
+            name: name.to_string(),
+            zone: zone.to_string(),
+            labels: labels.clone(),
+            internal_ip,
+        }
+    }
+}
+
 /// What the steps learn as they go, and what the caller reads back when they are done (or as far as they got).
 #[derive(Default)]
 pub struct Progress {
@@ -209,12 +226,17 @@ impl<'a> Run<'a> {
 
     /// Where to reach the replica's etcd once its VM runs (a restarted VM may have a new ephemeral IP).
     async fn running_target(&self, name: &str) -> Result<EtcdTarget> {
+        Ok(self.running_vm(name).await?.1)
+    }
+
+    /// The replica's VM once it runs, read fresh, and where to reach its etcd.
+    async fn running_vm(&self, name: &str) -> Result<(InstanceInfo, EtcdTarget)> {
         loop {
             let vm = self.fresh_vm(name).await?;
             if vm.status == "RUNNING"
                 && let Some(t) = etcd_target(self.ctx, &vm)
             {
-                return Ok(t);
+                return Ok((vm, t));
             }
             if Instant::now() >= self.deadline {
                 return Err(OpError::Other(format!(
