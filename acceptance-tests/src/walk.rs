@@ -129,13 +129,14 @@ output "by_zone" {{
     )
 }
 
-/// The walk-through's configuration with each `(from, to)` replaced once, for scenarios that need a setting or an
-/// output more; fails loudly when the walk-through no longer has `from`, rather than testing the wrong thing.
+/// A configuration (the walk-through's, or a scenario's own) with each `(from, to)` replaced once, for scenarios
+/// that need a setting or an output more; fails loudly when the configuration no longer has `from`, rather than
+/// testing the wrong thing. Every scenario edits HCL through this, never a bare `replace`.
 pub fn edit_config(base: String, edits: &[(&str, &str)]) -> String {
     edits.iter().fold(base, |config, (from, to)| {
         assert!(
             config.contains(from),
-            "the walk-through's config lost {from:?}"
+            "the configuration no longer has {from:?}: the edit would test nothing"
         );
         config.replacen(from, to, 1)
     })

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use acceptance_tests::faults::{Effect, Failpoint, Trigger};
+use acceptance_tests::walk::edit_config;
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 use serde_json::Value;
 
@@ -182,9 +183,12 @@ fn a_cluster_with_replicas_refuses_deletion_and_labels_change_in_place() {
         check(client, &ws, &sim, &["rules-a"]);
 
         // A setting masters read at boot rolls the replica in place: the plan says how, and replaces nothing.
-        ws.write_main_tf(&config(&sim).replace(
-            "  name                      = \"rules\"\n",
-            "  name                      = \"rules\"\n  dns_domain                = \"corp.example\"\n",
+        ws.write_main_tf(&edit_config(
+            config(&sim),
+            &[(
+                "  name                      = \"rules\"\n",
+                "  name                      = \"rules\"\n  dns_domain                = \"corp.example\"\n",
+            )],
         ));
         let plan = ws.plan();
         plan.assert_contains("Replica rules-a will be rolled: dns_domain changes");

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    KEYS, assert_sim_empty, check, replicas_by_zone, set_zones, walk_config_in, write_keys,
+    KEYS, assert_sim_empty, check, edit_config, replicas_by_zone, set_zones, walk_config_in,
+    write_keys,
 };
 use acceptance_tests::{Sim, Workspace, for_each_client};
 
@@ -17,8 +18,7 @@ const C: &str = "us-central1-c";
 fn protected_config(sim: &Sim) -> String {
     let config = walk_config_in(sim, A);
     let off = "  deletion_protection       = false # scenarios end with a destroy\n";
-    assert!(config.contains(off));
-    config.replace(off, "")
+    edit_config(config, &[(off, "")])
 }
 
 fn keys_on(sim: &Sim, vm: &str) -> usize {
@@ -112,9 +112,12 @@ fn protection_refuses_destroy_and_never_removes_the_last_voter() {
         destroy.assert_contains("set `deletion_protection = false`");
 
         // Protection off, applied, then destroy: nothing of the cluster is left.
-        ws.write_main_tf(&protected_config(&sim).replace(
-            "  multizone                 = true\n",
-            "  multizone                 = true\n  deletion_protection       = false\n",
+        ws.write_main_tf(&edit_config(
+            protected_config(&sim),
+            &[(
+                "  multizone                 = true\n",
+                "  multizone                 = true\n  deletion_protection       = false\n",
+            )],
         ));
         ws.apply();
         ws.destroy();

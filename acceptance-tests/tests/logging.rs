@@ -3,7 +3,7 @@
 //! access token from the provider block nor any private key that ended up in state (CA keys, the replica's
 //! keys) appears anywhere in what the provider printed, while the log itself is there and says what happened.
 
-use acceptance_tests::walk::{set_zones, walk_config};
+use acceptance_tests::walk::{edit_config, set_zones, walk_config};
 use acceptance_tests::{Sim, Workspace, for_each_client};
 use serde_json::Value;
 
@@ -31,10 +31,9 @@ fn key_fingerprints(pem: &str) -> Vec<&str> {
 fn provider_logs_at_trace_hold_no_token_and_no_private_key() {
     for_each_client(|client| {
         let sim = Sim::start(&format!("logging-{client}"));
-        let config = walk_config(&sim).replace("\"sim-token\"", &format!("{TOKEN:?}"));
-        assert!(
-            config.contains(TOKEN),
-            "the walk config sets an access token"
+        let config = edit_config(
+            walk_config(&sim),
+            &[("\"sim-token\"", &format!("{TOKEN:?}"))],
         );
         let ws = Workspace::new(client, "logging").with_env("TF_LOG_PROVIDER", "trace");
         ws.write_main_tf(&config);

@@ -16,8 +16,8 @@
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    check, delete_vm_and_disk, key_count, replicas_by_zone, set_vars, walk_config, with_storage,
-    write_keys, write_many_keys,
+    check, delete_vm_and_disk, edit_config, key_count, replicas_by_zone, set_vars, walk_config,
+    with_storage, write_keys, write_many_keys,
 };
 use acceptance_tests::{Client, FakeGcs, Sim, for_each_client};
 
@@ -197,13 +197,12 @@ fn refuse_bytes_the_backup_did_not_record(
     );
 
     // A short update timeout: the restoring replica waits for an etcd that never starts.
-    let short = config(sim, gcs, Some(1)).replace(
-        "  zone     = each.value\n",
-        "  zone     = each.value\n  timeouts {\n    update = \"40s\"\n  }\n",
-    );
-    assert!(
-        short.contains("update = \"40s\""),
-        "the replica block moved"
+    let short = edit_config(
+        config(sim, gcs, Some(1)),
+        &[(
+            "  zone     = each.value\n",
+            "  zone     = each.value\n  timeouts {\n    update = \"40s\"\n  }\n",
+        )],
     );
     ws.write_main_tf(&short);
     let first = &by_zone[B];
@@ -245,11 +244,13 @@ fn refuse_bytes_the_backup_did_not_record(
     // A good copy, kept apart from the cluster's backups, with the metadata the backup wrote.
     let copy = format!("kept-by-hand/{}", newest.rsplit('/').next().unwrap());
     gcs.put(BUCKET, &copy, &good, &recorded);
-    let restoring = config(sim, gcs, Some(1)).replace(
-        "    generation = 1\n",
-        &format!("    generation = 1\n    snapshot   = \"gs://{BUCKET}/{copy}\"\n"),
+    let restoring = edit_config(
+        config(sim, gcs, Some(1)),
+        &[(
+            "    generation = 1\n",
+            &format!("    generation = 1\n    snapshot   = \"gs://{BUCKET}/{copy}\"\n"),
+        )],
     );
-    assert!(restoring.contains(&copy), "the restore block moved");
 
     // What the attempt left: the restoring VM, whose etcd never answers.
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Every validation rule of the provider, under both clients: the message, the stage that catches it (validate
 //! for literals, plan for values that come from another resource) and the attribute it points at.
 
+use acceptance_tests::walk::edit_config;
 use acceptance_tests::{
     AttributePath, REQUIRED_PROVIDERS, Stage, Workspace, assert_validation_error, expect_rejection,
     for_each_client,
@@ -36,9 +37,12 @@ fn all_at(stage: Stage, rejections: Vec<acceptance_tests::Rejection>) {
 #[test]
 fn cluster_name_must_be_a_gce_name() {
     let r = assert_validation_error(
-        &cluster("").replace(
-            r#"name                      = "prod""#,
-            r#"name = "Prod_1""#,
+        &edit_config(
+            cluster(""),
+            &[(
+                r#"name                      = "prod""#,
+                r#"name = "Prod_1""#,
+            )],
         ),
         &[
             r#"Invalid name "Prod_1""#,
@@ -53,7 +57,7 @@ fn cluster_name_must_be_a_gce_name() {
 fn cluster_name_leaves_room_for_derived_names() {
     let long = "a".repeat(52);
     let r = assert_validation_error(
-        &cluster("").replace(r#""prod""#, &format!("{long:?}")),
+        &edit_config(cluster(""), &[(r#""prod""#, &format!("{long:?}"))]),
         &["52 characters long", "limited to 51"],
         "ha_master_cluster.c.name",
     );
@@ -301,9 +305,12 @@ resource "ha_master_cluster" "c" {
 #[test]
 fn lock_ttl_leaves_room_for_three_renewals() {
     let r = assert_validation_error(
-        &cluster("").replace(
-            r#"region  = "europe-west1""#,
-            "region   = \"europe-west1\"\n  lock_ttl = \"2s\"",
+        &edit_config(
+            cluster(""),
+            &[(
+                r#"region  = "europe-west1""#,
+                "region   = \"europe-west1\"\n  lock_ttl = \"2s\"",
+            )],
         ),
         &["lock_ttl 2s is too short", "Set lock_ttl to 3s or more"],
         "provider.ha.lock_ttl",

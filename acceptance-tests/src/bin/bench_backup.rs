@@ -230,7 +230,10 @@ fn main() {
     }
     let restore =
         "  restore {\n    source     = \"snapshot\"\n    generation = 1\n  }\n  backup {\n";
-    ws.write_main_tf(&config.replace("  backup {\n", restore));
+    ws.write_main_tf(&acceptance_tests::walk::edit_config(
+        config.clone(),
+        &[("  backup {\n", restore)],
+    ));
     let newest = gcs
         .list("bench-backups", "")
         .into_iter()
