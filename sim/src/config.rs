@@ -85,6 +85,7 @@ impl LatencyProfile {
             ("instances.stop", 4_000),
             ("instances.setMetadata", 1_500),
             ("instances.setLabels", 1_500),
+            ("instances.setTags", 1_500),
             ("instances.addAccessConfig", 2_000),
             ("instances.deleteAccessConfig", 2_000),
             ("addresses.insert", 1_500),

@@ -52,6 +52,7 @@ const INSTANCES: &[&str] = &[
     "compute.instances.start",
     "compute.instances.setMetadata",
     "compute.instances.setLabels",
+    "compute.instances.setTags",
     "compute.instances.deleteAccessConfig",
     "compute.instances.addAccessConfig",
     "compute.globalOperations.aggregatedList",
@@ -395,6 +396,27 @@ async fn gcloud_instances() {
     )
     .await
     .unwrap();
+    // Each a read for the tags' fingerprint, then setTags.
+    for (verb, tags) in [
+        ("add-tags", "kubernetes-master,old"),
+        ("remove-tags", "old"),
+    ] {
+        gcloud(
+            &sim,
+            &[
+                "compute",
+                "instances",
+                verb,
+                "vm1",
+                "--zone",
+                Z,
+                "--tags",
+                tags,
+            ],
+        )
+        .await
+        .unwrap();
+    }
     // Checked through the API: `instances describe` ran above, and each gcloud run costs a second of CPU.
     let vm = sim.get(&format!("zones/{Z}/instances/vm1")).await.body;
     assert!(
@@ -402,6 +424,11 @@ async fn gcloud_instances() {
         "{vm}"
     );
     assert_eq!(vm["labels"]["role"], "master", "{vm}");
+    assert_eq!(
+        vm["tags"]["items"],
+        serde_json::json!(["kubernetes-master"]),
+        "{vm}"
+    );
     assert_eq!(vm["status"], "RUNNING", "{vm}");
     gcloud(
         &sim,

@@ -326,6 +326,42 @@ async fn set_metadata_needs_the_current_fingerprint_and_rotates_it() {
         .expect(400, "invalid");
 }
 
+/// `setTags` (what `gcloud compute instances add-tags`/`remove-tags` send): the tags' own fingerprint, RFC 1035 tags.
+#[tokio::test]
+async fn set_tags_needs_the_current_fingerprint_and_well_formed_tags() {
+    let sim = start().await;
+    let i = instance(&sim, "m1", Z, None).await;
+    let path = format!("zones/{Z}/instances/m1/setTags");
+    let fp = i["tags"]["fingerprint"].as_str().unwrap().to_string();
+    let stale = sim
+        .post(
+            &path,
+            json!({"fingerprint": "AAAAAAAAAAA=", "items": ["a"]}),
+        )
+        .await;
+    stale.expect(412, "conditionNotMet");
+    assert_eq!(
+        stale.body["error"]["message"],
+        "Supplied fingerprint does not match current tags fingerprint."
+    );
+    for bad in ["Upper", "1digit", "trailing-", ""] {
+        sim.post(&path, json!({"fingerprint": fp, "items": [bad]}))
+            .await
+            .expect(400, "invalid");
+    }
+    let done = sim
+        .ok(
+            "POST",
+            &path,
+            Some(json!({"fingerprint": fp, "items": ["web", "kubernetes-master"]})),
+        )
+        .await;
+    assert_eq!(done["operationType"], "setTags");
+    let after = sim.get(&format!("zones/{Z}/instances/m1")).await.body;
+    assert_eq!(after["tags"]["items"], json!(["web", "kubernetes-master"]));
+    assert_ne!(after["tags"]["fingerprint"], fp.as_str());
+}
+
 #[tokio::test]
 async fn set_labels_needs_the_current_fingerprint_and_rotates_it() {
     let sim = start().await;

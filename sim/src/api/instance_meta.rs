@@ -1,4 +1,4 @@
-//! instances.setMetadata and instances.setLabels: optimistic concurrency with fingerprints. The request must
+//! instances.setMetadata, instances.setLabels and instances.setTags: optimistic concurrency with fingerprints. The request must
 //! carry the current fingerprint or get 412 conditionNotMet; every accepted change rotates it.
 
 use super::Req;
@@ -124,6 +124,60 @@ pub fn set_labels(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec>
     Ok(op(
         req,
         "setLabels",
+        k,
+        id,
+        Transition::Nothing,
+        Transition::Nothing,
+    ))
+}
+
+/// `instances.setTags`: the body is the `Tags` object itself (`items`, `fingerprint`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SetTags {
+    items: Vec<String>,
+    fingerprint: String,
+}
+
+/// GCE's tag rules: at most 64, each 1 to 63 characters of RFC 1035 (a lowercase letter first, no trailing `-`).
+fn check_tags(tags: &[String]) -> ApiResult<()> {
+    if tags.len() > 64 {
+        return Err(ApiError::invalid(format!(
+            "Instance has {} network tags; the limit is 64.",
+            tags.len()
+        )));
+    }
+    for (n, tag) in tags.iter().enumerate() {
+        let b = tag.as_bytes();
+        let ok = (1..=63).contains(&b.len())
+            && b[0].is_ascii_lowercase()
+            && b[b.len() - 1] != b'-'
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
+        if !ok {
+            return Err(ApiError::invalid_field(
+                &format!("resource.items[{n}]"),
+                tag,
+                "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'",
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn set_tags(_sim: &Sim, cloud: &mut Cloud, req: &Req) -> ApiResult<OpSpec> {
+    let s: SetTags = body(req)?;
+    let (k, i) = find(cloud, req)?;
+    if s.fingerprint != i.tags.fingerprint {
+        return Err(ApiError::fingerprint("tags"));
+    }
+    check_tags(&s.items)?;
+    i.tags.items = s.items;
+    i.tags.fingerprint = ids::new_fingerprint();
+    let id = i.id.clone();
+    Ok(op(
+        req,
+        "setTags",
         k,
         id,
         Transition::Nothing,

@@ -80,6 +80,12 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "POST",
+        pattern: "zones/{zone}/instances/{instance}/setTags",
+        api: "instances.setTags",
+        handler: Handler::Mutate(instance_meta::set_tags),
+    },
+    Route {
+        method: "POST",
         pattern: "zones/{zone}/instances/{instance}/attachDisk",
         api: "instances.attachDisk",
         handler: Handler::Mutate(attach_disk),
