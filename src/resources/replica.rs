@@ -499,11 +499,7 @@ fn warn_of_keys_in_metadata(prior: &ReplicaModel, p: &ReplicaModel, diags: &mut 
 /// A new replica needs certificates signed by the cluster's CAs. An imported cluster has no CA keys (masters
 /// never hold them, so import cannot recover them): say so at plan instead of failing half-way through a join.
 fn check_can_sign(r: &ReplicaModel, diags: &mut Diagnostics) {
-    let Some(cluster) = r.cluster.known() else {
-        return;
-    };
-    if cluster.ca_private_key.known().is_some_and(|k| k.is_empty()) {
-        let name = cluster.name.known().cloned().unwrap_or_default();
+    if let Some(name) = imported_without_ca_keys(r) {
         diags.attr_error(
             AttributePath::attr("cluster"),
             format!("Cluster {name} was imported without its CA private keys"),
@@ -513,6 +509,17 @@ fn check_can_sign(r: &ReplicaModel, diags: &mut Diagnostics) {
              one, restore the state that holds the keys, or create a new cluster and move the workload.",
         );
     }
+}
+
+/// The cluster's name when it was imported without its CA private keys (its `spec` carries them empty), so it
+/// cannot sign a new or rebuilt master's certificates.
+pub(super) fn imported_without_ca_keys(r: &ReplicaModel) -> Option<String> {
+    let cluster = r.cluster.known()?;
+    cluster
+        .ca_private_key
+        .known()
+        .is_some_and(|k| k.is_empty())
+        .then(|| cluster.name.known().cloned().unwrap_or_default())
 }
 
 /// Placement checks on whatever is known; unknown parts are checked again at apply.

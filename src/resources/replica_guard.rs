@@ -3,7 +3,7 @@
 //! diagnostic on the plan. When the cluster is not created yet or cannot be observed, plan stays silent on quorum
 //! (or says it could not look) and apply decides from its own snapshot.
 
-use tfplugin::diag::Diagnostics;
+use tfplugin::diag::{AttributePath, Diagnostics};
 
 use super::replica_model::ReplicaModel;
 use crate::config::Settings;
@@ -231,6 +231,25 @@ pub async fn check_roll(
     }
     if renewing_certificates {
         changes.push("certificates".into());
+    }
+    // Only a machine type alone rolls without building the VM again, which needs new certificates.
+    if changes.iter().any(|c| c != "machine_type")
+        && let Some(cluster) = super::replica::imported_without_ca_keys(planned)
+    {
+        diags.attr_error(
+            AttributePath::attr("cluster"),
+            format!(
+                "Replica {name} cannot be rolled: cluster {cluster} was imported without its CA private keys"
+            ),
+            format!(
+                "Its roll ({} changes) builds the VM again, and a rebuilt master needs certificates signed by \
+                 the cluster's CAs, whose private keys lived only in the state the cluster was created with \
+                 (masters never hold them). Keep the replica's settings as they are (only `machine_type` \
+                 changes in place), or restore the state that holds the keys. Nothing was changed.",
+                changes.join(", ")
+            ),
+        );
+        return;
     }
     let mut replicas = None;
     let mut resuming = Vec::new();

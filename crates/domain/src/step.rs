@@ -112,6 +112,21 @@ pub enum ReplicaStep {
     LabelVm,
 }
 
+impl ReplicaStep {
+    /// Whether the step creates the replica's VM, which boots with certificates signed by the cluster's CAs
+    /// (issued for it, as a rebuilt VM's are renewed): a cluster whose CAs cannot sign cannot run it.
+    pub fn builds_vm(&self) -> bool {
+        matches!(
+            self,
+            ReplicaStep::CreateFoundingInstance { .. }
+                | ReplicaStep::CreateJoiningInstance
+                | ReplicaStep::RebuildInstance
+                | ReplicaStep::RecoverAsSoleMember
+                | ReplicaStep::RestoreFromSnapshot { .. }
+        )
+    }
+}
+
 /// A VM's whole metadata as the provider writes it. Its `Debug` names the keys only: steps are logged, and a VM
 /// made by an earlier release carries private keys in `user-data`.
 #[derive(Clone, PartialEq, Eq)]

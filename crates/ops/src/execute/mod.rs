@@ -270,8 +270,26 @@ impl<'a> std::ops::DerefMut for ReplicaRun<'a> {
 }
 
 impl ReplicaRun<'_> {
-    /// Carries out `steps` in order; stops at the first that fails.
+    /// Carries out `steps` in order; stops at the first that fails. Refuses before the first when a step would
+    /// build a VM (new certificates) and the cluster's CAs cannot sign: an imported cluster's CA keys are nowhere,
+    /// and a roll that found out only after deleting the VM would leave the replica without one.
     pub async fn execute(&mut self, steps: &[Step]) -> Result<()> {
+        if steps
+            .iter()
+            .any(|s| matches!(s, Step::Replica(r) if r.builds_vm()))
+            && let Err(e) = self.ctx.spec.cas.issuers()
+        {
+            return Err(OpError::Refused(
+                format!(
+                    "Replica {} cannot be built: cluster {}'s CA keys cannot sign ({e})",
+                    self.me.name, self.ctx.spec.name
+                ),
+                "A new or rebuilt master needs certificates signed by the cluster's CAs. An imported cluster \
+                 has none (they lived only in the state it was created with), so its replicas can be refreshed, \
+                 repaired in place, restarted and removed, but not created or rebuilt. Nothing was changed."
+                    .into(),
+            ));
+        }
         for step in steps {
             tracing::debug!(replica = %self.me.name, step = ?step, "step");
             match step {
