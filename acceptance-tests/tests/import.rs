@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{
-    assert_private_keys_only_in_the_cluster, check, replicas_by_zone, set_zones, walk_config,
-    write_keys,
+    assert_private_keys_only_in_the_cluster, check, replicas_by_zone, set_vars, set_zones,
+    walk_config, write_keys,
 };
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
 const B: &str = "europe-west1-b";
 const C: &str = "europe-west1-c";
 const D: &str = "europe-west1-d";
+const UBUNTU: &str = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64";
 
 /// The walk cluster with a replica in each of `zones`, built and then left behind in its own workspace.
 fn built_elsewhere(client: Client, sim: &Sim, zones: &[&str]) -> Vec<(String, String)> {
@@ -290,6 +291,14 @@ import {{
 /// workspace, labels stripped through the sim, then adopted by a fresh one). Import names the unlabelled VMs and
 /// says how to label them; once labelled, the import plans no replacement and the apply leaves etcd and its data
 /// as they were.
+///
+/// The masters carry kube-up's network tag (`walk`, not `walk-master`) and the rules are kube-up's: each targets
+/// `walk`, the peer rule also opens 2381, and there is no health rule and no etcd client rule, which import asks
+/// for (with the gcloud command, for the masters' tag) before anything else. The import's apply widens the rules to `walk-master` as well, and must keep
+/// `walk` while a master lacks `walk-master` (`ha_domain::firewall_handover`): retargeted at once, the masters
+/// would lose their API clients, their etcd peers and the provider's etcd client. An imported cluster cannot
+/// rebuild a master (no CA keys), so a rolling change is refused at plan; once the masters are given
+/// `walk-master` by hand, the next plan narrows the rules to it.
 #[test]
 fn a_kube_up_named_cluster_is_adopted_once_its_masters_carry_the_label() {
     for_each_client(|client| {
@@ -324,6 +333,7 @@ resource "ha_master_replica" "second" {{
                 value: None,
             });
         }
+        kube_up_tags_and_rules(client, &sim);
 
         let ws = Workspace::new(client, "import-kubeup").with_timeout(Duration::from_secs(300));
         ws.write_main_tf(&walk_config(&sim));
@@ -352,14 +362,32 @@ import {{
         ws.init();
         // Through the CLI command: with import blocks, OpenTofu 1.6.2 reports the blocks' addresses as missing
         // (the failed import stops the expansion of `for_each`) instead of the provider's error.
-        let refused = ws.run(&[
-            "import",
-            "-input=false",
-            "-no-color",
-            "ha_master_cluster.c",
-            "walk/europe-west1/walk",
-        ]);
-        refused
+        let import = || {
+            ws.run(&[
+                "import",
+                "-input=false",
+                "-no-color",
+                "ha_master_cluster.c",
+                "walk/europe-west1/walk",
+            ])
+        };
+        // kube-up makes no etcd client rule: import says which to create, for the masters' tag.
+        import()
+            .assert_failure()
+            .assert_contains("cluster walk has no firewall rule walk-etcd-client")
+            .assert_contains("gcloud compute firewall-rules create walk-etcd-client --network=default --allow=tcp:2379 --target-tags=walk --source-ranges=<Terraform's address>/32");
+        sim.gcloud(&[
+            "compute",
+            "firewall-rules",
+            "create",
+            "walk-etcd-client",
+            "--network=default",
+            "--allow=tcp:2379",
+            "--target-tags=walk",
+            "--source-ranges=127.0.0.0/8",
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        import()
             .assert_failure()
             .assert_contains("do not carry the label ha-master-cluster=walk")
             .assert_contains("gcloud compute instances add-labels walk-a1f --zone=europe-west1-c --labels=ha-master-cluster=walk");
@@ -375,14 +403,123 @@ import {{
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_success()
             .assert_contains("3 to import, 0 to add")
-            .assert_contains("0 to destroy");
+            .assert_contains("0 to destroy")
+            .assert_contains(
+                "Masters walk, walk-a1f do not carry the network tag walk-master yet (an imported kube-up master carries walk)",
+            );
         assert!(
             !plan.combined().contains("must be replaced"),
             "[{client}] adoption must not replace anything:\n{plan}"
         );
         ws.apply();
+        // Nothing rolled: the masters' build is what the configuration asks for. They still carry only `walk`,
+        // and serve (etcd members, keys, the API at the static IP, an empty plan) through rules that now admit
+        // both tags.
+        check(client, &ws, &sim, 2);
+        let https = sim
+            .gcloud(&["compute", "firewall-rules", "describe", "walk-https"])
+            .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        assert_eq!(
+            https["targetTags"],
+            serde_json::json!(["walk-master", "walk"]),
+            "[{client}] {https}"
+        );
+        // The imported cluster has no CA keys, so a change that rebuilds a master is refused at plan, before its
+        // VM is deleted (an apply used to delete it and then fail to sign its certificates).
+        set_vars(&ws, &[B, C], &[("image", UBUNTU)]);
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains("Replica walk cannot be rolled: cluster walk was imported without its CA private keys");
+        set_zones(&ws, &[B, C]);
+        // What the drift sentence tells the user to run: each master gets the cluster's tag by hand.
+        for (vm, zone) in [("walk", B), ("walk-a1f", C)] {
+            sim.gcloud(&[
+                "compute",
+                "instances",
+                "add-tags",
+                vm,
+                "--zone",
+                zone,
+                "--tags=walk-master",
+            ])
+            .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        }
+        // Every master carries `walk-master` now; the rules still admit `walk` and 2381 until this plan.
+        let narrow = ws.run(&["plan", "-input=false", "-no-color"]);
+        narrow
+            .assert_success()
+            .assert_contains("Firewall rule walk-etcd has ports 2380, 2381, not 2380")
+            .assert_contains("0 to add, 1 to change, 0 to destroy");
+        assert!(
+            !narrow.combined().contains("do not carry the network tag"),
+            "[{client}] every master carries walk-master now:\n{narrow}"
+        );
+        ws.apply();
+        for rule in [
+            "walk-etcd",
+            "walk-https",
+            "walk-etcd-client",
+            "walk-healthz",
+        ] {
+            let found = sim
+                .gcloud(&["compute", "firewall-rules", "describe", rule])
+                .unwrap_or_else(|e| panic!("[{client}] {e}"));
+            assert_eq!(
+                found["targetTags"],
+                serde_json::json!(["walk-master"]),
+                "[{client}] {rule}: {found}"
+            );
+        }
         check(client, &ws, &sim, 2);
     });
+}
+
+/// What kube-up leaves behind, made from this provider's cluster with gcloud: masters tagged `walk` only, rules
+/// targeting `walk`, the peer rule with the events etcd's 2381 as well, and no health or etcd client rule.
+fn kube_up_tags_and_rules(client: Client, sim: &Sim) {
+    let gcloud = |args: &[&str]| {
+        sim.gcloud(args)
+            .unwrap_or_else(|e| panic!("[{client}] gcloud {args:?}: {e}"));
+    };
+    for (vm, zone) in [("walk", B), ("walk-a1f", C)] {
+        gcloud(&[
+            "compute",
+            "instances",
+            "add-tags",
+            vm,
+            "--zone",
+            zone,
+            "--tags=walk",
+        ]);
+        gcloud(&[
+            "compute",
+            "instances",
+            "remove-tags",
+            vm,
+            "--zone",
+            zone,
+            "--tags=walk-master",
+        ]);
+    }
+    gcloud(&[
+        "compute",
+        "firewall-rules",
+        "update",
+        "walk-etcd",
+        "--allow=tcp:2380,tcp:2381",
+        "--source-tags=walk",
+        "--target-tags=walk",
+    ]);
+    gcloud(&[
+        "compute",
+        "firewall-rules",
+        "update",
+        "walk-https",
+        "--target-tags=walk",
+    ]);
+    for rule in ["walk-healthz", "walk-etcd-client"] {
+        gcloud(&["compute", "firewall-rules", "delete", rule, "--quiet"]);
+    }
 }
 
 /// `terraform query` (Terraform 1.14+) discovers a cluster's masters through the `ha_master_replica` list

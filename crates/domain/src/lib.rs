@@ -9,6 +9,7 @@ pub mod backup;
 pub mod certificates;
 pub mod etcd_version;
 pub mod exposure;
+pub mod firewall_handover;
 pub mod foundation;
 pub mod guard;
 pub mod health;

@@ -261,7 +261,22 @@ pub async fn adopt_cluster(
         })
     };
     let api = fw(names.firewall_api.clone()).await?;
-    let etcd_client = fw(names.firewall_etcd_client.clone()).await?;
+    // kube-up makes no etcd client rule; the provider needs one to reach etcd at all.
+    let etcd_client = c
+        .get_firewall(&names.firewall_etcd_client, deadline)
+        .await?
+        .ok_or_else(|| {
+            other(format!(
+                "cluster {name} has no firewall rule {rule}, which lets the provider reach etcd's client port (a \
+                 kube-up cluster has none). Create it for the masters' tag and the ranges Terraform runs from, \
+                 then import again: gcloud compute firewall-rules create {rule} --network={network} \
+                 --allow=tcp:{port} --target-tags={tags} --source-ranges=<Terraform's address>/32",
+                rule = names.firewall_etcd_client,
+                network = last_segment(&api.network),
+                port = ha_domain::foundation::ETCD_CLIENT_PORT,
+                tags = api.target_tags.join(","),
+            ))
+        })?;
     let replicas = replicas_of(c, region, name, deadline).await?;
     // The first master kube-up made, if any, else the first found.
     let Some(vm) = replicas

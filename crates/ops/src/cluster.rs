@@ -8,6 +8,9 @@ use super::cloud::Cloud;
 use super::error::{OpError, Result};
 use super::execute::foundation::FoundationRun;
 use super::shared::{CLUSTER_LABEL, internal_address_description};
+use ha_domain::firewall_handover::{
+    Handover, MasterTags, found_foreign_tags, rules_during_handover,
+};
 pub use ha_domain::foundation::ClusterNetwork;
 use ha_domain::foundation::{
     FirewallRule, FoundRules, Leftovers, create_steps, delete_steps, firewall_drift,
@@ -41,6 +44,32 @@ async fn found_rules(
     Ok(found)
 }
 
+/// The rules to bring the found ones to: the cluster's own, widened while some masters lack its network tag (an
+/// imported kube-up cluster's, `ha_domain::firewall_handover`). The masters are listed only when a found rule
+/// names a tag the cluster's rules do not, which a cluster this provider made never does.
+async fn rules_to_keep(
+    cloud: &Cloud,
+    n: &ClusterNetwork<'_>,
+    deadline: Instant,
+) -> Result<(Vec<FirewallRule>, FoundRules, Option<Handover>)> {
+    let want = firewall_rules(n);
+    let found = found_rules(cloud, &want, deadline).await?;
+    if !found_foreign_tags(&want, &found) {
+        return Ok((want, found, None));
+    }
+    let labels = [(CLUSTER_LABEL.to_string(), n.name.to_string())].into();
+    let masters: MasterTags = cloud
+        .compute
+        .list_instances_in_region(n.region, &labels, deadline)
+        .await?
+        .into_iter()
+        .map(|vm| (vm.name, vm.tags.into_iter().collect()))
+        .collect();
+    let tag = DerivedNames::for_cluster(n.name).master_tag;
+    let (rules, handover) = rules_during_handover(want, &found, &masters, &tag);
+    Ok((rules, found, handover))
+}
+
 /// Creates (or finds, when resuming) the address and firewall rules; returns the static IP.
 pub async fn create(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<String> {
     let want = firewall_rules(n);
@@ -58,22 +87,26 @@ pub async fn create(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
 /// Brings the firewall rules in line with the configuration (ranges and ports change in place), and puts back a
 /// rule deleted or edited by hand; a rule already right is not touched.
 pub async fn update(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
-    let want = firewall_rules(n);
-    let found = found_rules(cloud, &want, deadline).await?;
+    let (want, found, _) = rules_to_keep(cloud, n, deadline).await?;
     FoundationRun::new(cloud, n.name, n.region, deadline)
         .execute(&firewall_repairs(&want, &found))
         .await
 }
 
-/// What is wrong with the cluster's firewall rules, as `drift` sentences.
+/// What is wrong with the cluster's firewall rules, as `drift` sentences; while some masters lack the cluster's
+/// tag, a last sentence says why the rules keep more than the cluster's own (only with a repair to make, so a
+/// patched rule plans nothing).
 pub async fn drift(
     cloud: &Cloud,
     n: &ClusterNetwork<'_>,
     deadline: Instant,
 ) -> Result<Vec<String>> {
-    let want = firewall_rules(n);
-    let found = found_rules(cloud, &want, deadline).await?;
-    Ok(firewall_drift(&want, &found))
+    let (want, found, handover) = rules_to_keep(cloud, n, deadline).await?;
+    let mut sentences = firewall_drift(&want, &found);
+    if let Some(h) = handover.filter(|_| !sentences.is_empty()) {
+        sentences.push(h.sentence(&DerivedNames::for_cluster(n.name).master_tag));
+    }
+    Ok(sentences)
 }
 
 /// Deletes everything the cluster owns, refusing while replicas exist: its foundation, and whatever dead joins
