@@ -97,24 +97,12 @@ pub async fn create(
         Ok(k) => k,
         Err(e) => return failed(diags, "make the service account key of", &name, e),
     };
-    let ip = match objects::create(&c, &net, until).await {
-        Ok(ip) => ip,
-        // Nothing is in state yet; the next apply's create finds what this one made (every step is "ensure").
-        Err(e) => return failed(diags, "create", &name, super::advice::with_advice(&e)),
-    };
-    // The keys' secret before anything refers to it. A create that fails from here leaves it as it leaves the
-    // address: the next create writes it again, with that create's keys.
+    // Nothing is in state yet if this fails; the next apply's create finds what this one made (every step is
+    // "ensure"), and writes the keys' secret again with its own keys.
     let keys = ClusterKeys::of(&cas, &sa_key);
-    let secret = match ha_ops::cluster_keys::write(&c, &name, &keys).await {
-        Ok(path) => path,
-        Err(e) => {
-            return failed(
-                diags,
-                "store the CA keys of",
-                &name,
-                super::advice::with_advice(&e),
-            );
-        }
+    let (ip, secret) = match objects::create(&c, &net, &keys, until).await {
+        Ok(made) => made,
+        Err(e) => return failed(diags, "create", &name, super::advice::with_advice(&e)),
     };
     p.external_ip = Val::Known(ip.clone());
     p.endpoint = Val::Known(endpoint(&ip, p.api_port.known().copied().unwrap_or(443)));
@@ -197,11 +185,9 @@ pub async fn read(
 }
 
 /// What is wrong with the cluster's keys' secret, as a `drift` sentence: gone, or holding other keys than the
-/// cluster's state. The update writes it back (`write_keys_back`). A secret that cannot be read is a warning.
+/// cluster's state. The update writes it back (`keys_to_hold`). A secret that cannot be read is a warning.
 async fn keys_drift(c: &Cloud, s: &ClusterModel, diags: &mut Diagnostics) -> Option<String> {
-    let keys = s
-        .keys_in_secret()
-        .then(|| s.private_keys.known()?.keys())??;
+    let keys = keys_to_hold(s)?;
     let name = s.name.known()?;
     let secret = ha_domain::names::cluster_keys_secret(name);
     match ha_ops::cluster_keys::holds(c, name, &keys).await {
@@ -224,22 +210,12 @@ async fn keys_drift(c: &Cloud, s: &ClusterModel, diags: &mut Diagnostics) -> Opt
     }
 }
 
-/// Makes the cluster's keys' secret hold the keys in its state (an update, which a migration from
-/// `terraform_state` or a secret found missing at refresh plans). Reads before it writes, so an update of another
-/// setting writes nothing.
-async fn write_keys_back(c: &Cloud, p: &ClusterModel) -> Result<(), ha_ops::OpError> {
-    let (Some(keys), Some(name)) = (
-        p.keys_in_secret()
-            .then(|| p.private_keys.known().and_then(PrivateKeys::keys))
-            .flatten(),
-        p.name.known(),
-    ) else {
-        return Ok(());
-    };
-    if !ha_ops::cluster_keys::holds(c, name, &keys).await? {
-        ha_ops::cluster_keys::write(c, name, &keys).await?;
-    }
-    Ok(())
+/// The keys the cluster's secret must hold (an update writes them back when it does not: a migration from
+/// `terraform_state`, or a secret found missing at refresh); none when its keys are kept in state alone.
+fn keys_to_hold(p: &ClusterModel) -> Option<ClusterKeys> {
+    p.keys_in_secret()
+        .then(|| p.private_keys.known().and_then(PrivateKeys::keys))
+        .flatten()
 }
 
 /// `last_backup`: the newest snapshot in the bucket. A bucket that cannot be listed leaves the value as it was,
@@ -342,16 +318,7 @@ pub async fn update(
     let c = compute(settings, &project, &name, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
     // The keys first: replicas planned with this spec read them from the secret.
-    if let Err(e) = write_keys_back(&c, &p).await {
-        failed::<()>(
-            diags,
-            "store the CA keys of",
-            &name,
-            super::advice::with_advice(&e),
-        );
-        return Some(prior);
-    }
-    if let Err(e) = objects::update(&c, &net, until).await {
+    if let Err(e) = objects::update(&c, &net, keys_to_hold(&p).as_ref(), until).await {
         failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
         return Some(prior);
     }

@@ -124,9 +124,27 @@ pub fn firewall_rules(n: &ClusterNetwork<'_>) -> Vec<FirewallRule> {
 pub type FoundRules = BTreeMap<String, FirewallRule>;
 
 /// A create: the static address (reserved, or found when a killed create is resumed), then each rule created, or
-/// brought in line when an earlier attempt made it. The keys' secret is written by the caller, which makes the keys.
+/// brought in line when an earlier attempt made it, then the keys' secret, before anything refers to it. A create
+/// that fails after the secret leaves it as it leaves the address: the next create writes it again, with that
+/// create's keys.
 pub fn create_steps(want: &[FirewallRule], found: &FoundRules) -> Vec<FoundationStep> {
     let mut steps = vec![FoundationStep::ReserveStaticAddress];
+    steps.extend(firewall_repairs(want, found));
+    steps.push(FoundationStep::WriteKeysSecret);
+    steps
+}
+
+/// An update: the keys' secret first when it does not hold the cluster's keys (replicas planned with the new spec
+/// read them from it), then the rules brought in line.
+pub fn update_steps(
+    want: &[FirewallRule],
+    found: &FoundRules,
+    keys_stale: bool,
+) -> Vec<FoundationStep> {
+    let mut steps = Vec::new();
+    if keys_stale {
+        steps.push(FoundationStep::WriteKeysSecret);
+    }
     steps.extend(firewall_repairs(want, found));
     steps
 }
@@ -303,13 +321,29 @@ mod tests {
             .tcp_ports = vec!["6443".into()];
         let steps = create_steps(&want, &found(&old));
         assert_eq!(steps[0], FoundationStep::ReserveStaticAddress);
-        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!(steps.len(), 3, "{steps:?}");
+        assert_eq!(steps[2], FoundationStep::WriteKeysSecret);
         assert_eq!(
             firewall_drift(&want, &found(&old)),
             ["Firewall rule prod-https has ports 6443, not 443; the apply puts it back."]
         );
-        // A new cluster: the address, then every rule.
-        assert_eq!(create_steps(&want, &FoundRules::new()).len(), 5);
+        // A new cluster: the address, then every rule, then the keys.
+        assert_eq!(create_steps(&want, &FoundRules::new()).len(), 6);
+        // An update writes the keys first, only when their secret does not hold them.
+        assert_eq!(
+            update_steps(&want, &found(&old), true),
+            [
+                FoundationStep::WriteKeysSecret,
+                FoundationStep::PatchFirewall {
+                    rule: want
+                        .iter()
+                        .find(|r| r.name == "prod-https")
+                        .unwrap()
+                        .clone()
+                }
+            ]
+        );
+        assert_eq!(update_steps(&want, &found(&want), false), []);
     }
 
     #[test]

@@ -242,6 +242,9 @@ pub enum FoundationStep {
     DeleteForwardingRule,
     DeletePool,
     DeleteHealthCheck,
+    /// Write the cluster's CA keys to their secret (made when missing; a new version when it holds others). The
+    /// run holds the keys: a step carries no secret, since every step is logged.
+    WriteKeysSecret,
     /// Delete the secret that holds the cluster's CA keys.
     DeleteKeysSecret,
     /// Release the static address: the cluster's identity, so the last step of a delete.

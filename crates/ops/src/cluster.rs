@@ -5,6 +5,7 @@
 use tokio::time::Instant;
 
 use super::cloud::Cloud;
+use super::cluster_keys::{self, ClusterKeys};
 use super::error::{OpError, Result};
 use super::execute::foundation::FoundationRun;
 use super::shared::{CLUSTER_LABEL, internal_address_description};
@@ -14,7 +15,7 @@ use ha_domain::firewall_handover::{
 pub use ha_domain::foundation::ClusterNetwork;
 use ha_domain::foundation::{
     FirewallRule, FoundRules, Leftovers, create_steps, delete_steps, firewall_drift,
-    firewall_repairs, firewall_rules,
+    firewall_rules, update_steps,
 };
 use ha_domain::names::DerivedNames;
 
@@ -70,27 +71,46 @@ async fn rules_to_keep(
     Ok((rules, found, handover))
 }
 
-/// Creates (or finds, when resuming) the address and firewall rules; returns the static IP.
-pub async fn create(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<String> {
+/// Creates (or finds, when resuming) the address and firewall rules, then writes `keys` to the keys' secret;
+/// returns the static IP and the secret's path.
+pub async fn create(
+    cloud: &Cloud,
+    n: &ClusterNetwork<'_>,
+    keys: &ClusterKeys,
+    deadline: Instant,
+) -> Result<(String, String)> {
     let want = firewall_rules(n);
     let found = found_rules(cloud, &want, deadline).await?;
-    let mut run = FoundationRun::new(cloud, n.name, n.region, deadline);
+    let mut run = FoundationRun::new(cloud, n.name, n.region, deadline).with_keys(keys);
     run.execute(&create_steps(&want, &found)).await?;
-    run.static_ip.ok_or_else(|| {
-        OpError::Other(format!(
-            "cluster {}'s create reserved no address; this is a bug",
+    match (run.static_ip, run.keys_secret) {
+        (Some(ip), Some(secret)) => Ok((ip, secret)),
+        _ => Err(OpError::Other(format!(
+            "cluster {}'s create reserved no address or wrote no keys; this is a bug",
             n.name
-        ))
-    })
+        ))),
+    }
 }
 
-/// Brings the firewall rules in line with the configuration (ranges and ports change in place), and puts back a
-/// rule deleted or edited by hand; a rule already right is not touched.
-pub async fn update(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
+/// Makes the keys' secret hold `keys` when it does not (reads before it writes, so an update of another setting
+/// writes nothing), then brings the firewall rules in line with the configuration (ranges and ports change in
+/// place) and puts back a rule deleted or edited by hand; a rule already right is not touched.
+pub async fn update(
+    cloud: &Cloud,
+    n: &ClusterNetwork<'_>,
+    keys: Option<&ClusterKeys>,
+    deadline: Instant,
+) -> Result<()> {
+    let keys_stale = match keys {
+        Some(k) => !cluster_keys::holds(cloud, n.name, k).await?,
+        None => false,
+    };
     let (want, found, _) = rules_to_keep(cloud, n, deadline).await?;
-    FoundationRun::new(cloud, n.name, n.region, deadline)
-        .execute(&firewall_repairs(&want, &found))
-        .await
+    let mut run = FoundationRun::new(cloud, n.name, n.region, deadline);
+    if let Some(k) = keys {
+        run = run.with_keys(k);
+    }
+    run.execute(&update_steps(&want, &found, keys_stale)).await
 }
 
 /// What is wrong with the cluster's firewall rules, as `drift` sentences; while some masters lack the cluster's

@@ -5,7 +5,8 @@
 use tokio::time::Instant;
 
 use crate::cloud::Cloud;
-use crate::error::Result;
+use crate::cluster_keys::{self, ClusterKeys};
+use crate::error::{OpError, Result};
 use ha_domain::foundation::FirewallRule;
 use ha_domain::names::{DerivedNames, cluster_keys_secret};
 use ha_domain::step::FoundationStep;
@@ -17,8 +18,12 @@ pub struct FoundationRun<'a> {
     pub cluster: &'a str,
     pub region: &'a str,
     pub deadline: Instant,
+    /// The keys `WriteKeysSecret` writes: held here, never in a step, since steps are logged.
+    pub keys: Option<&'a ClusterKeys>,
     /// The static IP, once `ReserveStaticAddress` reserved or found it.
     pub static_ip: Option<String>,
+    /// The keys' secret's path, once `WriteKeysSecret` wrote it.
+    pub keys_secret: Option<String>,
 }
 
 impl<'a> FoundationRun<'a> {
@@ -28,8 +33,16 @@ impl<'a> FoundationRun<'a> {
             cluster,
             region,
             deadline,
+            keys: None,
             static_ip: None,
+            keys_secret: None,
         }
+    }
+
+    /// A run that may write the cluster's keys to their secret.
+    pub fn with_keys(mut self, keys: &'a ClusterKeys) -> Self {
+        self.keys = Some(keys);
+        self
     }
 
     /// Carries out `steps` in order; stops at the first that fails.
@@ -76,6 +89,15 @@ impl<'a> FoundationRun<'a> {
             DeleteHealthCheck => {
                 c.delete_http_health_check(&names.health_check, deadline)
                     .await?
+            }
+            WriteKeysSecret => {
+                let keys = self.keys.ok_or_else(|| {
+                    OpError::Other(format!(
+                        "cluster {}'s run was given no keys to write; this is a bug",
+                        self.cluster
+                    ))
+                })?;
+                self.keys_secret = Some(cluster_keys::write(self.cloud, self.cluster, keys).await?);
             }
             DeleteKeysSecret => {
                 match self
