@@ -23,11 +23,11 @@ pub fn internal_address_name(replica: &str) -> String {
 }
 
 pub fn peer_url(ip: &str) -> String {
-    format!("https://{ip}:2380")
+    format!("https://{ip}:{ETCD_PEER_PORT}")
 }
 
 /// The ports the cluster's firewall rules open (`ha_domain::foundation`).
-pub use ha_domain::foundation::{ETCD_CLIENT_PORT, HEALTH_PORT};
+pub use ha_domain::foundation::{ETCD_CLIENT_PORT, ETCD_PEER_PORT, HEALTH_PORT};
 
 /// An instance's zone name (the API returns the zone's URL).
 pub fn zone_of(i: &ha_gce::InstanceInfo) -> String {
