@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::foundation::{FirewallRule, FoundRules};
+use crate::foundation::{FirewallRule, FoundRules, firewall_drift, firewall_drift_saying};
 
 /// Each master VM of the cluster, by name, with its network tags.
 pub type MasterTags = BTreeMap<String, BTreeSet<String>>;
@@ -93,6 +93,25 @@ pub fn rules_during_handover(
     (rules, Some(handover))
 }
 
+/// The rules' `drift` sentences (`rules` from [`rules_during_handover`]): while a hand-over lasts, a rule that
+/// differs is widened rather than put back, and a last sentence says why. Only with a repair to make, so rules
+/// already widened plan nothing.
+pub fn drift(
+    rules: &[FirewallRule],
+    found: &FoundRules,
+    handover: Option<&Handover>,
+    tag: &str,
+) -> Vec<String> {
+    let Some(h) = handover else {
+        return firewall_drift(rules, found);
+    };
+    let mut sentences = firewall_drift_saying(rules, found, "widens it");
+    if !sentences.is_empty() {
+        sentences.push(h.sentence(tag));
+    }
+    sentences
+}
+
 impl Handover {
     /// The `drift` sentence that explains why the rules the apply patches keep more than the cluster's own.
     pub fn sentence(&self, tag: &str) -> String {
@@ -113,7 +132,7 @@ impl Handover {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::foundation::{ClusterNetwork, firewall_drift, firewall_repairs, firewall_rules};
+    use crate::foundation::{ClusterNetwork, firewall_repairs, firewall_rules};
 
     fn want() -> Vec<FirewallRule> {
         let api = ["0.0.0.0/0".to_string()];
@@ -198,13 +217,21 @@ mod tests {
                 assert!(after.tcp_ports.contains(p), "{name} lost port {p}");
             }
         }
-        assert!(handover.sentence(OURS).starts_with(
+        let said = drift(&rules, &found, Some(&handover), OURS);
+        assert_eq!(said.len(), 5, "{said:?}");
+        assert_eq!(
+            said[0],
+            "Firewall rule kubernetes-master-etcd has source tags kubernetes-master, not kubernetes-master-master, \
+             kubernetes-master; target tags kubernetes-master, not kubernetes-master-master, kubernetes-master; the \
+             apply widens it."
+        );
+        assert!(said[4].starts_with(
             "Masters kubernetes-master do not carry the network tag kubernetes-master-master"
         ));
         // Once patched, the rules need nothing more while the old master lives: the plan is empty.
         let patched: FoundRules = rules.iter().map(|r| (r.name.clone(), r.clone())).collect();
-        let (again, _) = rules_during_handover(want(), &patched, &vms, OURS);
-        assert!(firewall_drift(&again, &patched).is_empty());
+        let (again, kept) = rules_during_handover(want(), &patched, &vms, OURS);
+        assert!(drift(&again, &patched, kept.as_ref(), OURS).is_empty());
     }
 
     #[test]

@@ -165,18 +165,24 @@ pub fn firewall_repairs(want: &[FirewallRule], found: &FoundRules) -> Vec<Founda
 /// What is wrong with the rules, one sentence each, for the cluster's `drift` (the plan shows it, the update
 /// repairs it with `firewall_repairs`).
 pub fn firewall_drift(want: &[FirewallRule], found: &FoundRules) -> Vec<String> {
+    firewall_drift_saying(want, found, "puts it back")
+}
+
+/// [`firewall_drift`], with what the apply does to a rule that differs (`puts it back`, `widens it`).
+pub fn firewall_drift_saying(
+    want: &[FirewallRule],
+    found: &FoundRules,
+    repair: &str,
+) -> Vec<String> {
     want.iter()
         .filter_map(|rule| match found.get(&rule.name) {
             None => Some(format!(
                 "Firewall rule {} is missing; the apply creates it again.",
                 rule.name
             )),
-            Some(have) => rule.difference(have).map(|d| {
-                format!(
-                    "Firewall rule {} has {d}; the apply puts it back.",
-                    rule.name
-                )
-            }),
+            Some(have) => rule
+                .difference(have)
+                .map(|d| format!("Firewall rule {} has {d}; the apply {repair}.", rule.name)),
         })
         .collect()
 }

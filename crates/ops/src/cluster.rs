@@ -10,12 +10,11 @@ use super::error::{OpError, Result};
 use super::execute::foundation::FoundationRun;
 use super::shared::{CLUSTER_LABEL, internal_address_description};
 use ha_domain::firewall_handover::{
-    Handover, MasterTags, found_foreign_tags, rules_during_handover,
+    self, Handover, MasterTags, found_foreign_tags, rules_during_handover,
 };
 pub use ha_domain::foundation::ClusterNetwork;
 use ha_domain::foundation::{
-    FirewallRule, FoundRules, Leftovers, create_steps, delete_steps, firewall_drift,
-    firewall_rules, update_steps,
+    FirewallRule, FoundRules, Leftovers, create_steps, delete_steps, firewall_rules, update_steps,
 };
 use ha_domain::names::DerivedNames;
 
@@ -122,11 +121,13 @@ pub async fn drift(
     deadline: Instant,
 ) -> Result<Vec<String>> {
     let (want, found, handover) = rules_to_keep(cloud, n, deadline).await?;
-    let mut sentences = firewall_drift(&want, &found);
-    if let Some(h) = handover.filter(|_| !sentences.is_empty()) {
-        sentences.push(h.sentence(&DerivedNames::for_cluster(n.name).master_tag));
-    }
-    Ok(sentences)
+    let tag = DerivedNames::for_cluster(n.name).master_tag;
+    Ok(firewall_handover::drift(
+        &want,
+        &found,
+        handover.as_ref(),
+        &tag,
+    ))
 }
 
 /// Deletes everything the cluster owns, refusing while replicas exist: its foundation, and whatever dead joins
