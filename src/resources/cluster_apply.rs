@@ -185,7 +185,7 @@ pub async fn read(
 }
 
 /// What is wrong with the cluster's keys' secret, as a `drift` sentence: gone, or holding other keys than the
-/// cluster's state. The update writes it back (`keys_to_hold`). A secret that cannot be read is a warning.
+/// cluster's state. The update writes it back (`ha_ops::cluster::update`). A secret that cannot be read is a warning.
 async fn keys_drift(c: &Cloud, s: &ClusterModel, diags: &mut Diagnostics) -> Option<String> {
     let keys = keys_to_hold(s)?;
     let name = s.name.known()?;
