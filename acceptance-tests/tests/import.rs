@@ -294,7 +294,7 @@ import {{
 ///
 /// The masters carry kube-up's network tag (`walk`, not `walk-master`) and the rules are kube-up's: each targets
 /// `walk`, the peer rule also opens 2381, and there is no health rule and no etcd client rule, which import asks
-/// for (with the gcloud command, for the masters' tag) before anything else. The import's apply widens the rules to `walk-master` as well, and must keep
+/// for (with the gcloud command, for the masters' tag) together with the labels. The import's apply widens the rules to `walk-master` as well, and must keep
 /// `walk` while a master lacks `walk-master` (`ha_domain::firewall_handover`): retargeted at once, the masters
 /// would lose their API clients, their etcd peers and the provider's etcd client. An imported cluster cannot
 /// rebuild a master (no CA keys), so a rolling change is refused at plan; once the masters are given
@@ -362,20 +362,22 @@ import {{
         ws.init();
         // Through the CLI command: with import blocks, OpenTofu 1.6.2 reports the blocks' addresses as missing
         // (the failed import stops the expansion of `for_each`) instead of the provider's error.
-        let import = || {
-            ws.run(&[
-                "import",
-                "-input=false",
-                "-no-color",
-                "ha_master_cluster.c",
-                "walk/europe-west1/walk",
-            ])
-        };
-        // kube-up makes no etcd client rule: import says which to create, for the masters' tag.
-        import()
-            .assert_failure()
+        // kube-up makes no etcd client rule and labels no master: import names both at once, with the commands
+        // (the rule for the masters' tag).
+        ws.run(&[
+            "import",
+            "-input=false",
+            "-no-color",
+            "ha_master_cluster.c",
+            "walk/europe-west1/walk",
+        ])
+        .assert_failure()
             .assert_contains("cluster walk has no firewall rule walk-etcd-client")
-            .assert_contains("gcloud compute firewall-rules create walk-etcd-client --network=default --allow=tcp:2379 --target-tags=walk --source-ranges=<Terraform's address>/32");
+            .assert_contains("gcloud compute firewall-rules create walk-etcd-client --network=default --allow=tcp:2379 --target-tags=walk --source-ranges=<Terraform's address>/32")
+            .assert_contains("do not carry the label ha-master-cluster=walk")
+            .assert_contains("gcloud compute instances add-labels walk-a1f --zone=europe-west1-c --labels=ha-master-cluster=walk");
+
+        // What the user runs (the gcloud commands above), here through gcloud and the sim.
         sim.gcloud(&[
             "compute",
             "firewall-rules",
@@ -387,12 +389,6 @@ import {{
             "--source-ranges=127.0.0.0/8",
         ])
         .unwrap_or_else(|e| panic!("[{client}] {e}"));
-        import()
-            .assert_failure()
-            .assert_contains("do not carry the label ha-master-cluster=walk")
-            .assert_contains("gcloud compute instances add-labels walk-a1f --zone=europe-west1-c --labels=ha-master-cluster=walk");
-
-        // What the user runs (the gcloud commands above), here through the sim.
         for vm in ["walk", "walk-a1f"] {
             sim.event(Event::SetLabel {
                 instance: vm.to_string(),

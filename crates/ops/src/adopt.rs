@@ -264,9 +264,14 @@ pub async fn adopt_cluster(
     // kube-up makes no etcd client rule; the provider needs one to reach etcd at all.
     let etcd_client = c
         .get_firewall(&names.firewall_etcd_client, deadline)
-        .await?
-        .ok_or_else(|| {
-            other(format!(
+        .await?;
+    let replicas = replicas_of(c, region, name, deadline).await;
+    // Both of what a kube-up cluster lacks are named at once, so the user fixes them in one round.
+    let (etcd_client, replicas) = match (etcd_client, replicas) {
+        (Some(rule), Ok(replicas)) => (rule, replicas),
+        (Some(_), Err(e)) => return Err(e),
+        (None, replicas) => {
+            let missing = format!(
                 "cluster {name} has no firewall rule {rule}, which lets the provider reach etcd's client port (a \
                  kube-up cluster has none). Create it for the masters' tag and the ranges Terraform runs from, \
                  then import again: gcloud compute firewall-rules create {rule} --network={network} \
@@ -275,9 +280,13 @@ pub async fn adopt_cluster(
                 network = last_segment(&api.network),
                 port = ha_domain::foundation::ETCD_CLIENT_PORT,
                 tags = api.target_tags.join(","),
-            ))
-        })?;
-    let replicas = replicas_of(c, region, name, deadline).await?;
+            );
+            return Err(other(match replicas {
+                Ok(_) => missing,
+                Err(e) => format!("{missing}. Also, {e}"),
+            }));
+        }
+    };
     // The first master kube-up made, if any, else the first found.
     let Some(vm) = replicas
         .iter()
