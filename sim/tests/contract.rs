@@ -97,6 +97,12 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
         Some(json!({"labels": {"a": "b"}, "labelFingerprint": m1["labelFingerprint"]})),
     )
     .await;
+    sim.ok(
+        "POST",
+        &format!("{base}/setTags"),
+        Some(json!({"items": ["a-master"], "fingerprint": m1["tags"]["fingerprint"]})),
+    )
+    .await;
     // Disks: a data disk attached, detached and attached again; a machine type changed while stopped.
     let pd = disk(&sim, "pd", z).await;
     sim.get(&format!("zones/{z}/disks")).await;
