@@ -33,6 +33,7 @@ mod https_dir;
 mod index;
 mod lockfile;
 mod mirror;
+mod network_block;
 mod paths;
 pub mod probe;
 mod provider;

@@ -2,7 +2,6 @@
 //! parallel without seeing each other's clouds. Started with near-zero latencies; stopped (with every VM process)
 //! when dropped.
 
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,6 +10,7 @@ use ha_sim::faults::Failpoint;
 use ha_sim::faults::events::Event;
 use serde_json::Value;
 
+use crate::network_block::NetworkBlock;
 use crate::paths::{repo_root, target_dir, tools_bin, work_dir};
 
 pub const SIM_BIN_ENV: &str = "HA_SIM_BIN";
@@ -28,52 +28,11 @@ pub fn sim_binary() -> PathBuf {
     path
 }
 
-/// A network block held for this process's lifetime: a lock file created exclusively, reclaimed when its owner
-/// process is gone. Blocks 31..=100, i.e. 127.92.0.0 to 127.231.255.255: block 0 is `make demo`'s, and the unit tests
-/// that bind loopback addresses of their own (ha-sim's net tests 127.50-57, the etcd backend's 127.55, the master
-/// boot tests' 127.91) must never meet a scenario's VMs. The lock files live in the machine's temporary
-/// folder, not the checkout: loopback addresses are machine-wide, so two checkouts running their suites at once
-/// (a worktree and a CI clone) must not hand out the same block.
-struct Block {
-    n: u8,
-    file: PathBuf,
-}
-
-impl Block {
-    fn take() -> Block {
-        let dir = std::env::temp_dir().join("ha-sim-network-blocks");
-        std::fs::create_dir_all(&dir).expect("creating the sim block folder");
-        for n in 31..=100u8 {
-            let file = dir.join(format!("{n}.lock"));
-            if let Ok(owner) = std::fs::read_to_string(&file)
-                && owner
-                    .trim()
-                    .parse::<u32>()
-                    .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-            {
-                let _ = std::fs::remove_file(&file);
-            }
-            if let Ok(mut f) = OpenOptions::new().write(true).create_new(true).open(&file) {
-                use std::io::Write;
-                let _ = write!(f, "{}", std::process::id());
-                return Block { n, file };
-            }
-        }
-        panic!("no free ha-sim network block under {}", dir.display());
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.file);
-    }
-}
-
 pub struct Sim {
     child: Child,
     url: String,
     state_dir: tempfile::TempDir,
-    block: Block,
+    block: NetworkBlock,
 }
 
 impl Sim {
@@ -84,7 +43,7 @@ impl Sim {
 
     /// Starts a sim with a named latency profile (`test`: near zero; `demo`: seconds, as GCE's proportions).
     pub fn start_with_profile(scenario: &str, profile: &str) -> Sim {
-        let block = Block::take();
+        let block = NetworkBlock::take();
         let state_dir = tempfile::Builder::new()
             .prefix(&format!("sim-{scenario}-"))
             .tempdir_in(work_dir())
@@ -104,6 +63,7 @@ impl Sim {
             .arg("--port-file")
             .arg(&port_file)
             .args(["--network-block", &block.n.to_string()])
+            .arg("--stop-with-parent")
             .args(etcd_bin_args())
             .env(
                 "PATH",

@@ -189,3 +189,42 @@ fn a_closed_stdout_ends_a_client_command_quietly() {
     ha_sim(dir.path(), &["stop"]);
     assert!(wait_exit(&mut child).success());
 }
+
+/// `--stop-with-parent`: when whatever started the sim dies without stopping it (a test killed by a timeout), the
+/// sim stops cleanly by itself instead of keeping its VMs' addresses bound.
+#[test]
+fn a_sim_started_with_stop_with_parent_stops_when_its_parent_is_killed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port_file = dir.path().join("port");
+    // A shell starts the sim and then waits; killing the shell orphans the sim.
+    let mut parent = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{BIN}' serve --no-vms --latency-profile test --listen 127.0.0.1:0 --state-dir '{}' \
+             --port-file '{}' --stop-with-parent & wait",
+            dir.path().display(),
+            port_file.display()
+        ))
+        .spawn()
+        .expect("spawn sh");
+    let until = Instant::now() + Duration::from_secs(20);
+    while !port_file.exists() {
+        assert!(
+            Instant::now() < until,
+            "ha-sim serve never wrote its port file"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(dir.path().join("sim.json").exists());
+    parent.kill().expect("killing the shell");
+    parent.wait().expect("reaping the shell");
+    // A clean stop removes sim.json as its last act.
+    let until = Instant::now() + Duration::from_secs(10);
+    while dir.path().join("sim.json").exists() {
+        assert!(
+            Instant::now() < until,
+            "the orphaned sim was still running 10 s after its parent was killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// several sims can run side by side, e.g. parallel test scenarios.
     #[arg(long, default_value_t = 0, env = "HA_SIM_NETWORK_BLOCK")]
     pub network_block: u8,
+    /// Stop (with every VM process) once the process that started the sim exits. The test harness sets it: a
+    /// test killed from outside runs no cleanup, and a sim it left behind would keep its VMs' addresses bound.
+    #[arg(long)]
+    pub stop_with_parent: bool,
 }
 
 /// The first `name` on PATH.
@@ -107,6 +111,20 @@ pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
     Ok(cfg)
 }
 
+/// Resolves once this process's parent has exited (the kernel then re-parents it, so its parent id changes).
+async fn parent_exited() {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getppid() };
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        // SAFETY: as above.
+        if unsafe { libc::getppid() } != parent {
+            return;
+        }
+    }
+}
+
 async fn signalled() -> Result<&'static str, String> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term =
@@ -145,9 +163,17 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         running.url,
         state_dir.display()
     );
+    let orphaned = async {
+        if args.stop_with_parent {
+            parent_exited().await
+        } else {
+            std::future::pending().await
+        }
+    };
     let why = tokio::select! {
         s = signalled() => s?,
         _ = running.stopped() => "shutdown request",
+        _ = orphaned => "its parent exited",
     };
     tracing::info!("stopping on {why}");
     running.stop().await;
