@@ -354,11 +354,21 @@ impl Drop for Sim {
 
 impl Sim {
     /// A failed scenario keeps the sim's folder (its log, every VM's etcd log and data) for whoever reads the
-    /// failure, as the workspace is kept.
+    /// failure, as the workspace is kept, and prints `ha-sim status` (each VM's etcd: running, healthy, restarts,
+    /// why not), since a CI log is often all there is to read.
     fn keep_if_failed(&mut self) {
         if std::thread::panicking() {
             self.state_dir.disable_cleanup(true);
             eprintln!("sim state kept at {}", self.state_dir.path().display());
+            if let Ok(out) = Command::new(sim_binary())
+                .args(["status", "--url", &self.url])
+                .output()
+            {
+                eprintln!(
+                    "ha-sim status at the failure:\n{}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
         }
     }
 }
