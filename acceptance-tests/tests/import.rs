@@ -427,18 +427,20 @@ import {{
             .assert_failure()
             .assert_contains("Replica walk cannot be rolled: cluster walk was imported without its CA private keys");
         set_zones(&ws, &[B, C]);
-        // What the drift sentence tells the user to run: each master gets the cluster's tag by hand.
-        for (vm, zone) in [("walk", B), ("walk-a1f", C)] {
-            sim.gcloud(&[
-                "compute",
-                "instances",
-                "add-tags",
-                vm,
-                "--zone",
-                zone,
-                "--tags=walk-master",
-            ])
-            .unwrap_or_else(|e| panic!("[{client}] {e}"));
+        // What the drift sentence tells the user to run, as it says it: each master gets the cluster's tag by hand.
+        let commands = add_tags_commands(&plan.combined());
+        assert_eq!(
+            commands,
+            [
+                format!("compute instances add-tags walk --zone={B} --tags=walk-master"),
+                format!("compute instances add-tags walk-a1f --zone={C} --tags=walk-master"),
+            ],
+            "[{client}] {plan}"
+        );
+        for command in &commands {
+            let args: Vec<&str> = command.split(' ').collect();
+            sim.gcloud(&args)
+                .unwrap_or_else(|e| panic!("[{client}] gcloud {command}: {e}"));
         }
         // Every master carries `walk-master` now; the rules still admit `walk` and 2381 until this plan.
         let narrow = ws.run(&["plan", "-input=false", "-no-color"]);
@@ -468,6 +470,22 @@ import {{
         }
         check(client, &ws, &sim, 2);
     });
+}
+
+/// The `gcloud compute instances add-tags` commands a plan's drift sentence names, without `gcloud`, once each.
+fn add_tags_commands(plan: &str) -> Vec<String> {
+    let mut commands: Vec<String> = Vec::new();
+    for command in plan
+        .split("`gcloud ")
+        .skip(1)
+        .filter_map(|rest| rest.split('`').next())
+        .filter(|c| c.starts_with("compute instances add-tags "))
+    {
+        if !commands.iter().any(|c| c == command) {
+            commands.push(command.to_string());
+        }
+    }
+    commands
 }
 
 /// What kube-up leaves behind, made from this provider's cluster with gcloud: masters tagged `walk` only, rules

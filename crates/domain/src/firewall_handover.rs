@@ -17,14 +17,21 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::foundation::{FirewallRule, FoundRules, firewall_drift, firewall_drift_saying};
 
-/// Each master VM of the cluster, by name, with its network tags.
-pub type MasterTags = BTreeMap<String, BTreeSet<String>>;
+/// A master VM of the cluster: where it runs and the network tags it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Master {
+    pub zone: String,
+    pub tags: BTreeSet<String>,
+}
+
+/// Each master VM of the cluster, by name.
+pub type MasterTags = BTreeMap<String, Master>;
 
 /// What the rules keep while some masters lack the cluster's tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handover {
-    /// The masters without the cluster's tag.
-    pub masters: Vec<String>,
+    /// The masters without the cluster's tag, by name, with their zones.
+    pub masters: Vec<(String, String)>,
     /// The tags the found rules reach them by.
     pub tags: BTreeSet<String>,
 }
@@ -51,9 +58,11 @@ pub fn rules_during_handover(
     masters: &MasterTags,
     tag: &str,
 ) -> (Vec<FirewallRule>, Option<Handover>) {
-    let untagged: Vec<(&String, &BTreeSet<String>)> =
-        masters.iter().filter(|(_, t)| !t.contains(tag)).collect();
-    let their_tags: BTreeSet<&String> = untagged.iter().flat_map(|(_, t)| t.iter()).collect();
+    let untagged: Vec<(&String, &Master)> = masters
+        .iter()
+        .filter(|(_, m)| !m.tags.contains(tag))
+        .collect();
+    let their_tags: BTreeSet<&String> = untagged.iter().flat_map(|(_, m)| &m.tags).collect();
     let kept: BTreeSet<String> = want
         .iter()
         .filter_map(|r| found.get(&r.name))
@@ -64,33 +73,38 @@ pub fn rules_during_handover(
     if kept.is_empty() {
         return (want, None);
     }
-    let widen = |list: &mut Vec<String>, more: &mut dyn Iterator<Item = &String>| {
-        for item in more {
-            if !list.contains(item) {
-                list.push(item.clone());
-            }
-        }
-    };
     let rules = want
         .into_iter()
         .map(|mut rule| {
-            widen(&mut rule.target_tags, &mut kept.iter());
+            widen(&mut rule.target_tags, &kept);
             if !rule.source_tags.is_empty() {
-                widen(&mut rule.source_tags, &mut kept.iter());
+                widen(&mut rule.source_tags, &kept);
             }
             if let Some(f) = found.get(&rule.name)
                 && f.target_tags.iter().any(|t| kept.contains(t))
             {
-                widen(&mut rule.tcp_ports, &mut f.tcp_ports.iter());
+                widen(&mut rule.tcp_ports, &f.tcp_ports);
             }
             rule
         })
         .collect();
     let handover = Handover {
-        masters: untagged.iter().map(|(name, _)| (*name).clone()).collect(),
+        masters: untagged
+            .iter()
+            .map(|(name, m)| ((*name).clone(), m.zone.clone()))
+            .collect(),
         tags: kept,
     };
     (rules, Some(handover))
+}
+
+/// Appends to `list` what `more` holds that it lacks, in `more`'s order.
+fn widen<'a>(list: &mut Vec<String>, more: impl IntoIterator<Item = &'a String>) {
+    for item in more {
+        if !list.contains(item) {
+            list.push(item.clone());
+        }
+    }
 }
 
 /// The rules' `drift` sentences (`rules` from [`rules_during_handover`]): while a hand-over lasts, a rule that
@@ -113,18 +127,26 @@ pub fn drift(
 }
 
 impl Handover {
-    /// The `drift` sentence that explains why the rules the apply patches keep more than the cluster's own.
+    /// The `drift` sentence that explains why the rules the apply patches keep more than the cluster's own, with
+    /// the command that tags each master.
     pub fn sentence(&self, tag: &str) -> String {
-        let list = |v: &mut dyn Iterator<Item = &String>| {
-            v.map(String::as_str).collect::<Vec<_>>().join(", ")
-        };
+        let names: Vec<&str> = self.masters.iter().map(|(n, _)| n.as_str()).collect();
+        let tags: Vec<&str> = self.tags.iter().map(String::as_str).collect();
+        let commands: Vec<String> = self
+            .masters
+            .iter()
+            .map(|(name, zone)| {
+                format!("`gcloud compute instances add-tags {name} --zone={zone} --tags={tag}`")
+            })
+            .collect();
         format!(
             "Masters {} do not carry the network tag {tag} yet (an imported kube-up master carries {}), so the \
              firewall rules keep admitting them by that tag and the ports they were found with. Once every \
-             master carries {tag} (`gcloud compute instances add-tags VM --zone=ZONE --tags={tag}`, or a roll \
-             of a cluster that holds its CA keys), the next plan narrows the rules to it.",
-            list(&mut self.masters.iter()),
-            list(&mut self.tags.iter()),
+             master carries {tag} ({}; or a roll of a cluster that holds its CA keys), the next plan narrows the \
+             rules to it.",
+            names.join(", "),
+            tags.join(", "),
+            commands.join(", "),
         )
     }
 }
@@ -166,7 +188,13 @@ mod tests {
 
     fn masters(tags: &[(&str, &[&str])]) -> MasterTags {
         tags.iter()
-            .map(|(n, t)| (n.to_string(), t.iter().map(|s| s.to_string()).collect()))
+            .map(|(n, t)| {
+                let master = Master {
+                    zone: "europe-west1-b".into(),
+                    tags: t.iter().map(|s| s.to_string()).collect(),
+                };
+                (n.to_string(), master)
+            })
             .collect()
     }
 
@@ -189,7 +217,13 @@ mod tests {
         ]);
         let (rules, handover) = rules_during_handover(want(), &found, &vms, OURS);
         let handover = handover.expect("one master lacks our tag");
-        assert_eq!(handover.masters, ["kubernetes-master"]);
+        assert_eq!(
+            handover.masters,
+            [(
+                "kubernetes-master".to_string(),
+                "europe-west1-b".to_string()
+            )]
+        );
         // The master's other tag is not one the rules reached it by.
         assert_eq!(
             handover.tags.iter().collect::<Vec<_>>(),
@@ -228,6 +262,14 @@ mod tests {
         assert!(said[4].starts_with(
             "Masters kubernetes-master do not carry the network tag kubernetes-master-master"
         ));
+        assert!(
+            said[4].contains(
+                "(`gcloud compute instances add-tags kubernetes-master --zone=europe-west1-b \
+                 --tags=kubernetes-master-master`; or a roll"
+            ),
+            "{}",
+            said[4]
+        );
         // Once patched, the rules need nothing more while the old master lives: the plan is empty.
         let patched: FoundRules = rules.iter().map(|r| (r.name.clone(), r.clone())).collect();
         let (again, kept) = rules_during_handover(want(), &patched, &vms, OURS);

@@ -8,9 +8,9 @@ use super::cloud::Cloud;
 use super::cluster_keys::{self, ClusterKeys};
 use super::error::{OpError, Result};
 use super::execute::foundation::FoundationRun;
-use super::shared::{CLUSTER_LABEL, internal_address_description};
+use super::shared::{CLUSTER_LABEL, internal_address_description, zone_of};
 use ha_domain::firewall_handover::{
-    self, Handover, MasterTags, found_foreign_tags, rules_during_handover,
+    self, Handover, Master, MasterTags, found_foreign_tags, rules_during_handover,
 };
 pub use ha_domain::foundation::ClusterNetwork;
 use ha_domain::foundation::{
@@ -63,7 +63,13 @@ async fn rules_to_keep(
         .list_instances_in_region(n.region, &labels, deadline)
         .await?
         .into_iter()
-        .map(|vm| (vm.name, vm.tags.into_iter().collect()))
+        .map(|vm| {
+            let master = Master {
+                zone: zone_of(&vm),
+                tags: vm.tags.into_iter().collect(),
+            };
+            (vm.name, master)
+        })
         .collect();
     let tag = DerivedNames::for_cluster(n.name).master_tag;
     let (rules, handover) = rules_during_handover(want, &found, &masters, &tag);
