@@ -359,7 +359,11 @@ impl Sim {
     fn keep_if_failed(&mut self) {
         if std::thread::panicking() {
             self.state_dir.disable_cleanup(true);
-            eprintln!("sim state kept at {}", self.state_dir.path().display());
+            eprintln!(
+                "sim state kept at {} ({} free on its disk: a full disk stalls etcd)",
+                self.state_dir.path().display(),
+                free_space(self.state_dir.path())
+            );
             if let Ok(out) = Command::new(sim_binary())
                 .args(["status", "--url", &self.url])
                 .output()
@@ -371,6 +375,21 @@ impl Sim {
             }
         }
     }
+}
+
+/// The space left to unprivileged writers on the disk that holds `path`, e.g. "2.4 GB", or why it is unknown.
+fn free_space(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return "unknown space".into();
+    };
+    // SAFETY: statvfs writes only into the zeroed struct we pass; the path is a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut st) } != 0 {
+        return "unknown space".into();
+    }
+    let bytes = st.f_bavail as f64 * st.f_frsize as f64;
+    format!("{:.1} GB", bytes / 1e9)
 }
 
 /// `--etcd-bin` for each etcd minor scripts/setup installed: Debian's 3.4 at `.tools/bin/etcd` and, when present,
