@@ -377,7 +377,8 @@ impl Sim {
     }
 }
 
-/// The space left to unprivileged writers on the disk that holds `path`, e.g. "2.4 GB", or why it is unknown.
+/// The space left to unprivileged writers on the disk that holds `path`, e.g. "2.4 GB" ("unknown space" when
+/// statvfs fails).
 fn free_space(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
