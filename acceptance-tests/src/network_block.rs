@@ -9,8 +9,9 @@
 //! Why `flock` and not "create the file, write my pid": a pid file outlives a killed test (nextest's timeout, a
 //! cancelled run), so a taker had to read the pid, decide it was stale and delete the file, and two threads doing
 //! that at once could both end up holding one block. A test's two clients start their sims at the same instant, so
-//! that race gave a Terraform sim the block its OpenTofu twin was using, and its VMs' etcd could not bind. The
-//! kernel drops an flock when its holder dies, however it dies, so nothing is ever stale and nothing is deleted.
+//! that race could give a Terraform sim the block its OpenTofu twin was using, whose VMs' etcd then cannot bind (one
+//! suspected cause of a CI run that hung; not established). The kernel drops an flock when its holder dies, however
+//! it dies, so nothing is ever stale and nothing is deleted.
 //!
 //! Why also a probe: a lock says no live test holds the block, not that no process still listens on its addresses
 //! (an ha-sim or etcd left running by a run killed from outside, or a sim started by hand with `--network-block`).
@@ -24,8 +25,9 @@ use std::path::{Path, PathBuf};
 /// The scenarios' blocks (see the module comment).
 const BLOCKS: std::ops::RangeInclusive<u8> = 31..=100;
 
-/// The host ports a VM of the sim binds on its own address: etcd's client and peer ports, the health sidecar and
-/// the API server's 443 (shifted by the sim's privileged-port offset to 6443).
+/// Host ports a VM of the sim binds on its own address: etcd's client and peer ports, the health sidecar, and 6443,
+/// where a sim run without root serves the API's 443. As root (CI) the sim binds 443 itself, which the probe does
+/// not try (it would fail for everyone else); etcd's ports are what a collision breaks first.
 const VM_PORTS: [u16; 4] = [2379, 2380, 3990, 6443];
 
 /// How many of a block's first VM addresses the probe tries: a sim hands them out lowest first from .2, and no
