@@ -19,6 +19,9 @@
 //!   backups must retry through them (or stop the change with a sentence). The first change's first storage call
 //!   always meets one: the changes make few storage calls, and a seed that faulted none would test nothing.
 //!
+//! Before its random changes, the API test makes one fault on every run: every read of the cluster's keys fails
+//! with 500, and a grow must stop with a sentence that names the secret and says to apply again, changing nothing.
+//!
 //! Each prints `applies converged N/N (M needed a second run)` per client; `HA_FAULT_PERCENT` raises the share
 //! and `HA_FAULT_ROUNDS=N` repeats the grow, roll and shrink N times (1 in `make test`) for the long run recorded
 //! in docs/benchmarks.md.
@@ -283,6 +286,10 @@ fn changes_under_random_faults(client: Client, source: Source) {
         .to_string();
     write_keys(&sim, &first);
 
+    if source == Source::Api {
+        a_failing_key_read_stops_the_grow_with_a_sentence(client, &ws, &sim);
+    }
+
     let changes = changes(rounds());
     let downloads = tempfile::tempdir().expect("download dir");
     let (mut converged, mut second_runs, mut faults_fired, mut newest) = (0, 0, 0, None);
@@ -351,6 +358,45 @@ fn changes_under_random_faults(client: Client, source: Source) {
     );
     eprintln!("{report}");
     println!("{report}");
+}
+
+/// Not drawn at random, so it happens on every run: Secret Manager fails every read of the cluster's keys with
+/// 500 (which the client does not retry), so a grow cannot sign its new replica. The apply must stop with the
+/// error naming the secret and saying to apply again, not crash, and change nothing: the random run then starts
+/// from the same one replica.
+fn a_failing_key_read_stops_the_grow_with_a_sentence(client: Client, ws: &Workspace, sim: &Sim) {
+    set_vars(ws, &ZONES, &[]);
+    sim.add_failpoint(Failpoint::new(
+        Trigger::Request {
+            method: None,
+            api: Some("secretmanager.secrets.versions.access".into()),
+            path: None,
+        },
+        Effect::Status { status: 500 },
+    ));
+    let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+    sim.clear_failpoints();
+    assert!(
+        !out.success(),
+        "[{client}] the grow went on without its keys:\n{out}"
+    );
+    let all = format!("{}{}", out.stdout, out.stderr);
+    for sign in CRASH_SIGNS {
+        assert!(!all.contains(sign), "[{client}] {sign:?}:\n{out}");
+    }
+    assert!(
+        out.stderr.contains("secrets/walk-cluster-keys")
+            && out.stderr.contains("run apply again")
+            && out.stderr.contains("passing failure"),
+        "[{client}] a failed key read must name the secret and say to apply again:\n{out}"
+    );
+    set_vars(ws, &ZONES[..1], &[]);
+    let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(
+        plan.code,
+        Some(0),
+        "[{client}] the failed grow changed something:\n{plan}"
+    );
 }
 
 #[test]

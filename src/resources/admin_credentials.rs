@@ -185,10 +185,14 @@ async fn key_from_secret(
             diags.attr_error(
                 AttributePath::attr("cluster"),
                 format!("Could not read cluster {name:?}'s CA key"),
-                format!(
-                    "{}. The provider's credentials need `secretmanager.versions.access` on secret {path}.",
-                    e.explain()
-                ),
+                if e.is_transient() {
+                    super::advice::with_advice(&e)
+                } else {
+                    format!(
+                        "{}. The provider's credentials need `secretmanager.versions.access` on secret {path}.",
+                        e.explain()
+                    )
+                },
             );
             None
         }

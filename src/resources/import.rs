@@ -65,7 +65,10 @@ pub async fn cluster(
     let a = match adopt_cluster(settings, &c, region, name, Instant::now() + IMPORT_TIMEOUT).await {
         Ok(a) => a,
         Err(e) => {
-            diags.error(format!("Could not import cluster {name}"), e.to_string());
+            diags.error(
+                format!("Could not import cluster {name}"),
+                super::advice::with_advice(&e),
+            );
             return None;
         }
     };
@@ -178,7 +181,10 @@ pub async fn replica(
     let a = match adopt_replica(settings, &c, zone, name, Instant::now() + IMPORT_TIMEOUT).await {
         Ok(a) => a,
         Err(e) => {
-            diags.error(format!("Could not import replica {name}"), e.to_string());
+            diags.error(
+                format!("Could not import replica {name}"),
+                super::advice::with_advice(&e),
+            );
             return None;
         }
     };
@@ -297,7 +303,7 @@ pub async fn list_replicas(
             Err(e) => {
                 diags.error(
                     format!("Could not list the replicas of cluster {cluster}"),
-                    e.to_string(),
+                    super::advice::with_advice(&e),
                 );
                 return Vec::new();
             }

@@ -73,7 +73,10 @@ async fn context(
     match built {
         Ok(ctx) => Some(ctx),
         Err(e) => {
-            diags.error("Could not prepare the replica's cluster", e.to_string());
+            diags.error(
+                "Could not prepare the replica's cluster",
+                super::advice::with_advice(&e),
+            );
             None
         }
     }
@@ -331,7 +334,10 @@ pub async fn read(
         None => match ha_ops::observe::replica_vm(&ctx, &zone, &name, until).await {
             Ok(i) => i,
             Err(e) => {
-                diags.error(format!("Could not read replica {name}"), e.to_string());
+                diags.error(
+                    format!("Could not read replica {name}"),
+                    super::advice::with_advice(&e),
+                );
                 return Some(s);
             }
         },

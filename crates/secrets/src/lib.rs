@@ -59,7 +59,7 @@ impl Error {
 
     /// Whether the failure passes by itself: the service was unavailable, overloaded (429), failed inside
     /// (500), ran out of time, or the connection broke. The client has already retried what it safely could
-    /// (UNAVAILABLE on calls marked idempotent); what is left is for the next apply, which writes again.
+    /// (see `retry_policy`); what is left is for the next apply, which writes again.
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
@@ -107,6 +107,7 @@ impl Secrets {
                 let client = SecretManagerService::builder()
                     .with_endpoint(endpoint)
                     .with_credentials(credentials)
+                    .with_retry_policy(retry_policy())
                     .build()
                     .await
                     .map_err(|e| Error::Setup(e.to_string()))?;
@@ -368,6 +369,17 @@ impl Secrets {
             Err(e) => Err(self.failed("deleting", id)(e)),
         }
     }
+}
+
+/// The SDK's own policy (AIP-194: UNAVAILABLE and broken connections, on idempotent calls only, at most 10
+/// attempts in 60 s), and also 429 RESOURCE_EXHAUSTED on any call: Secret Manager answers it for a request it
+/// did not carry out (quota), so sending it again is always safe, and an apply should not stop for a quota
+/// that refills within the minute. The Compute backend retries 429 too (`ha_gce::call`).
+fn retry_policy() -> impl google_cloud_gax::retry_policy::RetryPolicy {
+    use google_cloud_gax::retry_policy::{Aip194Strict, RetryPolicyExt, TooManyRequests};
+    TooManyRequests::new(Aip194Strict)
+        .with_attempt_limit(10)
+        .with_time_limit(std::time::Duration::from_secs(60))
 }
 
 /// Whether `e` is a failure that the same call may not meet again: see [`Error::is_transient`].

@@ -108,10 +108,12 @@ async fn a_payload_is_written_read_back_and_readable_only_by_its_reader() {
     assert_eq!(owner.readers("prod-a-keys").await.unwrap(), None);
 }
 
-/// A write meets the faults a busy service answers with: a 503 on any of its calls is retried by the client
-/// (each is safe to repeat), and what is not retried, a 429, fails with an error the provider calls passing.
+/// A write meets the faults a busy service answers with: a 503 on any of its calls and a 429 (quota) are retried
+/// by the client (each is safe to repeat), and what is not retried, a 500, fails with an error the provider
+/// calls passing.
 #[tokio::test]
-async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_passing() {
+async fn an_unavailable_or_overloaded_service_is_retried_and_a_failing_one_is_reported_as_passing()
+{
     let sim = Sim::start().await;
     let owner = Secrets::connect(&settings(&sim), "proj").await.unwrap();
     let labels = BTreeMap::new();
@@ -130,32 +132,61 @@ async fn an_unavailable_service_is_retried_and_an_overloaded_one_is_reported_as_
         1,
         "every call answered 503 once and was made again"
     );
-    let adds = sim.admin("GET", "/_sim/requests", None).await["entries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["api"] == "secretmanager.secrets.addVersion")
-        .map(|e| e["status"].as_u64().unwrap_or(0))
-        .collect::<Vec<_>>();
-    assert_eq!(adds, [503, 200], "the version was added on the second try");
+    let statuses = |api: &'static str| {
+        let sim = &sim;
+        async move {
+            sim.admin("GET", "/_sim/requests", None).await["entries"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e["api"] == api)
+                .map(|e| e["status"].as_u64().unwrap_or(0))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        statuses("secretmanager.secrets.addVersion").await,
+        [503, 200],
+        "the version was added on the second try"
+    );
 
+    // A quota refusal, on a write and on a read: made again, as the Compute backend does.
     sim.fail_requests("secretmanager.secrets.addVersion", 429, 1)
         .await;
-    let overloaded = owner
-        .put("prod-b-keys", &labels, b"renewed", Some(MASTERS))
-        .await;
-    let overloaded = overloaded.unwrap_err();
-    assert!(overloaded.is_transient(), "{overloaded}");
-    assert!(
-        overloaded.to_string().contains("prod-b-keys"),
-        "{overloaded}"
-    );
     assert_eq!(
         owner
             .put("prod-b-keys", &labels, b"renewed", Some(MASTERS))
             .await
             .unwrap(),
         2,
+        "a 429 on adding the version was retried"
+    );
+    assert_eq!(
+        statuses("secretmanager.secrets.addVersion").await,
+        [503, 200, 429, 200]
+    );
+    sim.fail_requests("secretmanager.secrets.versions.access", 429, 2)
+        .await;
+    assert_eq!(
+        owner.read("prod-b-keys", None).await.unwrap(),
+        Some(b"renewed".to_vec()),
+        "two 429s on a read were retried"
+    );
+
+    sim.fail_requests("secretmanager.secrets.addVersion", 500, 1)
+        .await;
+    let failing = owner
+        .put("prod-b-keys", &labels, b"renewed again", Some(MASTERS))
+        .await
+        .unwrap_err();
+    assert!(failing.is_transient(), "{failing}");
+    assert!(failing.to_string().contains("prod-b-keys"), "{failing}");
+    assert_eq!(
+        owner
+            .put("prod-b-keys", &labels, b"renewed again", Some(MASTERS))
+            .await
+            .unwrap(),
+        3,
         "the next write finishes it"
     );
 
