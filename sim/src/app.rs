@@ -77,6 +77,13 @@ impl Sim {
         self.faults_cleared.subscribe()
     }
 
+    /// A stalled request: waits until failpoints are cleared (`Sim::clear_faults`), so a test can kill its caller
+    /// while the call is in flight, as it kills one during an operation.
+    pub async fn hold_until_faults_cleared(&self) {
+        let mut cleared = self.watch_faults_cleared();
+        let _ = cleared.changed().await;
+    }
+
     /// Clears failpoints and releases stalled operations.
     pub fn clear_faults(&self, id: Option<u64>) -> usize {
         let n = self.faults().clear(id);

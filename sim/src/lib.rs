@@ -21,6 +21,7 @@ pub mod contract;
 pub mod etcd_bins;
 pub mod fabric;
 pub mod faults;
+pub mod http;
 pub mod net;
 pub mod ops;
 pub mod provider_methods;

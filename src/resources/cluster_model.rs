@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tfplugin_framework::{Val, typed_object};
 
 use ha_ops::OpError;
-use ha_ops::context::Spec;
+use ha_ops::spec::Spec;
 
 use super::spec::ClusterSpec;
 use super::{Timeouts, known_or_default};

@@ -11,7 +11,9 @@ use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
 
-use super::replica_model::{ReplicaModel, VM_DELETED, cluster_recovers, moves_subnetwork};
+use super::replica_model::{
+    ReplicaModel, VM_DELETED, cluster_recovers, imported_without_ca_keys, moves_subnetwork,
+};
 use super::spec::ClusterSpec;
 use ha_domain::roll::{Build, network_move};
 use ha_domain::{ids, names, zones};
@@ -509,17 +511,6 @@ fn check_can_sign(r: &ReplicaModel, diags: &mut Diagnostics) {
              one, restore the state that holds the keys, or create a new cluster and move the workload.",
         );
     }
-}
-
-/// The cluster's name when it was imported without its CA private keys (its `spec` carries them empty), so it
-/// cannot sign a new or rebuilt master's certificates.
-pub(super) fn imported_without_ca_keys(r: &ReplicaModel) -> Option<String> {
-    let cluster = r.cluster.known()?;
-    cluster
-        .ca_private_key
-        .known()
-        .is_some_and(|k| k.is_empty())
-        .then(|| cluster.name.known().cloned().unwrap_or_default())
 }
 
 /// Placement checks on whatever is known; unknown parts are checked again at apply.

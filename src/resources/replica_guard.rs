@@ -234,7 +234,7 @@ pub async fn check_roll(
     }
     // Only a machine type alone rolls without building the VM again, which needs new certificates.
     if changes.iter().any(|c| c != "machine_type")
-        && let Some(cluster) = super::replica::imported_without_ca_keys(planned)
+        && let Some(cluster) = super::replica_model::imported_without_ca_keys(planned)
     {
         diags.attr_error(
             AttributePath::attr("cluster"),

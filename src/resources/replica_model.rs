@@ -83,3 +83,14 @@ pub(super) fn cluster_recovers(prior: &ReplicaModel, p: &ReplicaModel) -> bool {
 pub fn moves_subnetwork(prior: &ReplicaModel, p: &ReplicaModel) -> bool {
     matches!((prior.cluster.known(), p.cluster.known()), (Some(old), Some(new)) if new.moves_subnetwork(old))
 }
+
+/// The cluster's name when it was imported without its CA private keys (its `spec` carries them empty), so it
+/// cannot sign a new or rebuilt master's certificates.
+pub(super) fn imported_without_ca_keys(r: &ReplicaModel) -> Option<String> {
+    let cluster = r.cluster.known()?;
+    cluster
+        .ca_private_key
+        .known()
+        .is_some_and(|k| k.is_empty())
+        .then(|| cluster.name.known().cloned().unwrap_or_default())
+}

@@ -12,7 +12,7 @@ use tfplugin_framework::{Val, typed_object};
 
 use ha_domain::master_spec::{DEFAULT_DATA_DISK_TYPE, MasterSpec};
 use ha_ops::OpError;
-use ha_ops::context::Spec;
+use ha_ops::spec::Spec;
 use ha_pki::{CertKey, ClusterCas};
 
 typed_object! {

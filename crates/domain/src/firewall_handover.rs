@@ -15,7 +15,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::foundation::{FirewallRule, FoundRules, firewall_drift, firewall_drift_saying};
+use crate::firewall_rule::FirewallRule;
+use crate::foundation::{FoundRules, firewall_drift, firewall_drift_saying};
 
 /// A master VM of the cluster: where it runs and the network tags it carries.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,7 @@ pub mod certificates;
 pub mod etcd_version;
 pub mod exposure;
 pub mod firewall_handover;
+pub mod firewall_rule;
 pub mod foundation;
 pub mod guard;
 pub mod health;

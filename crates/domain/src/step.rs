@@ -220,12 +220,12 @@ pub enum FoundationStep {
     ReserveStaticAddress,
     /// Create a firewall rule the cluster lacks.
     CreateFirewall {
-        rule: crate::foundation::FirewallRule,
+        rule: crate::firewall_rule::FirewallRule,
     },
     /// Bring a rule that admits other traffic than the settings say back in line (the settings changed, or a
     /// hand edit).
     PatchFirewall {
-        rule: crate::foundation::FirewallRule,
+        rule: crate::firewall_rule::FirewallRule,
     },
     DeleteFirewall {
         name: String,

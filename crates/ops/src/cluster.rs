@@ -12,9 +12,10 @@ use super::shared::{CLUSTER_LABEL, internal_address_description, zone_of};
 use ha_domain::firewall_handover::{
     self, Handover, Master, MasterTags, found_foreign_tags, rules_during_handover,
 };
+use ha_domain::firewall_rule::FirewallRule;
 pub use ha_domain::foundation::ClusterNetwork;
 use ha_domain::foundation::{
-    FirewallRule, FoundRules, Leftovers, create_steps, delete_steps, firewall_rules, update_steps,
+    FoundRules, Leftovers, create_steps, delete_steps, firewall_rules, update_steps,
 };
 use ha_domain::names::DerivedNames;
 

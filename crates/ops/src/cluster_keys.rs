@@ -17,9 +17,9 @@ use ha_pki::{CertKey, ClusterCas};
 use ha_settings::Settings;
 
 use super::cloud::Cloud;
-use super::context::Spec;
 use super::error::{OpError, Result};
 use super::shared::replica_labels;
+use super::spec::Spec;
 
 /// The four private keys, as the secret holds them (JSON).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]

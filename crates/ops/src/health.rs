@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, Spec};
+use super::context::ClusterCtx;
 use super::error::Result;
 use super::observe::{Snapshot, observe};
+use super::spec::Spec;
 use ha_domain::health::{Facts, MemberFacts, MemberState, ReplicaFacts};
 use ha_etcd::Health;
 use ha_gce::InstanceRef;

@@ -31,6 +31,7 @@ pub mod restore;
 pub mod roll;
 pub mod secrets_encryption;
 pub mod shared;
+pub mod spec;
 
 pub use context::ClusterCtx;
 pub use error::OpError;

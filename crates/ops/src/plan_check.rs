@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::context::{ClusterCtx, Spec};
+use super::context::ClusterCtx;
 use super::error::Result;
+use super::spec::Spec;
 use ha_settings::Settings;
 
 /// How long a plan-time check may wait on Compute, etcd and the backup bucket before it says it could not judge:

@@ -155,11 +155,3 @@ pub fn service_accounts(req: &Req, accounts: Option<&mut serde_json::Value>) -> 
     }
     Ok(())
 }
-
-/// A stable 12-digit project number for a project id (GCE's numbers are opaque; this one only has to stay the same).
-pub(crate) fn project_number(project: &str) -> u64 {
-    let h = project.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    100_000_000_000 + h % 900_000_000_000
-}

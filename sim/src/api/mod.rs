@@ -312,7 +312,7 @@ async fn serve(
             Effect::Delay { ms } => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
             Effect::Status { status } => return Err(ApiError::injected(status)),
             Effect::Stall => {
-                crate::faults::hold_until_cleared(sim).await;
+                sim.hold_until_faults_cleared().await;
                 return Err(ApiError::injected(503));
             }
             Effect::Fail { .. } => {}

@@ -2,7 +2,6 @@
 //! (`instance_build::service_accounts`) and which IAM bindings must name.
 
 use super::error::ApiResult;
-use super::instance_build::project_number;
 use super::{Handler, Req, Route};
 use crate::app::Sim;
 use crate::state::Cloud;
@@ -35,4 +34,12 @@ pub fn default_service_account(project: &str) -> String {
         "{}-compute@developer.gserviceaccount.com",
         project_number(project)
     )
+}
+
+/// A stable 12-digit project number for a project id (GCE's numbers are opaque; this one only has to stay the same).
+pub(crate) fn project_number(project: &str) -> u64 {
+    let h = project.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    100_000_000_000 + h % 900_000_000_000
 }

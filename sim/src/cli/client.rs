@@ -27,7 +27,7 @@ impl Client {
         };
         Ok(Client {
             endpoint,
-            http: super::http_client(),
+            http: crate::http::http_client(),
         })
     }
 

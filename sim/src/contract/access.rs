@@ -6,7 +6,7 @@ use super::Refusal;
 use super::images;
 use super::master::{Container, Master};
 use super::reads::Read;
-use crate::vm::config::GuestFile;
+use crate::vm::guest_file::GuestFile;
 
 /// `root:root` → (0, 0); numeric ids as given; any other name belongs to nobody a container runs as.
 fn owner_ids(owner: &str) -> (u32, u32) {

@@ -3,7 +3,8 @@
 //! `write_files` the VM boots from.
 
 use super::release::Version;
-use crate::vm::config::{GuestFile, MANIFEST_DIR};
+use crate::vm::config::MANIFEST_DIR;
+use crate::vm::guest_file::GuestFile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

@@ -32,7 +32,8 @@ pub use exposure::{Exposure, exposures};
 pub use filecheck::program as filecheck_program;
 pub use rbac::{Authorizer, Identity};
 
-use crate::vm::config::{self, GuestFile};
+use crate::vm::config;
+use crate::vm::guest_file::GuestFile;
 use master::Master;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

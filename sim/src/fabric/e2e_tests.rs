@@ -107,7 +107,7 @@ async fn start_live(dir: &std::path::Path) -> Live {
     let guard = StopOnDrop(fabric.clone());
     let running = crate::server::start(cfg, fabric).await.expect("sim");
     let api = Api {
-        http: crate::cli::http_client(),
+        http: crate::http::http_client(),
         endpoint: format!("http://{}/", running.addr),
     };
     Live {

@@ -50,7 +50,7 @@ pub enum Effect {
         message: Option<String>,
     },
     /// The operation stays RUNNING until failpoints are cleared; a request is held unanswered until then, and
-    /// then answered 503 without acting (its caller, killed meanwhile, is gone: [`hold_until_cleared`]).
+    /// then answered 503 without acting (its caller, killed meanwhile, is gone: `Sim::hold_until_faults_cleared`).
     Stall,
 }
 
@@ -325,13 +325,6 @@ impl Faults {
     pub fn on_operation(&mut self, kind: &str) -> Vec<Effect> {
         self.fire(|t| matches!(t, Trigger::Operation { kind: k } if glob(k, kind)))
     }
-}
-
-/// A stalled request: waits until failpoints are cleared (`Sim::clear_faults`), so a test can kill its caller
-/// while the call is in flight, as it kills one during an operation.
-pub async fn hold_until_cleared(sim: &crate::app::Sim) {
-    let mut cleared = sim.watch_faults_cleared();
-    let _ = cleared.changed().await;
 }
 
 #[cfg(test)]

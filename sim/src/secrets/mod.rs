@@ -11,6 +11,7 @@
 pub mod handlers;
 pub mod iam;
 pub mod model;
+pub mod token;
 
 use crate::app::Sim;
 use crate::faults::{Effect, RequestFacts};
@@ -27,8 +28,7 @@ use std::sync::Arc;
 /// Where the surface lives: gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_SECRETMANAGER` is the sim's root URL.
 pub const PREFIX: &str = "/v1/projects/";
 
-/// A token that names a service account instead of the owner.
-pub const SERVICE_ACCOUNT_TOKEN: &str = "sim-sa:";
+use token::SERVICE_ACCOUNT_TOKEN;
 
 /// An error in the one-platform shape: `{"error":{"code":404,"message":"…","status":"NOT_FOUND"}}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,7 +419,7 @@ async fn serve(
             Effect::Delay { ms } => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
             Effect::Status { status } => return Err(injected(status)),
             Effect::Stall => {
-                crate::faults::hold_until_cleared(sim).await;
+                sim.hold_until_faults_cleared().await;
                 return Err(injected(503));
             }
             Effect::Fail { code, .. } if code == crate::faults::SERVICE_DISABLED => {

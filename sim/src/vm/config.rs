@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::{Component, Path, PathBuf};
 
+use super::guest_file::GuestFile;
+
 /// Where the kubelet looks for static pods (the contract fixes `staticPodPath` to this).
 pub(crate) const MANIFEST_DIR: &str = "/etc/kubernetes/manifests";
 
@@ -116,17 +118,6 @@ struct VolumeMount {
     name: String,
     #[serde(rename = "mountPath")]
     mount_path: String,
-}
-
-/// One decoded `write_files` entry, with its guest path.
-#[derive(Debug, Clone)]
-pub(crate) struct GuestFile {
-    pub path: String,
-    pub mode: u32,
-    /// `user:group` as written (`root:root` when not given).
-    pub owner: String,
-    pub append: bool,
-    pub bytes: Vec<u8>,
 }
 
 /// `--flag=value` arguments of a container; bare `--flag` means "true".

@@ -201,7 +201,7 @@ fn fetch(url: &str, endpoint: &str, dest: &Path, sha256: Option<&str>) -> Result
         .map_err(|e| e.to_string())?;
     let part = dest.with_extension("part");
     rt.block_on(async {
-        let mut resp = crate::cli::http_client()
+        let mut resp = crate::http::http_client()
             .get(&get)
             .send()
             .await

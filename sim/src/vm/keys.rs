@@ -7,8 +7,8 @@
 use base64::Engine;
 
 use super::VmError;
-use super::config::GuestFile;
-use crate::secrets::SERVICE_ACCOUNT_TOKEN;
+use super::guest_file::GuestFile;
+use crate::secrets::token::SERVICE_ACCOUNT_TOKEN;
 
 /// Where the contract writes the script (ha-master's `keys::FETCH_SCRIPT`).
 pub(crate) const FETCH_SCRIPT: &str = "/etc/srv/kubernetes/fetch-keys.sh";
@@ -71,7 +71,7 @@ pub(crate) fn fetch(f: &KeyFetch, vm: &super::Attached) -> Result<Vec<GuestFile>
         .build()
         .map_err(|e| waiting(e.to_string()))?;
     let answer: serde_json::Value = rt.block_on(async {
-        let resp = crate::cli::http_client()
+        let resp = crate::http::http_client()
             .get(&url)
             .bearer_auth(format!("{SERVICE_ACCOUNT_TOKEN}{account}"))
             // The script's client is curl; the request log tells the masters' calls from the provider's by it.

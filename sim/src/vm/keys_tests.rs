@@ -40,7 +40,7 @@ fn sim_with_the_secret(rt: &tokio::runtime::Runtime, bundle: &[u8]) -> (crate::R
             .await
             .unwrap();
         let origin = format!("http://{}", running.addr);
-        let http = crate::cli::http_client();
+        let http = crate::http::http_client();
         let call = |path: &str, body: serde_json::Value| {
             http.post(format!("{origin}/v1/{path}"))
                 .bearer_auth("sim-token")

@@ -5,6 +5,7 @@
 mod api;
 pub(crate) mod config;
 mod etcd;
+pub(crate) mod guest_file;
 mod init;
 mod keys;
 mod tls;
@@ -504,7 +505,7 @@ where
         .map_err(|e| VmError::Config(format!("{component}: --{flag} value {value:?}: {e}")))
 }
 
-fn write_guest_file(map: &HostMap, f: &config::GuestFile) -> Result<(), VmError> {
+fn write_guest_file(map: &HostMap, f: &guest_file::GuestFile) -> Result<(), VmError> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let path = map.path(&f.path)?;

@@ -116,7 +116,7 @@ pub async fn start_in(dir: tempfile::TempDir, cfg: SimConfig) -> Sim {
         running: Some(running),
         url,
         endpoint,
-        http: ha_sim::cli::http_client(),
+        http: ha_sim::http::http_client(),
         dir,
         checked: AtomicUsize::new(0),
     }

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use crate::cloud::Cloud;
 use crate::cluster_keys::{self, ClusterKeys};
 use crate::error::{OpError, Result};
-use ha_domain::foundation::FirewallRule;
+use ha_domain::firewall_rule::FirewallRule;
 use ha_domain::names::{DerivedNames, cluster_keys_secret};
 use ha_domain::step::FoundationStep;
 use ha_gce::FirewallSpec;

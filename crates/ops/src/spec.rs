@@ -1,0 +1,49 @@
+//! The cluster's settings as `ops` takes them: plain values, every one known. Its own file because both the cluster
+//! context (`context`) and the keys' secret (`cluster_keys`, which fills the CA keys in) work on it.
+
+use ha_domain::master_spec::MasterSpec;
+use ha_domain::names::DerivedNames;
+use ha_pki::ClusterCas;
+
+/// The cluster's settings with every value known, as at apply time: plain values, so `ops` knows nothing of
+/// Terraform (`resources::spec::ClusterSpec::to_ops` makes one from the Terraform attribute).
+#[derive(Clone)]
+pub struct Spec {
+    pub id: String,
+    pub name: String,
+    pub project: String,
+    pub region: String,
+    pub zone: String,
+    /// What every master VM is made of (`domain::master_spec`): a roll compares its build.
+    pub master: MasterSpec,
+    pub external_ip: String,
+    /// The CAs (certificates, and keys once `ClusterCtx::new` has read them) and the service-account key.
+    pub cas: ClusterCas,
+    pub service_account_key: String,
+    /// The Secret Manager secret that holds the CA keys and the service-account key (`ops::cluster_keys`), when the
+    /// spec carries none itself.
+    pub keys_secret: Option<String>,
+    /// While true, no leave removes the cluster's last voting member (`domain::protection`).
+    pub deletion_protection: bool,
+    /// How long a replica's certificates live, and how long before expiry a roll renews them
+    /// (`domain::certificates`).
+    pub certificate_validity: std::time::Duration,
+    pub certificate_renew_before: std::time::Duration,
+    /// Where snapshots go before a change that touches etcd (`domain::backup`); none without a `backup` block.
+    pub backup: Option<ha_domain::backup::Policy>,
+    /// The snapshot a replica that finds no etcd member restores (`domain::restore`), when the cluster's
+    /// `restore` block asks for one.
+    pub restore_snapshot: Option<ha_domain::restore::SnapshotChoice>,
+    /// The cluster's `restore.generation` (0 without a `restore` block): a data disk a restore makes records it
+    /// (`domain::restore::GENERATION_LABEL`).
+    pub restore_generation: i64,
+    /// The cluster's `restore` block says `source = "empty"`: a founding join may start a new, empty etcd where
+    /// the cluster had data (`domain::start_empty`).
+    pub start_empty: bool,
+}
+
+impl Spec {
+    pub fn names(&self) -> DerivedNames {
+        DerivedNames::for_cluster(&self.name)
+    }
+}
