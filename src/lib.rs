@@ -3,6 +3,11 @@
 //! `ha-settings` only, so it cannot reach GCE, etcd or Cloud Storage but through `ha-ops`. The binary (`main.rs`)
 //! only serves it.
 
+// A replica's update awaits a roll or a mend, each a `ha_ops::change::run_change` over a `Change` whose async
+// methods nest the Google clients' futures deeply; proving the whole future `Send` takes more than the default 128
+// levels of trait evaluation (E0275 on `h2`'s types).
+#![recursion_limit = "256"]
+
 pub mod config;
 pub mod functions;
 pub mod provider;

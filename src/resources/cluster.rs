@@ -1041,7 +1041,7 @@ impl ClusterResource {
             return;
         };
         let judged = plan_check::judge(&self.settings(), spec, async |ctx, until| {
-            ha_ops::recover::plan(ctx, until).await.map(|(_, r)| r)
+            ha_ops::recover::plan(ctx, until).await
         })
         .await;
         match judged {

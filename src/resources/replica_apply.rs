@@ -25,7 +25,7 @@ use ha_ops::leave::leave;
 use ha_ops::lock::{ClusterLock, lock_cluster};
 use ha_ops::observe::{InstanceInfo, Snapshot, observe};
 use ha_ops::refresh::observe_shared;
-use ha_ops::repair::{MendRequest, mend_replica};
+use ha_ops::mend::{MendRequest, mend_replica};
 use ha_ops::roll::{RollRequest, roll_in_turn};
 use ha_ops::shared::zone_of;
 use ha_ops::shared::{CLUSTER_LABEL, JOINING_LABEL};

@@ -1,4 +1,4 @@
-//! Mending a replica in place: what an update that rolls nothing does to the VM (`ops::repair::mend_replica`).
+//! Mending a replica in place: what an update that rolls nothing does to the VM (`ops::mend::mend_replica`).
 //! The world moved behind Terraform's back without changing what the master is made of: the VM was stopped or
 //! crashed, its metadata or labels were edited by hand, or the replica's own labels changed. Each is put back
 //! with no rebuild, in the order a VM needs: its metadata before it boots, and its labels last, as a join's and

@@ -66,9 +66,10 @@ impl Orphans {
         self.replicas.is_empty() && self.addresses.is_empty() && self.secrets.is_empty()
     }
 
-    /// The steps that remove the dead joins' addresses and secrets. Orphan replicas are not among them: each is
-    /// taken out of the cluster as a delete would (`ops::leave`), a change of its own.
-    pub fn cleanup_steps(&self) -> Vec<ClusterStep> {
+    /// What the join of `me` does before it reads the cluster: remove the dead joins' addresses and secrets, then
+    /// reserve its own internal IP. Orphan replicas are not among the steps: each is taken out of the cluster as a
+    /// delete would (`ops::leave`), a change of its own, before these.
+    pub fn before_join(&self, me: &str) -> Vec<ClusterStep> {
         let addresses = self
             .addresses
             .iter()
@@ -79,7 +80,10 @@ impl Orphans {
             .secrets
             .iter()
             .map(|id| ClusterStep::DeleteSecret { id: id.clone() });
-        addresses.chain(secrets).collect()
+        let reserve = ClusterStep::ReserveAddressOf {
+            replica: me.to_string(),
+        };
+        addresses.chain(secrets).chain([reserve]).collect()
     }
 }
 
@@ -303,17 +307,17 @@ mod tests {
     }
 
     /// A kill anywhere in the list resumes: a secret whose address is gone is still an orphan to the next join,
-    /// and an address never depends on a secret.
+    /// an address never depends on a secret, and the join's own reservation comes last, after everything it might
+    /// collide with is gone.
     #[test]
-    fn cleanup_releases_the_addresses_then_deletes_the_secrets_and_leaves_replicas_to_their_leave()
-    {
+    fn before_a_join_the_addresses_go_then_the_secrets_then_its_own_address_is_reserved() {
         let found = Orphans {
             replicas: vec!["x".into()],
             addresses: vec!["a".into(), "b".into()],
             secrets: vec!["a-keys".into()],
         };
         assert_eq!(
-            found.cleanup_steps(),
+            found.before_join("c"),
             vec![
                 ClusterStep::ReleaseAddressOf {
                     replica: "a".into()
@@ -324,8 +328,16 @@ mod tests {
                 ClusterStep::DeleteSecret {
                     id: "a-keys".into()
                 },
+                ClusterStep::ReserveAddressOf {
+                    replica: "c".into()
+                },
             ]
         );
-        assert!(Orphans::default().cleanup_steps().is_empty());
+        assert_eq!(
+            Orphans::default().before_join("c"),
+            vec![ClusterStep::ReserveAddressOf {
+                replica: "c".into()
+            }]
+        );
     }
 }

@@ -201,6 +201,12 @@ pub enum ClusterStep {
     },
     /// The static IP really serves the API over TLS again.
     AwaitEndpoint,
+    /// Reserve `<replica>-int`, the joining replica's internal IP in the cluster's subnetwork, or find it reserved
+    /// by an attempt that died: a join's last step before it reads the cluster, since etcd's initial cluster must
+    /// name the new member by its IP before it exists (`domain::orphans::Orphans::before_join`).
+    ReserveAddressOf {
+        replica: String,
+    },
     /// Release `<replica>-int`, the internal IP a dead join reserved (`domain::orphans`), if still reserved.
     ReleaseAddressOf {
         replica: String,

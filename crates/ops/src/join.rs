@@ -5,22 +5,19 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::backup::backup_first;
-use super::change::preflight_removals;
+use super::change::{Change, Decision, run_change};
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
-use super::execute::{Progress, Replica, Run, ip, issue_certs};
-use super::observe::observe;
-use super::orphans::clear_orphans;
-use super::shared::{internal_address_description, internal_address_name};
+use super::execute::{Progress, Replica, issue_certs};
+use super::observe::{Snapshot, observe};
+use super::orphans::prepare_join;
 use ha_domain::restore::SnapshotChoice;
 use ha_domain::step::labelled_last;
 use ha_domain::topology::join_steps;
-use ha_etcd::EtcdTarget;
 use ha_gce::InstanceInfo;
 use ha_pki::ReplicaCerts;
 
@@ -49,75 +46,19 @@ pub struct Joined {
     pub certs: ReplicaCerts,
 }
 
+/// Joins `req`'s replica to its cluster; the caller holds the cluster's lock.
 pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Result<Joined> {
-    let spec = &ctx.spec;
-    let c = &ctx.compute;
-    // A restore that failed before (its etcd never answered) left VMs that would make the member list unreadable:
-    // they go first.
-    if req.restore.is_some() {
-        super::restore::clear_failed_attempts(
-            ctx,
-            &req.name,
-            &req.zone,
-            req.member_recorded,
-            deadline,
-        )
-        .await?;
-    }
-    // A join that was killed before Terraform saved anything left its objects under a name no state holds.
-    clear_orphans(ctx, &req.name, deadline).await?;
-    let address = c
-        .reserve_internal_address(
-            &spec.region,
-            &internal_address_name(&req.name),
-            spec.master.subnetwork.as_deref(),
-            &internal_address_description(&spec.name),
-            deadline,
-        )
-        .await?;
-    let internal_ip = ip(&address.ip, "the reserved internal address")?;
-
-    let snap = observe(ctx, &[(req.name.clone(), address.ip.clone())], deadline).await?;
-    let steps = join_steps(&snap.observed, &req.name).map_err(|(s, d)| OpError::Refused(s, d))?;
-    let (steps, restoring) = match &req.restore {
-        Some(_) => ha_domain::restore::join_steps(steps),
-        None => (steps, false),
+    let change = Join {
+        req,
+        internal_ip: Ipv4Addr::UNSPECIFIED,
     };
-    let restore = match (&req.restore, restoring) {
-        (Some(choice), true) => Some(super::restore::source(ctx, choice).await?),
-        _ => None,
-    };
-    if !restoring || req.restore_at_create {
-        super::restore::check_founding(ctx, &snap.observed).await?;
-    }
-    let steps = labelled_last(backup_first(
-        ctx,
-        steps,
-        &snap.observed,
-        &req.name,
-        &format!("join of replica {}", req.name),
-    ));
-    tracing::debug!(replica = %req.name, steps = ?steps, "join steps");
-
-    // Clearing the learners that interrupted joins left is a removal: it gets the removal preflight.
-    preflight_removals(ctx, &snap, &steps, &req.name).await?;
-
-    let me = Replica::new(&req.name, &req.zone, &req.labels, internal_ip);
-    let mut run = Run::for_replica(ctx, &snap, &me, deadline);
-    run.progress.certs = Some(issue_certs(ctx, &me)?);
-    run.progress.restore = restore;
-    if let Err(e) = run.execute(&steps).await {
-        if let Some(id) = run.progress.added_learner {
-            remove_failed_learner(ctx, &req.name, id, &run.progress.targets, &e).await;
-        }
-        return Err(e);
-    }
+    let (progress, internal_ip) = run_change(ctx, change, deadline).await?;
     let Progress {
         member_id,
         certs,
         instance,
         ..
-    } = run.into_progress();
+    } = progress;
     let certs = certs.ok_or_else(|| OpError::Other("the join issued no certificates".into()))?;
     Ok(Joined {
         instance,
@@ -127,27 +68,85 @@ pub async fn join(ctx: &ClusterCtx, req: &JoinRequest, deadline: Instant) -> Res
     })
 }
 
-/// How long undoing a failed join's learner may take: the join has already failed, so its deadline may be spent.
-const LEARNER_CLEANUP: Duration = Duration::from_secs(30);
+/// A join as a [`Change`]: what it clears and reserves before it reads the cluster, and what it decides.
+struct Join<'a> {
+    req: &'a JoinRequest,
+    /// The replica's reserved internal IP, once `observe` has reserved it.
+    internal_ip: Ipv4Addr,
+}
 
-/// Best effort: the join's error is what the user reads; a learner that stays is removed by the next join
-/// (`ClusterStep::RemoveStaleMember`) or by this replica's replacement.
-async fn remove_failed_learner(
-    ctx: &ClusterCtx,
-    name: &str,
-    id: u64,
-    targets: &[EtcdTarget],
-    cause: &OpError,
-) {
-    tracing::warn!(replica = %name, error = %cause, "join failed after its etcd learner was added; removing the learner");
-    match tokio::time::timeout(LEARNER_CLEANUP, ctx.etcd.remove_member(targets, id)).await {
-        Ok(Ok(())) => tracing::info!("{name} learner {id:x} removed after the failed join"),
-        Ok(Err(e)) => {
-            tracing::warn!(replica = %name, error = %e, "could not remove the failed join's learner; the next apply does")
+impl Change for Join<'_> {
+    /// The replica's internal IP.
+    type Kept = Ipv4Addr;
+
+    fn what(&self) -> String {
+        format!("join of replica {}", self.req.name)
+    }
+
+    /// Clears what failed attempts left, reserves the replica's internal IP, and reads the cluster with the new
+    /// member's address among etcd's: the IP comes first because etcd's initial cluster must name the new member
+    /// before it exists.
+    async fn observe(&mut self, ctx: &ClusterCtx, deadline: Instant) -> Result<Snapshot> {
+        let req = self.req;
+        // A restore that failed before (its etcd never answered) left VMs that would make the member list
+        // unreadable: they go first.
+        if req.restore.is_some() {
+            super::restore::clear_failed_attempts(
+                ctx,
+                &req.name,
+                &req.zone,
+                req.member_recorded,
+                deadline,
+            )
+            .await?;
         }
-        Err(_) => tracing::warn!(
-            replica = %name,
-            "removing the failed join's learner took longer than {LEARNER_CLEANUP:?}; the next apply does"
-        ),
+        // A join that was killed before Terraform saved anything left its objects under a name no state holds: they
+        // go, then the replica's internal IP is reserved (steps both).
+        self.internal_ip = prepare_join(ctx, &req.name, deadline).await?;
+        observe(
+            ctx,
+            &[(req.name.clone(), self.internal_ip.to_string())],
+            deadline,
+        )
+        .await
+    }
+
+    async fn decide(
+        &mut self,
+        ctx: &ClusterCtx,
+        snap: &Snapshot,
+        _deadline: Instant,
+    ) -> Result<(Decision, Ipv4Addr)> {
+        let req = self.req;
+        let steps =
+            join_steps(&snap.observed, &req.name).map_err(|(s, d)| OpError::Refused(s, d))?;
+        let (steps, restoring) = match &req.restore {
+            Some(_) => ha_domain::restore::join_steps(steps),
+            None => (steps, false),
+        };
+        let restore = match (&req.restore, restoring) {
+            (Some(choice), true) => Some(super::restore::source(ctx, choice).await?),
+            _ => None,
+        };
+        if !restoring || req.restore_at_create {
+            super::restore::check_founding(ctx, &snap.observed).await?;
+        }
+        let steps = labelled_last(backup_first(
+            ctx,
+            steps,
+            &snap.observed,
+            &req.name,
+            &self.what(),
+        ));
+        let me = Replica::new(&req.name, &req.zone, &req.labels, self.internal_ip);
+        let certs = issue_certs(ctx, &me)?;
+        Ok((
+            Decision {
+                certs: Some(certs),
+                restore,
+                ..Decision::new(me, steps)
+            },
+            self.internal_ip,
+        ))
     }
 }

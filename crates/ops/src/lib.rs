@@ -18,6 +18,7 @@ pub mod join;
 pub mod kubernetes_version;
 pub mod leave;
 pub mod lock;
+pub mod mend;
 #[cfg(test)]
 mod master_contract_tests;
 pub mod observe;

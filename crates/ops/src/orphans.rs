@@ -1,22 +1,26 @@
-//! Before a join, under the cluster's lock: remove what joins that died left under names no state holds
-//! (`domain::orphans` decides; this reads the world and carries it out). VMs an interrupted IP move left without
-//! an external IP get one first (`repair::restore_reachability`), so every etcd member can be asked. A VM a dead join made leaves the cluster
-//! exactly as a deleted replica does (`ops::leave`: pool, member, VM, address, keys, and the load balancer's
-//! shape); an address with no VM is released, and keys with neither are deleted, as steps of one run
-//! (`Orphans::cleanup_steps`).
+//! Before a join, under the cluster's lock: remove what joins that died left under names no state holds, then
+//! reserve the joining replica's internal IP (`domain::orphans` decides; this reads the world and carries it out).
+//! VMs an interrupted IP move left without an external IP get one first (`repair::restore_reachability`), so every
+//! etcd member can be asked. A VM a dead join made leaves the cluster exactly as a deleted replica does
+//! (`ops::leave`: pool, member, VM, address, keys, and the load balancer's shape); an address with no VM is
+//! released, keys with neither are deleted, and the joining replica's address is reserved, as steps of one run
+//! (`Orphans::before_join`).
+
+use std::net::Ipv4Addr;
 
 use tokio::time::Instant;
 
 use super::build::list_keys;
 use super::change::observe_reachable;
 use super::context::ClusterCtx;
-use super::error::Result;
+use super::error::{OpError, Result};
 use super::execute::Run;
 use super::leave::leave;
 use super::shared::{JOINING_LABEL, internal_address_description, zone_of};
 use ha_domain::orphans::{AddressSeen, MemberSeen, VmSeen, orphans};
 
-pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Result<()> {
+/// Clears what dead joins left and reserves `me`'s internal IP; returns the IP.
+pub async fn prepare_join(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Result<Ipv4Addr> {
     let spec = &ctx.spec;
     let addresses = ctx
         .compute
@@ -73,17 +77,19 @@ pub async fn clear_orphans(ctx: &ClusterCtx, me: &str, deadline: Instant) -> Res
             .unwrap_or_else(|| spec.zone.clone());
         leave(ctx, name, &zone, deadline).await?;
     }
-    let cleanup = found.cleanup_steps();
-    if !cleanup.is_empty() {
+    if !found.addresses.is_empty() || !found.secrets.is_empty() {
         tracing::info!(
             "{me}: releasing the internal addresses {:?} and deleting the keys secrets {:?} of joins killed \
              before their VMs existed",
             found.addresses,
             found.secrets
         );
-        Run::for_cluster(ctx, &snap, deadline)
-            .execute(&cleanup)
-            .await?;
     }
-    Ok(())
+    let mut run = Run::for_cluster(ctx, &snap, deadline);
+    run.execute(&found.before_join(me)).await?;
+    run.progress.internal_ip.ok_or_else(|| {
+        OpError::Other(format!(
+            "the join of replica {me} reserved no internal address"
+        ))
+    })
 }

@@ -13,10 +13,10 @@ use tokio::time::Instant;
 use super::adopt::{RecordedCerts, certs_expire_on, certs_on};
 use super::backup::backup_first;
 use super::build::data_disk_name;
-use super::change::observe_reachable;
+use super::change::{Change, Decision, run_change};
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
-use super::execute::{Progress, Replica, Run, ip};
+use super::execute::{Progress, Replica, ip};
 use super::lock::lock_cluster;
 use super::observe::Snapshot;
 use super::shared::{internal_address_name, zone_of};
@@ -128,66 +128,10 @@ pub async fn roll_in_turn(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) 
 
 /// One roll of replica `r`; the caller holds the cluster's lock.
 pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Result<Rolled> {
-    let c = &ctx.compute;
-    let snap = observe_reachable(ctx, deadline).await?;
-    let want = ctx.spec.master.build();
-    // A VM whose labels were edited by hand is not found by label; it is still this replica.
-    let vm = match snap.instances.get(&r.name) {
-        Some(i) => Some(i.clone()),
-        None => c.get_instance(&r.zone, &r.name, deadline).await?,
-    };
-    let disk = c
-        .get_disk(&r.zone, &data_disk_name(&r.name), deadline)
-        .await?;
-    let place = placement(ctx, &snap, &r.name, deadline).await?;
-    let steps = match roll_steps(
-        &snap.observed,
-        &r.name,
-        vm.as_ref().map(|v| facts(ctx, v, &r.prior)).as_ref(),
-        disk.map(|d| d.size_gb),
-        &want,
-        &place,
-    ) {
-        Ok(steps) => steps,
-        Err((summary, detail)) => {
-            // A sibling that is down because its zone is DOWN will not be back within a sibling's roll: say so
-            // now instead of waiting for it.
-            if let Some((sibling, zone)) = sibling_in_down_zone(ctx, &snap, &r.name, deadline).await
-            {
-                return Err(OpError::Refused(
-                    format!(
-                        "The roll of replica {} stopped: zone {zone} is DOWN",
-                        r.name
-                    ),
-                    format!(
-                        "Replica {sibling} is in zone {zone}, which Compute Engine reports DOWN, so its etcd member is down. Rolling {} now would take a second member away, so it was not touched. Apply again once `gcloud compute zones describe {zone}` says UP: the roll resumes where it stopped.",
-                        r.name
-                    ),
-                ));
-            }
-            return Err(OpError::NotYet(summary, detail));
-        }
-    };
-    let steps = labelled_last(backup_first(
-        ctx,
-        steps,
-        &snap.observed,
-        &r.name,
-        &format!("roll of replica {}", r.name),
-    ));
-    tracing::debug!(replica = %r.name, steps = ?steps, "roll steps");
-    let member_id = snap
-        .member_named(&r.name)
-        .map(|m| m.id)
-        .ok_or_else(|| OpError::Other(format!("replica {} has no etcd member", r.name)))?;
-    let internal_ip = internal_ip_of(vm.as_ref(), place.reserved.as_ref(), &snap, member_id)?;
-    let me = Replica::new(&r.name, &r.zone, &r.labels, internal_ip);
-    let mut run = Run::for_replica(ctx, &snap, &me, deadline);
-    run.progress.instance = vm;
-    run.execute(&steps).await?;
+    let (progress, member_id) = run_change(ctx, Roll { r }, deadline).await?;
     let Progress {
         instance, certs, ..
-    } = run.into_progress();
+    } = progress;
     let now = instance.ok_or_else(|| {
         OpError::Other(format!(
             "the VM of replica {} vanished during its roll",
@@ -203,6 +147,90 @@ pub async fn roll(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) -> Resul
         certs,
         member_id,
     })
+}
+
+/// A roll as a [`Change`]: it reads the cluster as every change does, then the replica's VM, data disk and
+/// addresses, and decides from how they differ from the cluster's current settings.
+struct Roll<'a> {
+    r: &'a RollRequest,
+}
+
+impl Change for Roll<'_> {
+    /// The replica's etcd member, which a roll keeps.
+    type Kept = u64;
+
+    fn what(&self) -> String {
+        format!("roll of replica {}", self.r.name)
+    }
+
+    async fn decide(
+        &mut self,
+        ctx: &ClusterCtx,
+        snap: &Snapshot,
+        deadline: Instant,
+    ) -> Result<(Decision, u64)> {
+        let r = self.r;
+        let c = &ctx.compute;
+        let want = ctx.spec.master.build();
+        // A VM whose labels were edited by hand is not found by label; it is still this replica.
+        let vm = match snap.instances.get(&r.name) {
+            Some(i) => Some(i.clone()),
+            None => c.get_instance(&r.zone, &r.name, deadline).await?,
+        };
+        let disk = c
+            .get_disk(&r.zone, &data_disk_name(&r.name), deadline)
+            .await?;
+        let place = placement(ctx, snap, &r.name, deadline).await?;
+        let steps = match roll_steps(
+            &snap.observed,
+            &r.name,
+            vm.as_ref().map(|v| facts(ctx, v, &r.prior)).as_ref(),
+            disk.map(|d| d.size_gb),
+            &want,
+            &place,
+        ) {
+            Ok(steps) => steps,
+            Err((summary, detail)) => {
+                // A sibling that is down because its zone is DOWN will not be back within a sibling's roll: say
+                // so now instead of waiting for it.
+                if let Some((sibling, zone)) =
+                    sibling_in_down_zone(ctx, snap, &r.name, deadline).await
+                {
+                    return Err(OpError::Refused(
+                        format!(
+                            "The roll of replica {} stopped: zone {zone} is DOWN",
+                            r.name
+                        ),
+                        format!(
+                            "Replica {sibling} is in zone {zone}, which Compute Engine reports DOWN, so its etcd member is down. Rolling {} now would take a second member away, so it was not touched. Apply again once `gcloud compute zones describe {zone}` says UP: the roll resumes where it stopped.",
+                            r.name
+                        ),
+                    ));
+                }
+                return Err(OpError::NotYet(summary, detail));
+            }
+        };
+        let steps = labelled_last(backup_first(
+            ctx,
+            steps,
+            &snap.observed,
+            &r.name,
+            &self.what(),
+        ));
+        let member_id = snap
+            .member_named(&r.name)
+            .map(|m| m.id)
+            .ok_or_else(|| OpError::Other(format!("replica {} has no etcd member", r.name)))?;
+        let internal_ip = internal_ip_of(vm.as_ref(), place.reserved.as_ref(), snap, member_id)?;
+        let me = Replica::new(&r.name, &r.zone, &r.labels, internal_ip);
+        Ok((
+            Decision {
+                instance: vm,
+                ..Decision::new(me, steps)
+            },
+            member_id,
+        ))
+    }
 }
 
 /// A replica VM other than `me` that is not running and whose zone Compute Engine reports DOWN, with that zone.

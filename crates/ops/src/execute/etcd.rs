@@ -25,7 +25,7 @@ impl Run<'_> {
     /// `ClusterStep::RemoveStaleMember`.
     pub(super) async fn remove_stale_member(&mut self, name: &str, id: &u64) -> Result<()> {
         let ctx = self.ctx;
-        tracing::info!("removing learner {name}, left by an interrupted join");
+        tracing::info!("removing learner {name}, left by a join that did not finish");
         ctx.etcd.remove_member(&self.progress.targets, *id).await?;
         Ok(())
     }

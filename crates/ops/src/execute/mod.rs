@@ -96,7 +96,8 @@ pub struct Progress {
     pub last_backup: Option<String>,
     /// The snapshot a `RestoreFromSnapshot` step restores (`ops::restore` resolves it before the run).
     pub restore: Option<ha_master::SnapshotRestore>,
-    /// The replica's internal IP once a `MoveInternalAddress` moved it; the steps after it use this one.
+    /// The replica's internal IP once a join's `ReserveAddressOf` reserved it or a `MoveInternalAddress` moved it;
+    /// the steps after it use this one.
     pub internal_ip: Option<Ipv4Addr>,
 }
 
@@ -194,6 +195,7 @@ impl<'a> Run<'a> {
             DetachStaticIp { from } => self.detach_static_ip(from).await,
             AttachStaticIp { to } => self.attach_static_ip(to).await,
             AwaitEndpoint => self.await_endpoint().await,
+            ReserveAddressOf { replica } => self.reserve_internal_address_of(replica).await,
             ReleaseAddressOf { replica } => self.release_internal_address_of(replica).await,
             DeleteSecret { id } => crate::build::delete_secret(self.ctx, id).await,
         }

@@ -341,6 +341,25 @@ impl ReplicaRun<'_> {
 }
 
 impl Run<'_> {
+    /// `ClusterStep::ReserveAddressOf`: reserving an address that exists returns it (`ha_gce`'s reserve is
+    /// idempotent by name), so a join that died after reserving finds its IP again.
+    pub(super) async fn reserve_internal_address_of(&mut self, replica: &str) -> Result<()> {
+        let ctx = self.ctx;
+        let spec = &ctx.spec;
+        let address = ctx
+            .compute
+            .reserve_internal_address(
+                &spec.region,
+                &internal_address_name(replica),
+                spec.master.subnetwork.as_deref(),
+                &internal_address_description(&spec.name),
+                self.deadline,
+            )
+            .await?;
+        self.progress.internal_ip = Some(ip(&address.ip, "the reserved internal address")?);
+        Ok(())
+    }
+
     /// `ClusterStep::ReleaseAddressOf`, and the replica's own release: `<replica>-int`, if still reserved.
     pub(super) async fn release_internal_address_of(&mut self, replica: &str) -> Result<()> {
         let ctx = self.ctx;
