@@ -18,9 +18,9 @@ pub mod join;
 pub mod kubernetes_version;
 pub mod leave;
 pub mod lock;
-pub mod mend;
 #[cfg(test)]
 mod master_contract_tests;
+pub mod mend;
 pub mod observe;
 pub mod orphans;
 pub mod placement;

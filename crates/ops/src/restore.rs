@@ -4,10 +4,11 @@
 
 use tokio::time::Instant;
 
+use super::change::{Change, Decision, run_change};
 use super::context::ClusterCtx;
 use super::error::{OpError, Result};
-use super::execute::{Replica, Run};
-use super::observe::{data_disk_exists, observe};
+use super::execute::Replica;
+use super::observe::{Snapshot, data_disk_exists, observe};
 use super::shared::zone_of;
 use ha_domain::backup;
 use ha_domain::restore::{self, SnapshotChoice, SnapshotInfo};
@@ -287,16 +288,42 @@ pub async fn clear_failed_attempts(
         tracing::info!(
             "{me}: deleting the VM and data disk of {name}, left by an attempt at the restore that did not finish"
         );
+        run_change(ctx, ClearFailedAttempt { name, zone }, deadline).await?;
+    }
+    Ok(())
+}
+
+/// Deleting what a failed restore attempt left of replica `name` as a [`Change`]: the cluster read as it is (a
+/// restore that failed has no etcd to repair reachability for), the steps `domain::restore::clear_failed_attempt`.
+struct ClearFailedAttempt {
+    name: String,
+    zone: String,
+}
+
+impl Change for ClearFailedAttempt {
+    type Kept = ();
+
+    fn what(&self) -> String {
+        format!("removal of {}, left by a failed restore", self.name)
+    }
+
+    async fn observe(&mut self, ctx: &ClusterCtx, deadline: Instant) -> Result<Snapshot> {
+        observe(ctx, &[], deadline).await
+    }
+
+    async fn decide(
+        &mut self,
+        _ctx: &ClusterCtx,
+        _snap: &Snapshot,
+        _deadline: Instant,
+    ) -> Result<(Decision, ())> {
         let who = Replica {
-            name,
-            zone,
+            name: self.name.clone(),
+            zone: self.zone.clone(),
             labels: Default::default(),
             // Deleting creates nothing, so the replica's address is never asked for.
             internal_ip: std::net::Ipv4Addr::UNSPECIFIED,
         };
-        Run::for_replica(ctx, &snap, &who, deadline)
-            .execute(&restore::clear_failed_attempt())
-            .await?;
+        Ok((Decision::new(who, restore::clear_failed_attempt()), ()))
     }
-    Ok(())
 }
