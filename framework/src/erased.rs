@@ -182,6 +182,14 @@ impl<R: Resource> AnyResource for Typed<R> {
         if let Some(v) = self.value(&planned, "plan", diags) {
             out.planned = keep_configured(&self.schema, &out.planned, v);
         }
+        // The resource may have settled a value it found unknown: send the list core itself would keep.
+        if let Some(prior) = prior {
+            out.requires_replace = plan::replacing(
+                prior,
+                &out.planned,
+                std::mem::take(&mut out.requires_replace),
+            );
+        }
         dedup_paths(&mut out.requires_replace);
         out
     }

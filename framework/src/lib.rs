@@ -28,6 +28,6 @@ pub use ephemeral::{EphemeralHandle, EphemeralResource, Opened, Renewed, ephemer
 pub use erased::{ResourceHandle, resource};
 pub use model::Val;
 pub use provider::Provider;
-pub use resource::{ApplyResult, PlanChange, Resource};
+pub use resource::{ApplyResult, PlanChange, Resource, replaces};
 pub use schema::{Attribute, Mode, Schema, SingleBlock, timeouts_block};
 pub use server::FrameworkServer;

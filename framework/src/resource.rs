@@ -10,6 +10,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use tfplugin::diag::{AttributePath, Diagnostics};
 use tfplugin::value::Value;
 
+use crate::model::to_value;
 use crate::schema::Schema;
 
 /// A planned change as the resource sees it in [`Resource::modify_plan`].
@@ -22,6 +23,19 @@ pub struct PlanChange<'a, M> {
     pub planned: &'a mut M,
     /// Attributes whose change forces a replacement; the resource may add some.
     pub requires_replace: &'a mut Vec<AttributePath>,
+}
+
+/// Whether a plan replaces the object, as Terraform core will judge it: some path of `requires_replace` whose
+/// value in `planned` is unknown or differs from `prior` ([`crate::plan::replacing`]). For a resource's
+/// `modify_plan`, which may have settled values the framework saw unknown.
+pub fn replaces<M: Serialize>(prior: &M, planned: &M, requires_replace: &[AttributePath]) -> bool {
+    match (to_value(prior), to_value(planned)) {
+        (Ok(prior), Ok(planned)) => {
+            !crate::plan::replacing(&prior, &planned, requires_replace.to_vec()).is_empty()
+        }
+        // A model that cannot be written is reported when the plan is; until then the list is all there is.
+        _ => !requires_replace.is_empty(),
+    }
 }
 
 /// What a failed or partial apply returns: the state that exists now (saved so the next apply can finish the job),

@@ -1318,7 +1318,14 @@ impl Resource for ClusterResource {
                 Diagnostic::error(summary, detail).at(AttributePath::attr("data_disk_size_gb")),
             );
         }
-        super::cluster_encryption::check(&self.settings(), change.prior, p, diags).await;
+        super::cluster_encryption::check(
+            &self.settings(),
+            change.prior,
+            p,
+            change.requires_replace,
+            diags,
+        )
+        .await;
         let moved = change
             .prior
             .is_none_or(|m| m.region != p.region || m.zone != p.zone);

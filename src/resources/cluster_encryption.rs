@@ -1,10 +1,11 @@
 //! `ha_master_cluster`'s plan-time judgement of `secrets_encryption_key` (`domain::secrets_encryption`): an
 //! existing cluster keeps the key it was made with, and a new cluster's key is read before anything is made, so a
 //! missing version or a payload that is not a key is named at plan rather than when the first master renders.
-//! A cluster this plan replaces (a new name or region) is a new cluster: its key may be anything.
+//! A cluster this plan replaces (a new name or region, judged by core's own rule on the replacement paths) is a new
+//! cluster: its key may be anything.
 
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
-use tfplugin_framework::Val;
+use tfplugin_framework::{Val, replaces};
 
 use super::cluster_model::ClusterModel;
 use ha_settings::Settings;
@@ -13,9 +14,10 @@ pub(super) async fn check(
     settings: &Settings,
     prior: Option<&ClusterModel>,
     p: &ClusterModel,
+    requires_replace: &[AttributePath],
     diags: &mut Diagnostics,
 ) {
-    let prior = prior.filter(|m| !replaced(m, p));
+    let prior = prior.filter(|m| !replaces(*m, p, requires_replace));
     let at = AttributePath::attr("secrets_encryption_key");
     let after = match &p.secrets_encryption_key {
         Val::Unknown => return,
@@ -72,18 +74,6 @@ pub(super) async fn check(
     }
 }
 
-/// Whether the plan replaces the cluster: an attribute that forces a replacement changes to a known other value.
-/// The framework's list of replacement paths cannot say it: it also names attributes it saw unknown before their
-/// prior values were restored. An imported cluster without a zone gets one in place (`modify_plan`).
-fn replaced(prior: &ClusterModel, p: &ClusterModel) -> bool {
-    let differs = |a: &Val<String>, b: &Val<String>| matches!((a.known(), b.known()), (Some(x), Some(y)) if x != y);
-    differs(&prior.name, &p.name)
-        || differs(&prior.project, &p.project)
-        || differs(&prior.region, &p.region)
-        || differs(&prior.zone, &p.zone)
-        || differs(&prior.network, &p.network)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +86,23 @@ mod tests {
     }
 
     const KEY: &str = "projects/p/secrets/k/versions/1";
+
+    /// The replacement paths the framework plans from the cluster's own schema, before `modify_plan`.
+    fn replacement_paths(prior: &ClusterModel, p: &ClusterModel) -> Vec<AttributePath> {
+        use tfplugin_framework::Resource;
+        let schema = super::super::cluster::ClusterResource {
+            settings: Default::default(),
+        }
+        .schema();
+        let value = |m: &ClusterModel| tfplugin_framework::model::to_value(m).unwrap();
+        let (prior, planned) = (value(prior), value(p));
+        tfplugin_framework::plan::plan(&schema, &planned, Some(&prior), &planned).requires_replace
+    }
+
+    async fn check_change(before: &ClusterModel, after: &ClusterModel, diags: &mut Diagnostics) {
+        let paths = replacement_paths(before, after);
+        check(&Settings::default(), Some(before), after, &paths, diags).await;
+    }
 
     /// Turning encryption off needs no read of Secret Manager, so the rule is seen without a network: refused on
     /// a cluster the plan keeps (whatever else changes in place), allowed on one it replaces for a new name.
@@ -121,7 +128,7 @@ mod tests {
             },
         ] {
             let mut diags = Diagnostics::new();
-            check(&Settings::default(), Some(&before), &kept, &mut diags).await;
+            check_change(&before, &kept, &mut diags).await;
             assert!(
                 diags.has_error(),
                 "turning off on a kept cluster: {diags:?}"
@@ -130,13 +137,7 @@ mod tests {
         }
 
         let mut diags = Diagnostics::new();
-        check(
-            &Settings::default(),
-            Some(&before),
-            &named("staging", None),
-            &mut diags,
-        )
-        .await;
+        check_change(&before, &named("staging", None), &mut diags).await;
         assert!(
             diags.is_empty(),
             "a replacement is a new cluster: {diags:?}"

@@ -570,8 +570,8 @@ impl Resource for ReplicaResource {
 
     async fn modify_plan(&self, change: PlanChange<'_, ReplicaModel>, diags: &mut Diagnostics) {
         let p = change.planned;
-        // What this plan adds to the replacement paths. The framework's list alone cannot say: it also names
-        // unchanged attributes whose RequiresReplace saw them unknown before UseStateForUnknown restored them.
+        // The framework's replacement paths (a changed name or zone); what the repairs below add is a
+        // replacement refresh called for, which has its own guard.
         let framework_paths = change.requires_replace.len();
         // The declared state has no drift: a create starts without it, and an update writes the metadata back.
         p.drift = Val::Known(Vec::new());
