@@ -12,8 +12,11 @@
 //! The checker is shown to find each kind of arrow on a made-up crate.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use syn::visit::Visit;
+
+mod support;
+use support::{crate_sources, rust_files};
 
 /// A module by its path from the crate root (`["vm", "config"]`; the root is `[]`).
 type ModPath = Vec<String>;
@@ -224,31 +227,6 @@ fn circles(arrows: &BTreeSet<(ModPath, ModPath)>) -> Vec<Vec<ModPath>> {
         }
     }
     walk.found
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// Every crate's `src/` folder in the workspace: the folders holding a `Cargo.toml`, outside build and tool output.
-fn crate_sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    if dir.join("Cargo.toml").is_file() && dir.join("src").is_dir() {
-        out.push(dir.join("src"));
-    }
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if p.is_dir() && !name.starts_with('.') && name != "target" && name != "src" {
-            crate_sources(&p, out);
-        }
-    }
 }
 
 /// A crate's non-test files by module path.

@@ -313,8 +313,14 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
         plan.combined()
     );
 
-    // etcd: members == replicas, every one voting and healthy, seen from every replica.
-    for vm in &replicas {
+    check_etcd(client, sim, &replicas);
+    check_static_ip(client, &out, &replicas);
+    check_load_balancer(client, sim, &replicas, expected);
+}
+
+/// etcd: members == replicas, every one voting and healthy, seen from every replica, each holding every key.
+fn check_etcd(client: Client, sim: &Sim, replicas: &BTreeSet<String>) {
+    for vm in replicas {
         let list: Value =
             serde_json::from_str(&sim.ssh(vm, &["etcdctl", "member", "list", "-w", "json"]))
                 .unwrap();
@@ -323,7 +329,7 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
             .iter()
             .map(|m| m["name"].as_str().unwrap_or("").to_string())
             .collect();
-        assert_eq!(names, replicas, "[{client}] etcd members seen from {vm}");
+        assert_eq!(&names, replicas, "[{client}] etcd members seen from {vm}");
         assert!(
             members
                 .iter()
@@ -338,8 +344,10 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
             "[{client}] keys seen from {vm}"
         );
     }
+}
 
-    // The static IP serves the API over TLS, verified for that IP under the cluster CA.
+/// The static IP serves the API over TLS, verified for that IP under the cluster CA, answered by a replica.
+fn check_static_ip(client: Client, out: &Value, replicas: &BTreeSet<String>) {
     let ca = out["ca"]["value"].as_str().unwrap().to_string();
     let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -364,9 +372,11 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
         "[{client}] answered by {:?}",
         answer.replica
     );
+}
 
-    // The load balancer exists exactly with two or more replicas, its pool holding exactly the replica VMs;
-    // nothing in the sim that state does not know.
+/// The load balancer exists exactly with two or more replicas, its pool holding exactly the replica VMs; nothing
+/// in the sim that state does not know.
+fn check_load_balancer(client: Client, sim: &Sim, replicas: &BTreeSet<String>, expected: usize) {
     let rules = sim.names("forwardingRules");
     assert_eq!(
         rules,
@@ -413,7 +423,7 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
         "[{client}] health checks: {health_checks:?}"
     );
     let instances: BTreeSet<String> = sim.names("instances").into_iter().collect();
-    assert_eq!(instances, replicas, "[{client}] instances in the sim");
+    assert_eq!(&instances, replicas, "[{client}] instances in the sim");
     let mut addresses: BTreeSet<String> = replicas.iter().map(|r| format!("{r}-int")).collect();
     addresses.insert("walk-ip".into());
     assert_eq!(

@@ -45,7 +45,8 @@ pub fn schema() -> Schema {
     let schema = machines(schema);
     let schema = network_and_access(schema);
     let schema = certificates_and_keys(schema);
-    let schema = versions_and_identity(schema);
+    let schema = versions_and_lifetimes(schema);
+    let schema = master_identity(schema);
     let schema = restore_block(schema);
     let schema = backup_attributes(schema);
     schema.block(timeouts_block(
@@ -391,8 +392,8 @@ fn certificates_and_keys(schema: Schema) -> Schema {
     )
 }
 
-/// Protection, versions, certificate lifetimes, and who the masters run as.
-fn versions_and_identity(schema: Schema) -> Schema {
+/// Protection, versions and certificate lifetimes.
+fn versions_and_lifetimes(schema: Schema) -> Schema {
     schema
     .attribute(
         Attribute::bool("deletion_protection")
@@ -476,6 +477,11 @@ fn versions_and_identity(schema: Schema) -> Schema {
                 ha_domain::etcd_version::check,
             )),
     )
+}
+
+/// Who the masters run as, and what their token may reach.
+fn master_identity(schema: Schema) -> Schema {
+    schema
     .attribute(
         Attribute::string("service_account")
             .default(s(ha_domain::service_account::DEFAULT_EMAIL))

@@ -101,6 +101,74 @@ const REBUILDS: usize = 3;
 
 const MIB: f64 = 1048576.0;
 
+/// Replica VM `second` in zone C deleted by hand, its data disk kept, `REBUILDS` times: the median wall time of the
+/// apply that rebuilds it on its data, and of its member's return after the VM.
+fn rebuild_on_kept_disk(sim: &Sim, ws: &Workspace, second: &str) -> (f64, f64) {
+    let mut walls = Vec::new();
+    let mut backs = Vec::new();
+    for _ in 0..REBUILDS {
+        sim.gcloud(&[
+            "compute",
+            "instances",
+            "delete",
+            second,
+            "--zone",
+            C,
+            "--quiet",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        // An operator plans after noticing, not within the second: by then etcd's leader has stepped down
+        // for want of quorum, so every run's refresh sees the same etcd.
+        std::thread::sleep(Duration::from_secs(3));
+        let started = Instant::now();
+        let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        walls.push(started.elapsed().as_secs_f64());
+        out.assert_success();
+        assert!(
+            timed(&out.stderr, "learner caught up in ").is_empty(),
+            "the VM lost with its disk kept was replaced, not rebuilt on its data:\n{}",
+            out.stderr
+        );
+        backs.push(
+            *timed(&out.stderr, "etcd member healthy and caught up in ")
+                .last()
+                .unwrap_or_else(|| {
+                    panic!("no member awaited in the rebuild's log:\n{}", out.stderr)
+                }),
+        );
+    }
+    (median(walls), median(backs))
+}
+
+/// Every VM and disk lost: one apply restores the newest snapshot (the removal's, holding every key).
+fn bench_restore(sim: &Sim, ws: &Workspace, gcs: &FakeGcs, config: &str, written: u64) {
+    for (zone, vm) in replicas_by_zone(ws) {
+        delete_vm_and_disk(sim, &zone, &vm);
+    }
+    let restore =
+        "  restore {\n    source     = \"snapshot\"\n    generation = 1\n  }\n  backup {\n";
+    ws.write_main_tf(&acceptance_tests::walk::edit_config(
+        config.to_string(),
+        &[("  backup {\n", restore)],
+    ));
+    let newest = gcs
+        .list("bench-backups", "")
+        .into_iter()
+        .max_by(|a, b| a.name.cmp(&b.name))
+        .expect("a snapshot");
+    let started = Instant::now();
+    ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
+        .assert_success();
+    let wall = started.elapsed().as_secs_f64();
+    let keys = key_count(sim, &replicas_by_zone(ws)[B], "bench/");
+    assert_eq!(keys as u64, written, "keys after the restore");
+    let mib = newest.size as f64 / MIB;
+    println!(
+        "restore of {mib:.1} MiB (every VM and disk lost): the apply took {wall:.1} s ({:.0} MiB/s over the whole apply: fetch, restore, etcd's start, the rebuild), {keys} keys back",
+        mib / wall
+    );
+}
+
 fn main() {
     let sizes: Vec<u64> = std::env::args()
         .skip(1)
@@ -177,40 +245,7 @@ fn main() {
             );
             // Its VM deleted by hand, its data disk kept: one apply rebuilds it on its data, the same member.
             let second = replicas_by_zone(&ws)[C].clone();
-            let mut walls = Vec::new();
-            let mut backs = Vec::new();
-            for _ in 0..REBUILDS {
-                sim.gcloud(&[
-                    "compute",
-                    "instances",
-                    "delete",
-                    &second,
-                    "--zone",
-                    C,
-                    "--quiet",
-                ])
-                .unwrap_or_else(|e| panic!("{e}"));
-                // An operator plans after noticing, not within the second: by then etcd's leader has stepped down
-                // for want of quorum, so every run's refresh sees the same etcd.
-                std::thread::sleep(Duration::from_secs(3));
-                let started = Instant::now();
-                let out = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
-                walls.push(started.elapsed().as_secs_f64());
-                out.assert_success();
-                assert!(
-                    timed(&out.stderr, "learner caught up in ").is_empty(),
-                    "the VM lost with its disk kept was replaced, not rebuilt on its data:\n{}",
-                    out.stderr
-                );
-                backs.push(
-                    *timed(&out.stderr, "etcd member healthy and caught up in ")
-                        .last()
-                        .unwrap_or_else(|| {
-                            panic!("no member awaited in the rebuild's log:\n{}", out.stderr)
-                        }),
-                );
-            }
-            let (wall, back) = (median(walls), median(backs));
+            let (wall, back) = rebuild_on_kept_disk(&sim, &ws, &second);
             rebuilds.push((mib, wall));
             println!(
                 "{mib:>4} MiB written, VM lost : rebuilt on its surviving disk in one {wall:.1} s apply (median of {REBUILDS}), its member back and caught up {back:.2} s after the VM"
@@ -224,31 +259,6 @@ fn main() {
             wall / base_wall
         );
     }
-    // Every VM and disk lost: one apply restores the newest snapshot (the removal's, holding every key).
-    for (zone, vm) in replicas_by_zone(&ws) {
-        delete_vm_and_disk(&sim, &zone, &vm);
-    }
-    let restore =
-        "  restore {\n    source     = \"snapshot\"\n    generation = 1\n  }\n  backup {\n";
-    ws.write_main_tf(&acceptance_tests::walk::edit_config(
-        config.clone(),
-        &[("  backup {\n", restore)],
-    ));
-    let newest = gcs
-        .list("bench-backups", "")
-        .into_iter()
-        .max_by(|a, b| a.name.cmp(&b.name))
-        .expect("a snapshot");
-    let started = Instant::now();
-    ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
-        .assert_success();
-    let wall = started.elapsed().as_secs_f64();
-    let keys = key_count(&sim, &replicas_by_zone(&ws)[B], "bench/");
-    assert_eq!(keys as u64, written, "keys after the restore");
-    let mib = newest.size as f64 / MIB;
-    println!(
-        "restore of {mib:.1} MiB (every VM and disk lost): the apply took {wall:.1} s ({:.0} MiB/s over the whole apply: fetch, restore, etcd's start, the rebuild), {keys} keys back",
-        mib / wall
-    );
+    bench_restore(&sim, &ws, &gcs, &config, written);
     ws.destroy();
 }

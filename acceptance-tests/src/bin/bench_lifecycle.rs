@@ -218,19 +218,11 @@ fn latency_of(ops: &[(String, String, f64)], kind: &str) -> f64 {
         .sum()
 }
 
-fn main() {
-    let sim = Sim::start_with_profile("bench-lifecycle", "demo");
-    let ws =
-        Workspace::new(Client::Terraform, "bench-lifecycle").with_timeout(Duration::from_secs(900));
-    ws.write_main_tf(&config(&sim));
-    ws.init();
-
-    println!(
-        "Lifecycle benchmark: ha-sim with the demo latency profile (seconds per operation), Terraform\n"
-    );
-    let before = operations(&sim);
-    let wall = apply(&ws, &["europe-west1-b", "europe-west1-c", "europe-west1-d"]);
-    let ops = new_ops(&before, operations(&sim));
+/// A 3-replica cluster from nothing: apply wall time against the sum of its operations' latencies.
+fn bench_create(sim: &Sim, ws: &Workspace) {
+    let before = operations(sim);
+    let wall = apply(ws, &["europe-west1-b", "europe-west1-c", "europe-west1-d"]);
+    let ops = new_ops(&before, operations(sim));
     let sum: f64 = ops.iter().map(|(_, _, l)| l).sum();
     let ratio = wall.as_secs_f64() / sum;
     println!(
@@ -249,11 +241,10 @@ fn main() {
     println!(
         "  the rest is waiting on the data path: etcd start-up and learner catch-up, health checks, LB propagation\n"
     );
+}
 
-    let out: Value = serde_json::from_str(&ws.run(&["output", "-json"]).stdout).unwrap();
-    let ca = out["ca"]["value"].as_str().unwrap().to_string();
-    let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
-
+/// Each kind of roll of 3 replicas, with the static IP probed and etcd written to throughout.
+fn bench_rolls(sim: &Sim, ws: &Workspace, ca: &str, ip: IpAddr) {
     let zones = ["europe-west1-b", "europe-west1-c", "europe-west1-d"];
     let vms: Vec<String> = sim.names("instances");
     // The move's target, made with gcloud as its owner would (the provider never creates subnetworks).
@@ -291,56 +282,71 @@ fn main() {
             serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36", "subnetwork": "masters-b" }),
         ),
     ] {
-        let before = operations(&sim);
-        let stop = AtomicBool::new(false);
-        let (wall, probes, writes) = std::thread::scope(|s| {
-            let prober = s.spawn(|| probe_static_ip(&ca, ip, Duration::from_millis(50), &stop));
-            let writer = s.spawn(|| {
-                write_through(&sim, &vms, "bench-roll", Duration::from_millis(100), &stop)
-            });
-            let wall = apply_vars(&ws, vars);
-            stop.store(true, Ordering::Relaxed);
-            (wall, prober.join().unwrap(), writer.join().unwrap())
-        });
-        let ops = new_ops(&before, operations(&sim));
-        let sum: f64 = ops.iter().map(|(_, _, l)| l).sum();
-        let have: std::collections::BTreeSet<String> = keys_under(&sim, &vms[0], "bench-roll")
-            .into_iter()
-            .collect();
-        let lost = writes
-            .acknowledged
-            .iter()
-            .filter(|k| !have.contains(*k))
-            .count();
-        let per_replica = wall.as_secs_f64() / 3.0;
-        let waits = DRAIN_SECS + SOAK_SECS;
-        let ratio = (per_replica - waits) / (sum / 3.0);
-        println!(
-            "Roll of 3 replicas, {label}: apply wall time {:.1} s, {:.1} s per replica",
-            wall.as_secs_f64(),
-            per_replica
-        );
-        println!(
-            "  its operations: {} taking {sum:.1} s ({:.1} s per replica); deliberate waits {waits:.1} s per replica (drain {DRAIN_SECS:.0} s, soak {SOAK_SECS:.0} s)",
-            ops.len(),
-            sum / 3.0
-        );
-        println!(
-            "  ratio (wall - waits) / operations = {ratio:.3} per replica  (target ≤ {ROLL_TARGET:.1})  {}",
-            if ratio <= ROLL_TARGET { "PASS" } else { "MISS" }
-        );
-        println!(
-            "  failed probes at the static IP: {} of {} (target 0); acknowledged writes lost: {lost} of {} (target 0)\n",
-            probes.failed,
-            probes.ok + probes.failed,
-            writes.acknowledged.len()
-        );
+        bench_roll(sim, ws, ca, ip, &vms, label, vars);
     }
+}
 
+/// One roll: wall time against its operations and deliberate waits, failed probes, lost writes.
+fn bench_roll(
+    sim: &Sim,
+    ws: &Workspace,
+    ca: &str,
+    ip: IpAddr,
+    vms: &[String],
+    label: &str,
+    vars: Value,
+) {
+    let before = operations(sim);
+    let stop = AtomicBool::new(false);
+    let (wall, probes, writes) = std::thread::scope(|s| {
+        let prober = s.spawn(|| probe_static_ip(ca, ip, Duration::from_millis(50), &stop));
+        let writer =
+            s.spawn(|| write_through(sim, vms, "bench-roll", Duration::from_millis(100), &stop));
+        let wall = apply_vars(ws, vars);
+        stop.store(true, Ordering::Relaxed);
+        (wall, prober.join().unwrap(), writer.join().unwrap())
+    });
+    let ops = new_ops(&before, operations(sim));
+    let sum: f64 = ops.iter().map(|(_, _, l)| l).sum();
+    let have: std::collections::BTreeSet<String> =
+        keys_under(sim, &vms[0], "bench-roll").into_iter().collect();
+    let lost = writes
+        .acknowledged
+        .iter()
+        .filter(|k| !have.contains(*k))
+        .count();
+    let per_replica = wall.as_secs_f64() / 3.0;
+    let waits = DRAIN_SECS + SOAK_SECS;
+    let ratio = (per_replica - waits) / (sum / 3.0);
+    println!(
+        "Roll of 3 replicas, {label}: apply wall time {:.1} s, {:.1} s per replica",
+        wall.as_secs_f64(),
+        per_replica
+    );
+    println!(
+        "  its operations: {} taking {sum:.1} s ({:.1} s per replica); deliberate waits {waits:.1} s per replica (drain {DRAIN_SECS:.0} s, soak {SOAK_SECS:.0} s)",
+        ops.len(),
+        sum / 3.0
+    );
+    println!(
+        "  ratio (wall - waits) / operations = {ratio:.3} per replica  (target ≤ {ROLL_TARGET:.1})  {}",
+        if ratio <= ROLL_TARGET { "PASS" } else { "MISS" }
+    );
+    println!(
+        "  failed probes at the static IP: {} of {} (target 0); acknowledged writes lost: {lost} of {} (target 0)\n",
+        probes.failed,
+        probes.ok + probes.failed,
+        writes.acknowledged.len()
+    );
+}
+
+/// The static IP's moves between the VM and the forwarding rule: the outage at the socket against the two
+/// operations no provider can avoid.
+fn bench_ip_moves(sim: &Sim, ws: &Workspace, ca: &str, ip: IpAddr) {
     // The IP moves keep what the rolls made of the masters: going back to 3.4 or 1.35 is refused at plan, and
     // another subnetwork would be one more roll.
     let rolled = |zones: &[&str]| serde_json::json!({ "zones": zones, "machine_type": "e2-standard-4", "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64", "etcd_version": "3.5", "kubernetes_version": "1.36", "subnetwork": "masters-b" });
-    apply_vars(&ws, rolled(&["europe-west1-b"]));
+    apply_vars(ws, rolled(&["europe-west1-b"]));
     for (label, zones, moves) in [
         (
             "1 → 2",
@@ -353,11 +359,11 @@ fn main() {
             ["forwardingRules.delete", "instances.addAccessConfig"],
         ),
     ] {
-        let before = operations(&sim);
-        let outage = outage_during(&ca, ip, || {
-            apply_vars(&ws, rolled(zones));
+        let before = operations(sim);
+        let outage = outage_during(ca, ip, || {
+            apply_vars(ws, rolled(zones));
         });
-        let ops = new_ops(&before, operations(&sim));
+        let ops = new_ops(&before, operations(sim));
         let unavoidable: f64 = moves.iter().map(|k| latency_of(&ops, k)).sum();
         println!(
             "IP move {label}: outage at the socket {:.2} s; the two unavoidable operations ({} + {}) take {unavoidable:.2} s; ratio {:.2}",
@@ -367,6 +373,25 @@ fn main() {
             outage.as_secs_f64() / unavoidable.max(f64::EPSILON)
         );
     }
+}
+
+fn main() {
+    let sim = Sim::start_with_profile("bench-lifecycle", "demo");
+    let ws =
+        Workspace::new(Client::Terraform, "bench-lifecycle").with_timeout(Duration::from_secs(900));
+    ws.write_main_tf(&config(&sim));
+    ws.init();
+
+    println!(
+        "Lifecycle benchmark: ha-sim with the demo latency profile (seconds per operation), Terraform\n"
+    );
+    bench_create(&sim, &ws);
+    let out: Value = serde_json::from_str(&ws.run(&["output", "-json"]).stdout).unwrap();
+    let ca = out["ca"]["value"].as_str().unwrap().to_string();
+    let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
+
+    bench_rolls(&sim, &ws, &ca, ip);
+    bench_ip_moves(&sim, &ws, &ca, ip);
     println!(
         "\n(1 → 2 also waits out the forwarding rule's propagation delay, 5 s in this profile, which GCE imposes.)"
     );

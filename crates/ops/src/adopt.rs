@@ -17,7 +17,7 @@ use ha_domain::adopt::{is_replica_name, primary_zone, shared_labels};
 use ha_domain::labels::is_provider_label;
 use ha_domain::names::DerivedNames;
 use ha_etcd::{Etcd, EtcdTarget, EtcdTls};
-use ha_gce::{Compute, InstanceInfo};
+use ha_gce::{Compute, FirewallInfo, InstanceInfo};
 use ha_master::paths;
 use ha_master::read::{MasterFiles, read_user_data};
 use ha_pki::CertKey;
@@ -235,6 +235,50 @@ fn cert_key(files: &MasterFiles, crt: &str, key: &str) -> Result<CertKey> {
     })
 }
 
+/// The API firewall rule, the etcd client rule and the replica VMs an import reads. Both of what a kube-up cluster
+/// lacks (the etcd client rule, labelled masters) are named at once, so the user fixes them in one round.
+async fn rules_and_replicas(
+    c: &Compute,
+    region: &str,
+    name: &str,
+    names: &DerivedNames,
+    deadline: Instant,
+) -> Result<(FirewallInfo, FirewallInfo, Vec<InstanceInfo>)> {
+    let fw = |n: String| async move {
+        c.get_firewall(&n, deadline).await?.ok_or_else(|| {
+            other(format!(
+                "cluster {name} has no firewall rule {n}; create it (or apply a cluster of that name) before importing"
+            ))
+        })
+    };
+    let api = fw(names.firewall_api.clone()).await?;
+    // kube-up makes no etcd client rule; the provider needs one to reach etcd at all.
+    let etcd_client = c
+        .get_firewall(&names.firewall_etcd_client, deadline)
+        .await?;
+    let replicas = replicas_of(c, region, name, deadline).await;
+    match (etcd_client, replicas) {
+        (Some(rule), Ok(replicas)) => Ok((api, rule, replicas)),
+        (Some(_), Err(e)) => Err(e),
+        (None, replicas) => {
+            let missing = format!(
+                "cluster {name} has no firewall rule {rule}, which lets the provider reach etcd's client port (a \
+                 kube-up cluster has none). Create it for the masters' tag and the ranges Terraform runs from, \
+                 then import again: gcloud compute firewall-rules create {rule} --network={network} \
+                 --allow=tcp:{port} --target-tags={tags} --source-ranges=<Terraform's address>/32",
+                rule = names.firewall_etcd_client,
+                network = last_segment(&api.network),
+                port = ha_domain::foundation::ETCD_CLIENT_PORT,
+                tags = api.target_tags.join(","),
+            );
+            Err(other(match replicas {
+                Ok(_) => missing,
+                Err(e) => format!("{missing}. Also, {e}"),
+            }))
+        }
+    }
+}
+
 pub async fn adopt_cluster(
     settings: &Settings,
     cloud: &Cloud,
@@ -253,40 +297,8 @@ pub async fn adopt_cluster(
                 names.address
             ))
         })?;
-    let fw = |n: String| async move {
-        c.get_firewall(&n, deadline).await?.ok_or_else(|| {
-            other(format!(
-                "cluster {name} has no firewall rule {n}; create it (or apply a cluster of that name) before importing"
-            ))
-        })
-    };
-    let api = fw(names.firewall_api.clone()).await?;
-    // kube-up makes no etcd client rule; the provider needs one to reach etcd at all.
-    let etcd_client = c
-        .get_firewall(&names.firewall_etcd_client, deadline)
-        .await?;
-    let replicas = replicas_of(c, region, name, deadline).await;
-    // Both of what a kube-up cluster lacks are named at once, so the user fixes them in one round.
-    let (etcd_client, replicas) = match (etcd_client, replicas) {
-        (Some(rule), Ok(replicas)) => (rule, replicas),
-        (Some(_), Err(e)) => return Err(e),
-        (None, replicas) => {
-            let missing = format!(
-                "cluster {name} has no firewall rule {rule}, which lets the provider reach etcd's client port (a \
-                 kube-up cluster has none). Create it for the masters' tag and the ranges Terraform runs from, \
-                 then import again: gcloud compute firewall-rules create {rule} --network={network} \
-                 --allow=tcp:{port} --target-tags={tags} --source-ranges=<Terraform's address>/32",
-                rule = names.firewall_etcd_client,
-                network = last_segment(&api.network),
-                port = ha_domain::foundation::ETCD_CLIENT_PORT,
-                tags = api.target_tags.join(","),
-            );
-            return Err(other(match replicas {
-                Ok(_) => missing,
-                Err(e) => format!("{missing}. Also, {e}"),
-            }));
-        }
-    };
+    let (api, etcd_client, replicas) =
+        rules_and_replicas(c, region, name, &names, deadline).await?;
     // The first master kube-up made, if any, else the first found.
     let Some(vm) = replicas
         .iter()

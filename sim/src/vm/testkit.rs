@@ -117,26 +117,39 @@ fn master_metadata_with(
     static_ip: Ipv4Addr,
     data_disk: bool,
 ) -> BTreeMap<String, String> {
+    let etcd = etcd_pod(me, cluster, state, data_disk);
+    let api = api_pod(static_ip);
+    let files = master_files(pki, me, static_ip, &etcd, &api);
+    let mut cloud = serde_json::json!({
+        "write_files": files,
+        "runcmd": [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", "kubelet"]],
+    });
+    if data_disk {
+        let dev = "/dev/disk/by-id/google-master-pd";
+        cloud["fs_setup"] = serde_json::json!([{"label": "master-pd", "filesystem": "ext4", "device": dev, "overwrite": false}]);
+        cloud["mounts"] = serde_json::json!([[
+            dev,
+            "/mnt/disks/master-pd",
+            "ext4",
+            "defaults,nofail,discard",
+            "0",
+            "2"
+        ]]);
+    }
+    let user_data = format!(
+        "#cloud-config\n{}",
+        serde_norway::to_string(&cloud).unwrap()
+    );
+    BTreeMap::from([
+        ("user-data".to_string(), user_data),
+        ("cluster-name".to_string(), "test".to_string()),
+    ])
+}
+
+/// etcd's static pod: a member of `cluster` joining in `state`, its keys and (with `data_disk`) its data through
+/// hostPaths.
+fn etcd_pod(me: &Member, cluster: &[Member], state: &str, data_disk: bool) -> serde_json::Value {
     let ip = me.ip.to_string();
-    let own_sans = vec![ip.clone(), "127.0.0.1".to_string(), me.name.clone()];
-    let peer = pki.etcd.issue(&me.name, &own_sans, true, true);
-    let server = pki
-        .etcd
-        .issue(&format!("etcd-{}", me.name), &own_sans, true, false);
-    let client = pki.etcd.issue("client", &[], false, true);
-    let api_sans: Vec<String> = [
-        static_ip.to_string(),
-        ip.clone(),
-        "10.0.0.1".into(),
-        "kubernetes".into(),
-    ]
-    .into_iter()
-    .chain(["kubernetes.default".into(), me.name.clone()])
-    .collect();
-    let api = pki.cluster.issue("kube-apiserver", &api_sans, true, false);
-    let healthcheck = pki
-        .cluster
-        .issue("kube-apiserver-healthcheck", &[], false, true);
     let initial_cluster = cluster
         .iter()
         .map(|m| format!("{}=https://{}:2380", m.name, m.ip))
@@ -185,10 +198,15 @@ fn master_metadata_with(
             .unwrap()
             .push(serde_json::json!({"name": "data", "mountPath": "/var/lib/etcd"}));
     }
+    etcd_pod
+}
+
+/// The API server's static pod with its health-check sidecar, advertising `static_ip`.
+fn api_pod(static_ip: Ipv4Addr) -> serde_json::Value {
     // As the provider renders them: /etc/srv/kubernetes mounted read-only, the sidecar as root (its image's user
     // cannot read root's 0600 keys); the contract checker refuses either missing.
     let srv_mount = serde_json::json!([{"name": "srvkube", "mountPath": "/etc/srv/kubernetes", "readOnly": true}]);
-    let api_pod = serde_json::json!({
+    serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "kube-apiserver", "namespace": "kube-system"},
         "spec": {"hostNetwork": true,
@@ -210,18 +228,48 @@ fn master_metadata_with(
                 "--client-key=/etc/srv/kubernetes/pki/kube-apiserver-healthcheck.key",
             ], "volumeMounts": srv_mount, "securityContext": {"runAsUser": 0}},
         ]},
-    });
+    })
+}
+
+/// The files cloud-init writes: both pods' manifests, and the certificates and keys `me` is issued under `pki`.
+fn master_files(
+    pki: &ClusterPki,
+    me: &Member,
+    static_ip: Ipv4Addr,
+    etcd_pod: &serde_json::Value,
+    api_pod: &serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let ip = me.ip.to_string();
+    let own_sans = vec![ip.clone(), "127.0.0.1".to_string(), me.name.clone()];
+    let peer = pki.etcd.issue(&me.name, &own_sans, true, true);
+    let server = pki
+        .etcd
+        .issue(&format!("etcd-{}", me.name), &own_sans, true, false);
+    let client = pki.etcd.issue("client", &[], false, true);
+    let api_sans: Vec<String> = [
+        static_ip.to_string(),
+        ip.clone(),
+        "10.0.0.1".into(),
+        "kubernetes".into(),
+    ]
+    .into_iter()
+    .chain(["kubernetes.default".into(), me.name.clone()])
+    .collect();
+    let api = pki.cluster.issue("kube-apiserver", &api_sans, true, false);
+    let healthcheck = pki
+        .cluster
+        .issue("kube-apiserver-healthcheck", &[], false, true);
     let file = |path: &str, content: &str, perm: &str| serde_json::json!({"path": path, "content": content, "permissions": perm, "owner": "root:root"});
     let srv = "/etc/srv/kubernetes";
     let mut files = vec![
         file(
             "/etc/kubernetes/manifests/etcd.yaml",
-            &serde_norway::to_string(&etcd_pod).unwrap(),
+            &serde_norway::to_string(etcd_pod).unwrap(),
             "0644",
         ),
         file(
             "/etc/kubernetes/manifests/kube-apiserver.yaml",
-            &serde_norway::to_string(&api_pod).unwrap(),
+            &serde_norway::to_string(api_pod).unwrap(),
             "0644",
         ),
         file(&format!("{srv}/etcd-ca.crt"), &pki.etcd.ca_pem, "0644"),
@@ -272,30 +320,7 @@ fn master_metadata_with(
         "content": base64::Engine::encode(&base64::engine::general_purpose::STANDARD,
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: /etc/kubernetes/manifests\n"),
     }));
-    let mut cloud = serde_json::json!({
-        "write_files": files,
-        "runcmd": [["systemctl", "daemon-reload"], ["systemctl", "enable", "--now", "kubelet"]],
-    });
-    if data_disk {
-        let dev = "/dev/disk/by-id/google-master-pd";
-        cloud["fs_setup"] = serde_json::json!([{"label": "master-pd", "filesystem": "ext4", "device": dev, "overwrite": false}]);
-        cloud["mounts"] = serde_json::json!([[
-            dev,
-            "/mnt/disks/master-pd",
-            "ext4",
-            "defaults,nofail,discard",
-            "0",
-            "2"
-        ]]);
-    }
-    let user_data = format!(
-        "#cloud-config\n{}",
-        serde_norway::to_string(&cloud).unwrap()
-    );
-    BTreeMap::from([
-        ("user-data".to_string(), user_data),
-        ("cluster-name".to_string(), "test".to_string()),
-    ])
+    files
 }
 
 pub(crate) fn etcd_bin() -> PathBuf {
