@@ -15,7 +15,7 @@ pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Every crate's `src/` folder in the workspace: the folders holding a `Cargo.toml`, outside build and tool output.
-pub fn crate_sources(dir: &Path, out: &mut Vec<PathBuf>) {
+fn crate_sources(dir: &Path, out: &mut Vec<PathBuf>) {
     if dir.join("Cargo.toml").is_file() && dir.join("src").is_dir() {
         out.push(dir.join("src"));
     }
@@ -26,4 +26,17 @@ pub fn crate_sources(dir: &Path, out: &mut Vec<PathBuf>) {
             crate_sources(&p, out);
         }
     }
+}
+
+/// Every crate's `src/` folder in the workspace at `root`, failing when the walk finds too few to be the workspace.
+pub fn workspace_sources(root: &Path) -> Vec<PathBuf> {
+    let mut sources = Vec::new();
+    crate_sources(root, &mut sources);
+    assert!(
+        sources.len() >= 10,
+        "found only {} crates under {}: the walk is broken",
+        sources.len(),
+        root.display()
+    );
+    sources
 }
