@@ -10,6 +10,7 @@ use crate::model::{from_value, to_value};
 use crate::plan::{self, unknown_paths};
 use crate::resource::{PlanChange, Resource};
 use crate::schema::Schema;
+use crate::write_only;
 
 #[async_trait]
 pub trait AnyResource: Send + Sync {
@@ -182,6 +183,8 @@ impl<R: Resource> AnyResource for Typed<R> {
         if let Some(v) = self.value(&planned, "plan", diags) {
             out.planned = keep_configured(&self.schema, &out.planned, v);
         }
+        // Terraform requires a write-only attribute null in every plan; the resource read it from the config.
+        out.planned = write_only::strip(&self.schema, std::mem::take(&mut out.planned));
         // The resource may have settled a value it found unknown: send the list core itself would keep.
         if let Some(prior) = prior {
             out.requires_replace = plan::replacing(
@@ -228,6 +231,8 @@ impl<R: Resource> AnyResource for Typed<R> {
         if diags.has_error() {
             return (prior, diags);
         }
+        // The plan holds no write-only value: the resource gets this apply's from its configuration.
+        let planned = write_only::from_config(&self.schema, config, planned);
         let Some(planned_m) = self.model(&planned, "plan", &mut diags) else {
             return (prior, diags);
         };
@@ -235,7 +240,9 @@ impl<R: Resource> AnyResource for Typed<R> {
             None => self.r.create(planned_m, &mut diags).await,
             Some(p) => self.r.update(p, planned_m, &mut diags).await,
         };
-        let state = result.and_then(|m| self.value(&m, "new state", &mut diags));
+        let state = result
+            .and_then(|m| self.value(&m, "new state", &mut diags))
+            .map(|v| write_only::strip(&self.schema, v));
         match &state {
             None if !diags.has_error() => diags.error(
                 format!("{} returned no state", self.r.type_name()),
@@ -264,6 +271,7 @@ impl<R: Resource> AnyResource for Typed<R> {
         match refreshed {
             Some(m) => {
                 let v = self.value(&m, "state", &mut diags);
+                let v = v.map(|v| write_only::strip(&self.schema, v));
                 (v.or(Some(state)), diags)
             }
             None => (None, diags),
@@ -336,7 +344,7 @@ impl<R: Resource> AnyResource for Typed<R> {
         let mut diags = Diagnostics::new();
         let m = self.r.import(id, &mut diags).await;
         let v = m.and_then(|m| self.value(&m, "imported state", &mut diags));
-        (v, diags)
+        (v.map(|v| write_only::strip(&self.schema, v)), diags)
     }
 }
 

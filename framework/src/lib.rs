@@ -18,6 +18,7 @@ pub mod resource;
 pub mod schema;
 pub mod server;
 pub mod validator;
+pub mod write_only;
 
 /// For [`typed_object!`]'s expansion in other crates.
 #[doc(hidden)]

@@ -28,6 +28,8 @@ pub struct Attribute {
     /// Markdown.
     pub description: String,
     pub sensitive: bool,
+    /// Read from configuration, never planned or stored (crate::write_only).
+    pub write_only: bool,
     /// The value planned when the user leaves an Optional+Computed attribute out.
     pub default: Option<Value>,
     pub plan_modifiers: Vec<Arc<dyn PlanModifier>>,
@@ -42,6 +44,7 @@ impl Attribute {
             mode: Mode::Optional,
             description: String::new(),
             sensitive: false,
+            write_only: false,
             default: None,
             plan_modifiers: Vec::new(),
             validators: Vec::new(),
@@ -83,6 +86,12 @@ impl Attribute {
         self.sensitive = true;
         self
     }
+    /// Write-only (Terraform 1.11+): the resource reads it from configuration at plan and apply, and no plan or
+    /// state holds it (`crate::write_only`). For secret material a user supplies. Not computed, no default.
+    pub fn write_only(mut self) -> Self {
+        self.write_only = true;
+        self
+    }
     /// A default makes the attribute Optional+Computed: the plan shows the default when the user sets nothing.
     pub fn default(mut self, v: Value) -> Self {
         self.default = Some(v);
@@ -117,7 +126,7 @@ impl Attribute {
             computed: self.is_computed(),
             sensitive: self.sensitive,
             deprecated: false,
-            write_only: false,
+            write_only: self.write_only,
         }
     }
 }

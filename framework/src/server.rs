@@ -219,6 +219,9 @@ impl<P: Provider> ProviderServer for FrameworkServer<P> {
             &mut diags,
         ) {
             diags.extend(r.validate(&config));
+            if !req.client_capabilities.write_only_attributes_allowed {
+                diags.extend(crate::write_only::refused(r.schema(), &config));
+            }
         }
         diags
     }
