@@ -9,7 +9,7 @@ CARGO ?= cargo
 # One release build of the provider and the simulator, shared by the acceptance tests, demo and benchmarks.
 RELEASE_BINS := -p terraform-provider-ha -p ha-sim
 
-.PHONY: setup build lint test unit acceptance demo bench release clean-work
+.PHONY: setup build fmt-check lint test unit acceptance demo bench release clean-work
 
 setup:
 	@bash scripts/setup
@@ -17,12 +17,15 @@ setup:
 build:
 	$(CARGO) build --release $(RELEASE_BINS)
 
-lint:
+fmt-check:
 	$(CARGO) fmt --all -- --check
+
+lint: fmt-check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Unit, property, HTTP-level and acceptance tests, all on the one test build (scripts/run-tests says why).
-test: setup lint
+# Unit, property, HTTP-level and acceptance tests, all on the one test build (scripts/run-tests says why), which
+# also lints: clippy runs inside it with -D warnings (scripts/with-clippy), so `make test` fails as `make lint` does.
+test: setup fmt-check
 	@bash scripts/run-tests
 
 demo: setup build
