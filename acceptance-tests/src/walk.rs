@@ -193,6 +193,30 @@ pub fn wait_until_healthy(sim: &Sim, vm: &str) {
     }
 }
 
+/// Waits until the load balancer sees every backend healthy: ha-sim's health checker, which
+/// `targetPools.getHealth` (what the provider reads) answers from. After a VM starts, its check must pass several
+/// times in a row, so it lags etcd's health (`wait_until_healthy`), by seconds under the full suite's load.
+pub fn wait_until_load_balancer_healthy(sim: &Sim) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let rules = sim.status()["forwardingRules"].clone();
+        let backends: Vec<&Value> = rules
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|rule| rule["backends"].as_array().into_iter().flatten())
+            .collect();
+        if !backends.is_empty() && backends.iter().all(|b| b["healthy"] == true) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load balancer did not see every backend healthy within 30 s: {rules}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// `output -json`, parsed.
 pub fn outputs(ws: &Workspace) -> Value {
     let out = ws.run(&["output", "-json"]);
