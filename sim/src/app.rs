@@ -21,6 +21,10 @@ pub struct Sim {
     ops_changed: watch::Sender<u64>,
     /// Bumped when failpoints are cleared, so stalled operations resume.
     faults_cleared: watch::Sender<u64>,
+    /// Bumped on every change to the cloud; `persist` writes `state.json` behind it.
+    changes: watch::Sender<u64>,
+    /// Held while `state.json` is written, so the persister and the final write at a stop never interleave.
+    writing: Mutex<()>,
     pub fabric: Arc<dyn Fabric>,
     /// Set to true to stop the server (admin `shutdown`, SIGTERM).
     pub stop: watch::Sender<bool>,
@@ -42,6 +46,8 @@ impl Sim {
             reqlog: Mutex::new(RequestLog::default()),
             ops_changed: watch::channel(0).0,
             faults_cleared: watch::channel(0).0,
+            changes: watch::channel(0).0,
+            writing: Mutex::new(()),
             fabric,
             stop: watch::channel(false).0,
         })
@@ -59,14 +65,26 @@ impl Sim {
         lock(&self.reqlog)
     }
 
-    /// After a change to `cloud`: persist it, let the fabric converge, wake `wait`ers.
-    /// Takes the guard so callers cannot forget that they hold the lock while saving (short; tens of KB).
+    /// After a change to `cloud`: let the fabric converge, wake `wait`ers, and have `state.json` written (soon,
+    /// with the changes around it: `persist.rs` says why not now). Takes the guard so callers show they hold the lock.
     pub fn commit(&self, cloud: &Cloud) {
-        if let Err(e) = cloud.save(&self.cfg.state_dir) {
-            tracing::error!("persisting state: {e}");
-        }
         self.fabric.sync(&crate::fabric::desired(cloud, &self.cfg));
         self.ops_changed.send_modify(|n| *n += 1);
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    pub fn watch_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Writes the cloud as it is now to `state.json`. The lock is held only to copy it, so requests do not wait
+    /// for the encoding.
+    pub fn write_state(&self) {
+        let _writing = lock(&self.writing);
+        let snapshot = self.cloud().clone();
+        if let Err(e) = snapshot.save(&self.cfg.state_dir) {
+            tracing::error!("persisting state: {e}");
+        }
     }
 
     pub fn watch_ops(&self) -> watch::Receiver<u64> {

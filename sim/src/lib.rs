@@ -3,7 +3,7 @@
 //! Codemap:
 //! - `api/`: one file per GCE resource; `api/mod.rs` is the route table and the request pipeline.
 //! - `secrets/`: the Secret Manager v1 surface, with IAM on each secret.
-//! - `state/`: the cloud as data (resources, operations, request ids), persisted to `state.json`.
+//! - `state/`: the cloud as data (resources, operations, request ids), persisted to `state.json` by `persist.rs`.
 //! - `ops/`: asynchronous operations (PENDING → RUNNING → DONE) and the transitions they apply.
 //! - `faults/`: failpoints as data and out-of-band events; `admin.rs` exposes them under `/_sim/`.
 //! - `fabric/`: makes VMs (`vm/`) and the network (`net/`) follow the state.
@@ -24,6 +24,7 @@ pub mod faults;
 pub mod http;
 pub mod net;
 pub mod ops;
+pub mod persist;
 pub mod provider_methods;
 pub mod reqlog;
 pub mod secrets;

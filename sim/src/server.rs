@@ -18,6 +18,8 @@ pub struct Running {
     /// Root URL, e.g. `http://127.0.0.1:40123/`: the API endpoint for clients.
     pub url: String,
     task: tokio::task::JoinHandle<()>,
+    /// Writes `state.json` behind the changes (`persist.rs`).
+    persister: tokio::task::JoinHandle<()>,
 }
 
 async fn api(
@@ -69,6 +71,7 @@ pub async fn start(cfg: SimConfig, fabric: Arc<dyn Fabric>) -> Result<Running, S
     };
     let cloud = Cloud::load(&cfg.state_dir, &url)?;
     let sim = Sim::new(cfg, url.clone(), cloud, fabric);
+    let persister = crate::persist::spawn(sim.clone());
     {
         // Persist the (possibly re-based) state and let the fabric bring back VMs that were running.
         let cloud = sim.cloud();
@@ -95,6 +98,7 @@ pub async fn start(cfg: SimConfig, fabric: Arc<dyn Fabric>) -> Result<Running, S
         addr,
         url,
         task,
+        persister,
     })
 }
 
@@ -105,10 +109,13 @@ impl Running {
         let _ = stop.wait_for(|s| *s).await;
     }
 
-    /// Stops serving, then stops every VM and proxy (waiting for child processes to exit).
+    /// Stops serving, writes the final state, then stops every VM and proxy (waiting for child processes to exit).
     pub async fn stop(self) {
         self.sim.stop.send_replace(true);
         let _ = self.task.await;
+        let _ = self.persister.await;
+        let sim = self.sim.clone();
+        let _ = tokio::task::spawn_blocking(move || sim.write_state()).await;
         let fabric = self.sim.fabric.clone();
         // The fabric joins threads and reaps processes: blocking work.
         let _ = tokio::task::spawn_blocking(move || fabric.shutdown()).await;

@@ -92,7 +92,7 @@ pub async fn run(cli: Cli) -> Result<i32, String> {
         Command::Status { target, json } => show::status(&client::Client::find(&target)?, json)
             .await
             .map(|_| 0),
-        Command::Ssh { target, vm, cmd } => show::ssh(&target, &vm, &cmd),
+        Command::Ssh { target, vm, cmd } => show::ssh(&target, &vm, &cmd).await,
         Command::Requests {
             target,
             reset,

@@ -5,6 +5,7 @@ use super::client::Client;
 use crate::faults::events::find_instance;
 use crate::state::{Cloud, links};
 use serde_json::Value;
+use std::path::Path;
 
 fn s(v: &Value) -> String {
     match v {
@@ -190,19 +191,28 @@ pub async fn requests(c: &Client, reset: bool, json: bool) -> Result<(), String>
     Ok(())
 }
 
+/// The cloud as the sim serving `dir` holds it now; as `state.json` holds it when no sim answers there (a running
+/// sim writes the file behind its changes, `persist.rs`, so the file alone can lag a change a moment old).
+async fn current_cloud(target: &Target, dir: &Path) -> Result<Cloud, String> {
+    if let Ok(c) = Client::find(target)
+        && let Ok(v) = c.get("state").await
+    {
+        return serde_json::from_value(v).map_err(|e| format!("parsing the sim's state: {e}"));
+    }
+    let path = dir.join("state.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))
+}
+
 /// Runs `cmd` with the VM's environment (`vm::ssh_env(dir: &Path) -> Result<Vec<(String, String)>, VmError>`)
-/// and returns its exit code. Reads the state file directly, so it also
-/// works while the sim is busy.
-pub fn ssh(target: &Target, vm: &str, cmd: &[String]) -> Result<i32, String> {
+/// and returns its exit code.
+pub async fn ssh(target: &Target, vm: &str, cmd: &[String]) -> Result<i32, String> {
     let dir = target
         .state_dir
         .as_ref()
         .ok_or("ssh needs --state-dir (it reads the VM's files)")?;
-    let path = dir.join("state.json");
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let cloud: Cloud =
-        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    let cloud = current_cloud(target, dir).await?;
     let key = find_instance(&cloud, vm)?;
     let inst = cloud.instances.get(&key).ok_or("instance vanished")?;
     if inst.status != "RUNNING" {
@@ -223,11 +233,16 @@ pub fn ssh(target: &Target, vm: &str, cmd: &[String]) -> Result<i32, String> {
             vec![],
         ),
     };
-    let status = std::process::Command::new(&program)
-        .args(&args)
-        .envs(env)
-        .current_dir(&vm_dir)
-        .status()
-        .map_err(|e| format!("running {program}: {e}"))?;
+    // The command can run for as long as it likes: off the runtime's worker threads.
+    let status = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&program)
+            .args(&args)
+            .envs(env)
+            .current_dir(&vm_dir)
+            .status()
+            .map_err(|e| format!("running {program}: {e}"))
+    })
+    .await
+    .map_err(|e| format!("waiting for the command: {e}"))??;
     Ok(status.code().unwrap_or(1))
 }

@@ -196,9 +196,7 @@ async fn etcd_health_via_ssh(state_dir: &std::path::Path, vm: &'static str) -> R
         url: None,
     };
     let cmd = ["etcdctl", "--command-timeout=5s", "endpoint", "health"].map(String::from);
-    tokio::task::spawn_blocking(move || crate::cli::show::ssh(&target, vm, &cmd))
-        .await
-        .expect("join")
+    crate::cli::show::ssh(&target, vm, &cmd).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
