@@ -1,5 +1,5 @@
 //! The admin API under `/_sim/` (no token needed): failpoints, out-of-band events, the request log, status,
-//! shutdown. Everything `ha-sim fault|requests|status|stop` does goes through here.
+//! the state (or one instance of it), shutdown. Everything `ha-sim fault|requests|status|stop` does goes through here.
 
 use crate::app::Sim;
 use crate::faults::Failpoint;
@@ -17,6 +17,7 @@ pub fn router() -> Router<Arc<Sim>> {
         .route("/_sim/health", get(|| async { Json(json!({"ok": true})) }))
         .route("/_sim/status", get(status))
         .route("/_sim/state", get(state))
+        .route("/_sim/instance", get(instance))
         .route("/_sim/shutdown", post(shutdown))
         .route("/_sim/requests", get(requests).delete(reset_requests))
         .route("/_sim/requests/reset", post(reset_requests))
@@ -47,6 +48,31 @@ async fn state(State(sim): State<Arc<Sim>>) -> Response {
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("encoding state: {e}"),
         ),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct InstanceQuery {
+    /// A name, `zone/name` or a link, as `ha-sim fault` takes them.
+    name: String,
+}
+
+/// One instance as the sim holds it now: what `ha-sim ssh` needs (its zone, id and status) without the cost of
+/// the whole state.
+async fn instance(
+    State(sim): State<Arc<Sim>>,
+    axum::extract::Query(q): axum::extract::Query<InstanceQuery>,
+) -> Response {
+    let cloud = sim.cloud();
+    let found = events::find_instance(&cloud, &q.name).and_then(|key| {
+        cloud
+            .instances
+            .get(&key)
+            .ok_or("instance vanished".to_string())
+    });
+    match found {
+        Ok(i) => Json(i).into_response(),
+        Err(e) => bad(StatusCode::NOT_FOUND, e),
     }
 }
 

@@ -3,6 +3,7 @@
 use super::Target;
 use super::client::Client;
 use crate::faults::events::find_instance;
+use crate::state::resources::Instance;
 use crate::state::{Cloud, links};
 use serde_json::Value;
 use std::path::Path;
@@ -191,18 +192,24 @@ pub async fn requests(c: &Client, reset: bool, json: bool) -> Result<(), String>
     Ok(())
 }
 
-/// The cloud as the sim serving `dir` holds it now; as `state.json` holds it when no sim answers there (a running
-/// sim writes the file behind its changes, `persist.rs`, so the file alone can lag a change a moment old).
-async fn current_cloud(target: &Target, dir: &Path) -> Result<Cloud, String> {
+/// The instance `vm` names, as the sim serving `dir` holds it now; as `state.json` holds it when no sim answers
+/// there (a running sim writes the file behind its changes, `persist.rs`, so the file alone can lag a moment).
+async fn current_instance(target: &Target, dir: &Path, vm: &str) -> Result<Instance, String> {
     if let Ok(c) = Client::find(target)
-        && let Ok(v) = c.get("state").await
+        && let Ok(v) = c.get(&format!("instance?name={vm}")).await
     {
-        return serde_json::from_value(v).map_err(|e| format!("parsing the sim's state: {e}"));
+        return serde_json::from_value(v).map_err(|e| format!("parsing the sim's {vm}: {e}"));
     }
     let path = dir.join("state.json");
     let text =
         std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))
+    let mut cloud: Cloud =
+        serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
+    let key = find_instance(&cloud, vm)?;
+    cloud
+        .instances
+        .remove(&key)
+        .ok_or("instance vanished".into())
 }
 
 /// Runs `cmd` with the VM's environment (`vm::ssh_env(dir: &Path) -> Result<Vec<(String, String)>, VmError>`)
@@ -212,9 +219,7 @@ pub async fn ssh(target: &Target, vm: &str, cmd: &[String]) -> Result<i32, Strin
         .state_dir
         .as_ref()
         .ok_or("ssh needs --state-dir (it reads the VM's files)")?;
-    let cloud = current_cloud(target, dir).await?;
-    let key = find_instance(&cloud, vm)?;
-    let inst = cloud.instances.get(&key).ok_or("instance vanished")?;
+    let inst = current_instance(target, dir, vm).await?;
     if inst.status != "RUNNING" {
         return Err(format!(
             "{} is {}: nothing to ssh into",
