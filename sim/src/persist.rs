@@ -8,7 +8,7 @@
 //! snapshot. A clean stop writes the final state after the API has stopped (`Running::stop`), so a restart on the
 //! same directory sees every change. A SIGKILLed sim loses at most the last [`SETTLE`] and one write; its VMs'
 //! processes die with it too, so no run resumes from that anyway. Whoever needs a running sim's state now asks it
-//! (`/_sim/state`, as `ha-sim ssh` does) instead of reading the file.
+//! (`/_sim/state`, or `/_sim/instance` as `ha-sim ssh` does) instead of reading the file.
 
 use crate::app::Sim;
 use std::sync::Arc;
