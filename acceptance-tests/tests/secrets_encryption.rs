@@ -8,8 +8,8 @@
 //!   file on the VM (0600) holds it.
 //! - The second join's snapshot records the key's name (`ha-secrets-key`), and a new cluster that would restore
 //!   it without that key is refused at plan.
-//! - Changing the key of the running cluster is refused at plan, naming the attribute; the next plan with the
-//!   key it was made with is empty.
+//! - Changing the key of the running cluster in one step is refused at plan, naming the attribute; the next plan
+//!   with the key it was made with is empty. The stages that do change it are the second scenario.
 //! - Imported after its state is lost, the cluster's state names its masters' key by name: a configuration
 //!   without a version, or with one holding another key, is refused naming it; a version holding the same key is
 //!   taken with no roll, and the cluster passes the full check.
@@ -171,7 +171,9 @@ fn a_cluster_made_with_a_key_encrypts_secrets_and_keeps_the_key_out_of_metadata_
         ws.write_main_tf(&config(&sim, &gcs, missing, ""));
         ws.run(&["plan", "-input=false", "-no-color"])
             .assert_failure()
-            .assert_contains("secrets_encryption_key cannot change the key of a running cluster");
+            .assert_contains(
+                "secrets_encryption_key cannot change to a key before every API server reads it",
+            );
         ws.write_main_tf(&config(&sim, &gcs, version, ""));
         assert_eq!(ws.plan_detailed_exitcode(), 0, "[{client}] not converged");
 
@@ -232,6 +234,192 @@ fn a_cluster_made_with_a_key_encrypts_secrets_and_keeps_the_key_out_of_metadata_
             plan.stdout
         );
         ws.apply();
+        check(client, &ws, &sim, 2);
+    });
+}
+
+/// The walk-through's cluster with its Secrets encryption keys as given (no backup: this scenario is about the
+/// stages, and a snapshot before each roll would only slow it).
+fn staged(sim: &Sim, writes: Option<&str>, reads: &[&str]) -> String {
+    let mut block = String::new();
+    if let Some(w) = writes {
+        block += &format!("  secrets_encryption_key    = \"{w}\"\n");
+    }
+    if !reads.is_empty() {
+        let list: Vec<String> = reads.iter().map(|r| format!("\"{r}\"")).collect();
+        block += &format!("  secrets_decryption_keys   = [{}]\n", list.join(", "));
+    }
+    acceptance_tests::walk::edit_config(
+        walk_config(sim),
+        &[(
+            "  kubernetes_version        = var.kubernetes_version\n",
+            &format!("  kubernetes_version        = var.kubernetes_version\n{block}"),
+        )],
+    )
+}
+
+/// The keys each master's API server is given, from the configuration file on the VM: `secretbox`'s key names
+/// in order, with `identity` where it stands (`ha-…,ha-…;identity`, or `identity;ha-…` while nothing is written
+/// with a key).
+fn configured(sim: &Sim, vm: &str) -> String {
+    let text = sim.ssh(
+        vm,
+        &["cat", "rootfs/etc/srv/kubernetes/encryption-config.yaml"],
+    );
+    let config: serde_json::Value = serde_norway::from_str(&text)
+        .unwrap_or_else(|e| panic!("{vm}'s configuration: {e}\n{text}"));
+    config["resources"][0]["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| match p.get("secretbox") {
+            Some(b) => b["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k["name"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            None => "identity".to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// A running cluster goes from one key to another in the guide's stages (docs/guides/secrets.md), under both
+/// clients, two replicas rolling at each stage:
+/// - the new key written straight away is refused at plan, naming the stage to take first;
+/// - stage 1 (the new key read) applied to the cluster alone (`-target`), so its masters never rolled: stage 2's
+///   plan passes on state, and its apply is refused by the masters as they run, naming one, with nothing changed;
+/// - stages 1 and 2 then roll every master, whose configuration lists the keys in each stage's order;
+/// - stage 4 (the old key dropped) is refused while etcd holds a Secret under the old key, then goes once it is
+///   rewritten; every etcd key written before is still there.
+#[test]
+fn a_running_cluster_changes_its_key_in_stages() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("rekey-{client}"));
+        let dir = tempfile::tempdir().unwrap();
+        for (secret, bytes) in [
+            ("old-key", KEY),
+            ("new-key", b"a-second-secrets-key-of-32-bytes"),
+        ] {
+            let file = dir.path().join(secret);
+            std::fs::write(&file, bytes).unwrap();
+            sim.gcloud(&[
+                "secrets",
+                "create",
+                secret,
+                "--replication-policy=automatic",
+                &format!("--data-file={}", file.display()),
+            ])
+            .unwrap_or_else(|e| panic!("[{client}] secret {secret}: {e}"));
+        }
+        let (k1, k2) = (
+            "projects/walk/secrets/old-key/versions/1",
+            "projects/walk/secrets/new-key/versions/1",
+        );
+        let ws = Workspace::new(client, "rekey").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&staged(&sim, Some(k1), &[]));
+        ws.init();
+        set_vars(&ws, &[B, C], &[]);
+        ws.apply();
+        let vms = replicas_by_zone(&ws);
+        write_keys(&sim, &vms[B]);
+        let first = configured(&sim, &vms[B]);
+        let old = first.split(';').next().unwrap().to_string();
+        assert!(
+            old.starts_with("ha-") && !old.contains(','),
+            "[{client}] {first}"
+        );
+
+        // Written straight away: refused at plan.
+        ws.write_main_tf(&staged(&sim, Some(k2), &[k1]));
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains("before every API server reads it")
+            .assert_contains("secrets_decryption_keys");
+
+        // Stage 1 on the cluster alone: the masters never rolled, so stage 2 is refused by them at apply.
+        ws.write_main_tf(&staged(&sim, Some(k1), &[k2]));
+        ws.run(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            "-target=ha_master_cluster.c",
+        ])
+        .assert_success();
+        ws.write_main_tf(&staged(&sim, Some(k2), &[k1]));
+        ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
+            .assert_failure()
+            .assert_contains("does not read key")
+            .assert_contains("which this change writes with");
+        for vm in vms.values() {
+            assert_eq!(
+                configured(&sim, vm),
+                format!("{old};identity"),
+                "[{client}] {vm} was rolled"
+            );
+        }
+
+        // Stage 1 applied whole, then stage 2: every master rolls, and reads both keys, the written one first.
+        ws.write_main_tf(&staged(&sim, Some(k1), &[k2]));
+        ws.apply();
+        let both = configured(&sim, &vms[B]);
+        let new = both.split([',', ';']).nth(1).unwrap().to_string();
+        assert!(new.starts_with("ha-") && new != old, "[{client}] {both}");
+        for vm in vms.values() {
+            assert_eq!(
+                configured(&sim, vm),
+                format!("{old},{new};identity"),
+                "[{client}] {vm}"
+            );
+        }
+        ws.write_main_tf(&staged(&sim, Some(k2), &[k1]));
+        ws.apply();
+        for vm in vms.values() {
+            assert_eq!(
+                configured(&sim, vm),
+                format!("{new},{old};identity"),
+                "[{client}] {vm}"
+            );
+        }
+
+        // A Secret still under the old key (as the API server writes one) stops stage 4 until it is rewritten.
+        let leftover = "/registry/secrets/default/leftover";
+        sim.ssh(
+            &vms[C],
+            &[
+                "etcdctl",
+                "put",
+                leftover,
+                &format!("k8s:enc:secretbox:v1:{old}:sealed"),
+            ],
+        );
+        ws.write_main_tf(&staged(&sim, Some(k2), &[]));
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_success()
+            .assert_contains("will stop reading Secrets encrypted with");
+        ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
+            .assert_failure()
+            .assert_contains(&format!("1 under {old}"));
+        sim.ssh(
+            &vms[C],
+            &[
+                "etcdctl",
+                "put",
+                leftover,
+                &format!("k8s:enc:secretbox:v1:{new}:sealed"),
+            ],
+        );
+        ws.apply();
+        for vm in vms.values() {
+            assert_eq!(
+                configured(&sim, vm),
+                format!("{new};identity"),
+                "[{client}] {vm}"
+            );
+        }
         check(client, &ws, &sim, 2);
     });
 }

@@ -362,9 +362,45 @@ fn certificates_and_keys(schema: Schema) -> Schema {
                 |v| ha_domain::secrets_encryption::parse(v).map(|_| ()),
             ))
             .description(
-                "Encrypts Kubernetes Secrets in etcd, and so in every snapshot the `backup` block takes:                  the Secret Manager secret version, `projects/PROJECT/secrets/SECRET/versions/N`, whose                  payload is the key (32 random bytes, or their base64: `head -c 32 /dev/urandom | gcloud                  secrets versions add SECRET --data-file=-`). The API servers encrypt with it (`secretbox`)                  and still read what was written plain. You own the secret, not the cluster: a snapshot's                  Secrets can be read only with the key it was taken under, so keep the version for as long                  as its backups, after a `terraform destroy` too. The provider reads the key when it builds                  a master and hands it to that master in its own secret; it is never in Terraform state nor                  in instance metadata. Set only when the cluster is created: plan refuses turning it on,                  off or to another version on a running cluster, which needs a staged roll this release                  does not have. Unset, Secrets are stored plain. An imported cluster whose masters \
-                 encrypt holds the key's name (`ha-<16 hex>`) until the configuration names the version \
-                 that holds it, which plan checks. See docs/guides/secrets.md.",
+                "Encrypts Kubernetes Secrets in etcd, and so in every snapshot the `backup` block takes: the \
+                 Secret Manager secret version, `projects/PROJECT/secrets/SECRET/versions/N`, whose payload is \
+                 the key (32 random bytes, or their base64: `head -c 32 /dev/urandom | gcloud secrets versions \
+                 add SECRET --data-file=-`). The API servers encrypt every write with it (`secretbox`) and still \
+                 read what was written plain or under `secrets_decryption_keys`. You own the secret, not the \
+                 cluster: a snapshot's Secrets can be read only with the keys it was taken under, so keep each \
+                 version for as long as its backups, after a `terraform destroy` too. The provider reads the key \
+                 when it builds a master and hands it to that master in its own secret; it is never in Terraform \
+                 state nor in instance metadata. On a running cluster it changes in stages, each a roll of every \
+                 replica, and plan refuses a step past one: a key is first added to `secrets_decryption_keys`, \
+                 then made this one, the old one staying in `secrets_decryption_keys` until every Secret is \
+                 rewritten. Unset, Secrets are written plain. An imported cluster whose masters encrypt holds the \
+                 key's name (`ha-<16 hex>`) until the configuration names the version that holds it, which plan \
+                 checks. See docs/guides/secrets.md.",
+            ),
+    )
+    .attribute(
+        Attribute::typed("secrets_decryption_keys", Type::list(Type::String))
+            .optional()
+            .validator(string_check(
+                "Secret Manager secret versions, `projects/PROJECT/secrets/SECRET/versions/N`.",
+                |v| {
+                    ha_domain::secrets_encryption::parse(v).map(|_| ()).map_err(|(summary, detail)| {
+                        (
+                            summary.replace("secrets_encryption_key", "secrets_decryption_keys"),
+                            detail,
+                        )
+                    })
+                },
+            ))
+            .description(
+                "Secret Manager versions whose keys the API servers still read Secrets with but no longer \
+                 write with: the middle stages of a change of `secrets_encryption_key` (docs/guides/secrets.md). \
+                 A key to write with must be read by every API server first, and the key written with until \
+                 now stays here until every Secret is rewritten (`kubectl get secrets --all-namespaces -o json \
+                 | kubectl replace -f -`): plan refuses a step that skips either. Each change rolls every \
+                 replica. Removing a key: the apply first looks through etcd and refuses while any Secret is \
+                 still encrypted with it, naming how many. Also for a new cluster that restores a snapshot \
+                 taken under an older key.",
             ),
     )
     .attribute(
@@ -1134,6 +1170,7 @@ impl ClusterResource {
             data_disk_size_gb: *data_gb,
             boot_disk_size_gb: *boot_gb,
             secrets_encryption_key: p.secrets_encryption_key.known().map(String::as_str),
+            secrets_decryption_keys: p.secrets_decryption_keys.known().map_or(&[], Vec::as_slice),
         };
         let judged = tokio::time::timeout(
             ha_ops::plan_check::PATIENCE,

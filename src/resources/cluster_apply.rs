@@ -317,6 +317,14 @@ pub async fn update(
     let name = net.name.to_string();
     let c = compute(settings, &project, &name, diags).await?;
     let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
+    // Another stage of the Secrets encryption keys: judged against the masters and etcd as they are, before
+    // anything changes, so a refusal leaves the cluster and its state as they were.
+    if (prior.secrets_encryption_key != p.secrets_encryption_key
+        || prior.secrets_decryption_keys != p.secrets_decryption_keys)
+        && !check_encryption_stage(settings, &p, until, diags).await
+    {
+        return Some(prior);
+    }
     // The keys first: replicas planned with this spec read them from the secret.
     if let Err(e) = objects::update(&c, &net, keys_to_hold(&p).as_ref(), until).await {
         failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
@@ -389,6 +397,46 @@ pub async fn update(
             // The firewall rules are repaired; the drift stays recorded, so the next plan shows it again.
             p.drift = prior.drift.clone();
             Some(p)
+        }
+    }
+}
+
+/// `ha_ops::secrets_encryption::check_stage` under the cluster's lock, so no roll runs while the masters are read;
+/// false, with the error reported, when the stage may not start.
+async fn check_encryption_stage(
+    settings: &Settings,
+    p: &ClusterModel,
+    until: tokio::time::Instant,
+    diags: &mut Diagnostics,
+) -> bool {
+    let name = p.name.known().cloned().unwrap_or_default();
+    let Some(ctx) = context(settings, p, diags).await else {
+        return false;
+    };
+    let lock = match lock_cluster(&ctx, "change the Secrets encryption keys", until).await {
+        Ok(lock) => lock,
+        Err(e) => {
+            failed::<()>(
+                diags,
+                "change the Secrets encryption keys of",
+                &name,
+                super::advice::with_advice(&e),
+            );
+            return false;
+        }
+    };
+    let checked = ha_ops::secrets_encryption::check_stage(&ctx, until).await;
+    lock.release().await;
+    match checked {
+        Ok(()) => true,
+        Err(e) => {
+            failed::<()>(
+                diags,
+                "change the Secrets encryption keys of",
+                &name,
+                super::advice::with_advice(&e),
+            );
+            false
         }
     }
 }

@@ -23,21 +23,85 @@ pub(super) async fn check(
         Val::Unknown => return,
         v => v.known().map(String::as_str),
     };
+    let after_reads = match &p.secrets_decryption_keys {
+        Val::Unknown => return,
+        v => v.known().cloned().unwrap_or_default(),
+    };
     let before = prior
         .and_then(|m| m.secrets_encryption_key.known())
         .map(String::as_str);
+    let before_reads = prior
+        .and_then(|m| m.secrets_decryption_keys.known().cloned())
+        .unwrap_or_default();
+    let keys = |writes, reads| ha_domain::secrets_encryption::Keys { writes, reads };
+    let (before_keys, after_keys) = (
+        keys(before, &before_reads[..]),
+        keys(after, &after_reads[..]),
+    );
     if let Err((summary, detail)) =
-        ha_domain::secrets_encryption::change(prior.is_some(), before, after)
+        ha_domain::secrets_encryption::change(prior.is_some(), before_keys, after_keys)
     {
+        let at = if summary.starts_with("secrets_decryption_keys") {
+            AttributePath::attr("secrets_decryption_keys")
+        } else {
+            at
+        };
         diags.push(Diagnostic::error(summary, detail).at(at));
         return;
     }
-    // A new cluster's key is read so a wrong version is heard of at plan; an imported one's must hold the key its
-    // masters encrypt with.
+    let dropped = ha_domain::secrets_encryption::dropped(before_keys, after_keys);
+    if !dropped.is_empty() {
+        diags.push(
+            Diagnostic::warning(
+                format!(
+                    "The API servers will stop reading Secrets encrypted with {}",
+                    dropped.join(", ")
+                ),
+                "Before any replica rolls, the apply looks through etcd and refuses while any Secret is still \
+                 encrypted with such a key, naming how many; rewrite them first with \
+                 `kubectl get secrets --all-namespaces -o json | kubectl replace -f -`. Snapshots taken before \
+                 still need the key to be restored: keep its version as long as them."
+                    .to_string(),
+            )
+            .at(AttributePath::attr("secrets_decryption_keys")),
+        );
+    }
+    // Every version the cluster did not read before is read now, so a wrong one is heard of at plan; an imported
+    // cluster's must hold the key its masters encrypt with.
     let adopted = before.and_then(ha_domain::secrets_encryption::adopted);
-    let Some(reference) = after.filter(|_| prior.is_none() || adopted.is_some()) else {
-        return;
-    };
+    let new_versions = after
+        .into_iter()
+        .map(|w| (w, at.clone()))
+        .chain(
+            after_reads
+                .iter()
+                .map(|r| (r.as_str(), AttributePath::attr("secrets_decryption_keys"))),
+        )
+        .filter(|(v, _)| prior.is_none() || adopted.is_some() || !before_keys_read(before_keys, v));
+    for (reference, at) in new_versions {
+        read_version(
+            settings,
+            reference,
+            adopted.filter(|_| Some(reference) == after),
+            at,
+            diags,
+        )
+        .await;
+    }
+}
+
+fn before_keys_read(before: ha_domain::secrets_encryption::Keys<'_>, version: &str) -> bool {
+    before.writes == Some(version) || before.reads.iter().any(|r| r == version)
+}
+
+/// Reads `reference` as the plan does, and for an imported cluster checks it holds key `adopted`.
+async fn read_version(
+    settings: &Settings,
+    reference: &str,
+    adopted: Option<&str>,
+    at: AttributePath,
+    diags: &mut Diagnostics,
+) {
     let read = tokio::time::timeout(
         ha_ops::plan_check::PATIENCE,
         ha_ops::secrets_encryption::read(settings, reference),
@@ -62,9 +126,9 @@ pub(super) async fn check(
         }
         Err(e) => diags.push(
             Diagnostic::error(
-                format!("Could not read secrets_encryption_key {reference}"),
+                format!("Could not read Secret Manager version {reference}"),
                 format!(
-                    "{e}. The provider reads the key at plan so a wrong version is heard of before anything is \
+                    "{e}. The provider reads each key at plan so a wrong version is heard of before anything is \
                      made; its credentials need `secretmanager.versions.access` on the secret. Run plan again \
                      once Secret Manager answers."
                 ),
@@ -81,6 +145,7 @@ mod tests {
     fn model(key: Option<&str>) -> ClusterModel {
         ClusterModel {
             secrets_encryption_key: key.map_or(Val::Null, |k| Val::Known(k.into())),
+            secrets_decryption_keys: Val::Null,
             ..ClusterModel::default()
         }
     }
@@ -104,8 +169,9 @@ mod tests {
         check(&Settings::default(), Some(before), after, &paths, diags).await;
     }
 
-    /// Turning encryption off needs no read of Secret Manager, so the rule is seen without a network: refused on
-    /// a cluster the plan keeps (whatever else changes in place), allowed on one it replaces for a new name.
+    /// Turning encryption off in one step needs no read of Secret Manager, so the rule is seen without a network:
+    /// refused on a cluster the plan keeps (whatever else changes in place), allowed on one it replaces for a new
+    /// name.
     #[tokio::test]
     async fn a_kept_cluster_keeps_its_key_and_a_replaced_one_starts_afresh() {
         let named = |name: &str, key: Option<&str>| ClusterModel {
@@ -133,7 +199,8 @@ mod tests {
                 diags.has_error(),
                 "turning off on a kept cluster: {diags:?}"
             );
-            assert_eq!(at(&diags), ["secrets_encryption_key"]);
+            // The way out is to keep reading the key while it is turned off: the list is where it goes.
+            assert_eq!(at(&diags), ["secrets_decryption_keys"]);
         }
 
         let mut diags = Diagnostics::new();

@@ -55,6 +55,7 @@ pub struct ClusterModel {
     pub last_backup: Val<String>,
     pub ca_key_store: Val<String>,
     pub secrets_encryption_key: Val<String>,
+    pub secrets_decryption_keys: Val<Vec<String>>,
     pub private_keys: Val<PrivateKeys>,
     pub timeouts: Val<Timeouts>,
 }
@@ -256,6 +257,11 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         backup_kms_key_name: backup_part(&p.backup, |b| &b.kms_key_name),
         keys_secret: carried(|s| &s.keys_secret),
         secrets_encryption_key: p.secrets_encryption_key.clone(),
+        // An empty list is no list: the spec stays as specs stored before the setting, so nothing plans a change.
+        secrets_decryption_keys: match &p.secrets_decryption_keys {
+            Val::Known(keys) if keys.is_empty() => Val::Null,
+            v => v.clone(),
+        },
     }
 }
 

@@ -140,6 +140,9 @@ pub async fn cluster(
         // Nothing on a master names the version its key came from: the key's name stands in until the
         // configuration names it (`domain::secrets_encryption::adopted`). A kube-up master encrypts nothing.
         secrets_encryption_key: a.secrets_key_name.clone().map_or(Val::Null, Val::Known),
+        // Which keys a master only reads is not told apart from keys it no longer needs: none is assumed, and a
+        // configuration that names some rolls the masters to read them.
+        secrets_decryption_keys: Val::Null,
         private_keys: Val::Null,
         timeouts: Val::Null,
     };

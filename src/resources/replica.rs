@@ -233,7 +233,7 @@ fn what_it_observes(schema: Schema) -> Schema {
                  `dns_domain`), `etcd_image` once the cluster's `etcd_version` is not the default, and \
                  `kubernetes_version` once the cluster runs another release than 1.28.15 (what masters ran \
                  before the setting), and `secrets_encryption_key` (the version's name, never the key) when \
-                 the cluster has one. When the cluster changes any of them, the plan shows the change here \
+                 the cluster has one, with `secrets_decryption_keys` during a change of key. When the cluster changes any of them, the plan shows the change here \
                  and the apply rolls this replica in place, one replica of the cluster at a time: a machine \
                  type alone is stop, `setMachineType`, start; anything else rebuilds the VM on its etcd \
                  data disk and internal IP (a larger `data_disk_size_gb` grows the disk first), so etcd \

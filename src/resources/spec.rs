@@ -81,6 +81,9 @@ pub struct ClusterSpec {
     /// Secrets with (`domain::secrets_encryption`); the provider reads the key itself only when it renders a
     /// master, so it is never in state. Null: Secrets are stored plain.
     pub secrets_encryption_key: Val<String>,
+    /// The cluster's `secrets_decryption_keys`: versions whose keys the API servers still read Secrets with, during
+    /// a change of key. Null when there are none, as in every spec stored before the setting.
+    pub secrets_decryption_keys: Val<Vec<String>>,
 }}
 
 impl ClusterSpec {
@@ -175,6 +178,10 @@ impl ClusterSpec {
             secrets_encryption_key: match &s.secrets_encryption_key {
                 Val::Null => None,
                 v => Some(need(v, "secrets_encryption_key")?),
+            },
+            secrets_decryption_keys: match &s.secrets_decryption_keys {
+                Val::Null => Vec::new(),
+                v => need(v, "secrets_decryption_keys")?,
             },
         })
     }

@@ -43,10 +43,16 @@ pub struct MasterSpec {
     /// The Secret Manager version holding the key Secrets are encrypted with (`domain::secrets_encryption`), if
     /// any.
     pub secrets_encryption_key: Option<String>,
+    /// The versions whose keys the API servers still read Secrets with but no longer write with, during a change
+    /// of key (`domain::secrets_encryption::change`).
+    pub secrets_decryption_keys: Vec<String>,
 }
 
 /// The build setting naming the encryption key's version.
 pub const SECRETS_ENCRYPTION_KEY: &str = "secrets_encryption_key";
+
+/// The build setting naming the versions only read, comma-separated.
+pub const SECRETS_DECRYPTION_KEYS: &str = "secrets_decryption_keys";
 
 /// As kops does for etcd volumes on GCE: etcd is sensitive to disk latency.
 pub const DEFAULT_DATA_DISK_TYPE: &str = "pd-ssd";
@@ -75,6 +81,7 @@ impl MasterSpec {
             service_account,
             service_account_scopes,
             secrets_encryption_key,
+            secrets_decryption_keys,
             // Not part of a build, and why:
             // - a disk keeps the type it was made with; the setting applies to replicas created later;
             data_disk_type: _,
@@ -121,6 +128,13 @@ impl MasterSpec {
         if let Some(key) = secrets_encryption_key {
             settings.insert(SECRETS_ENCRYPTION_KEY.into(), key.clone());
         }
+        // The keys only read likewise: each stage of a change of key rolls every master.
+        if !secrets_decryption_keys.is_empty() {
+            settings.insert(
+                SECRETS_DECRYPTION_KEYS.into(),
+                secrets_decryption_keys.join(","),
+            );
+        }
         Build {
             machine_type: machine_type.clone(),
             data_disk_gb: Some(*data_disk_size_gb),
@@ -154,6 +168,7 @@ mod tests {
             service_account: "default".into(),
             service_account_scopes: vec!["https://www.googleapis.com/auth/compute".into()],
             secrets_encryption_key: None,
+            secrets_decryption_keys: Vec::new(),
         }
     }
 
@@ -180,7 +195,7 @@ mod tests {
     #[test]
     fn every_other_setting_changes_the_build() {
         let base = spec().build();
-        let changes: [fn(&mut MasterSpec); 15] = [
+        let changes: [fn(&mut MasterSpec); 16] = [
             |s| s.machine_type = "e2-standard-4".into(),
             |s| s.image = "cos-2".into(),
             |s| s.boot_disk_size_gb = 30,
@@ -199,6 +214,7 @@ mod tests {
                     vec!["https://www.googleapis.com/auth/cloud-platform".into()]
             },
             |s| s.secrets_encryption_key = Some("projects/p/secrets/k/versions/1".into()),
+            |s| s.secrets_decryption_keys = vec!["projects/p/secrets/k/versions/2".into()],
         ];
         for (i, change) in changes.into_iter().enumerate() {
             let mut s = spec();

@@ -45,9 +45,10 @@ pub struct SnapshotInfo {
     /// Unix seconds.
     pub taken_at: Option<i64>,
     pub sha256: Option<String>,
-    /// The name of the key its Secrets are encrypted with (`ha-secrets-key`, ha-master's `SecretsKey::name`);
-    /// none when the cluster that took it stored them plain, or for a snapshot taken by hand.
-    pub secrets_key: Option<String>,
+    /// The names of the keys its Secrets may be encrypted with (`ha-secrets-key`, ha-master's `SecretsKey::name`,
+    /// comma-separated: every key the cluster's API servers read when it was taken, the written one first); empty
+    /// when the cluster that took it stored them plain, or for a snapshot taken by hand.
+    pub secrets_keys: Vec<String>,
 }
 
 impl SnapshotInfo {
@@ -61,32 +62,53 @@ impl SnapshotInfo {
             etcd_version: get("ha-etcd-version"),
             taken_at: get("ha-taken-at").and_then(|t| t.parse().ok()),
             sha256: get("ha-sha256"),
-            secrets_key: get(SECRETS_KEY_METADATA),
+            secrets_keys: get(SECRETS_KEY_METADATA)
+                .map(|names| {
+                    names
+                        .split(',')
+                        .filter(|n| !n.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 }
 
-/// The object metadata naming the key a snapshot's Secrets are encrypted with.
+/// The object metadata naming the keys a snapshot's Secrets may be encrypted with, comma-separated (a snapshot
+/// taken before a change of key was possible names one).
 pub const SECRETS_KEY_METADATA: &str = "ha-secrets-key";
 
-/// Whether a cluster whose API servers hold key `ours` (its name; none when they store Secrets plain) can read the
-/// Secrets in `snapshot`: a snapshot taken plain restores anywhere (the `identity` provider reads it), one taken
-/// under a key only where that key is held. Refused at plan otherwise, as the restored API servers could not
-/// read a single Secret.
-pub fn check_secrets_key(snapshot: &SnapshotInfo, ours: Option<&str>) -> Result<(), Refusal> {
-    match &snapshot.secrets_key {
-        Some(theirs) if Some(theirs.as_str()) != ours => Err((
-            "The snapshot's Secrets are encrypted with a key this cluster does not hold".into(),
-            format!(
-                "{} was taken by a cluster whose Secrets were encrypted with key {theirs}, and this cluster's API                  servers {}: restored, they could not read a single Secret. Set `secrets_encryption_key` to the                  Secret Manager version that holds key {theirs} (the one the cluster that took it named), or point                  `restore.snapshot` at another snapshot.",
-                snapshot.url,
-                ours.map_or("store Secrets plain".to_string(), |k| format!(
-                    "hold key {k}"
-                ))
-            ),
-        )),
-        _ => Ok(()),
+/// Whether a cluster whose API servers read keys `ours` (their names; none when they store Secrets plain) can
+/// read the Secrets in `snapshot`: a snapshot taken plain restores anywhere (the `identity` provider reads it),
+/// one taken under keys only where every one of them is held (a snapshot taken during a change of key may hold
+/// Secrets under each). Refused at plan otherwise, as the restored API servers could not read them.
+pub fn check_secrets_key(snapshot: &SnapshotInfo, ours: &[String]) -> Result<(), Refusal> {
+    let missing: Vec<&String> = snapshot
+        .secrets_keys
+        .iter()
+        .filter(|k| !ours.contains(k))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
     }
+    Err((
+        "The snapshot's Secrets are encrypted with a key this cluster does not hold".into(),
+        format!(
+            "{} was taken by a cluster whose Secrets were encrypted with key {}, and this cluster's API servers \
+             {}: restored, they could not read those Secrets. Set `secrets_encryption_key` (or, for a key that \
+             only has to be read, `secrets_decryption_keys`) to the Secret Manager version that holds key {} (the \
+             one the cluster that took it named), or point `restore.snapshot` at another snapshot.",
+            snapshot.url,
+            names(snapshot.secrets_keys.iter()),
+            if ours.is_empty() {
+                "store Secrets plain".to_string()
+            } else {
+                format!("hold {}", names(ours.iter()))
+            },
+            names(missing),
+        ),
+    ))
 }
 
 /// Splits `gs://bucket/object`, or says what is wrong with it.
@@ -459,7 +481,7 @@ mod tests {
             etcd_version: version.map(str::to_string),
             taken_at: Some(1_795_000_000),
             sha256: None,
-            secrets_key: None,
+            secrets_keys: Vec::new(),
         }
     }
 
@@ -576,7 +598,7 @@ mod tests {
             etcd_version: None,
             taken_at: None,
             sha256: sha256.map(String::from),
-            secrets_key: None,
+            secrets_keys: Vec::new(),
         };
         let real = "0123456789abcdef".repeat(4);
         assert_eq!(check_digest(&snap(None)), Ok(()));
@@ -597,21 +619,25 @@ mod tests {
         }
     }
 
-    /// A plain snapshot restores anywhere; one taken under a key only where that key is held.
+    /// A plain snapshot restores anywhere; one taken under keys only where every one of them is held.
     #[test]
     fn a_snapshot_taken_under_a_key_restores_only_where_the_key_is_held() {
-        let snap = |key: Option<&str>| SnapshotInfo {
-            secrets_key: key.map(String::from),
+        let snap = |keys: &[&str]| SnapshotInfo {
+            secrets_keys: keys.iter().map(|k| k.to_string()).collect(),
             ..snapshot(None)
         };
+        let held = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect::<Vec<_>>();
         for (taken, ours, ok) in [
-            (None, None, true),
-            (None, Some("ha-a"), true),
-            (Some("ha-a"), Some("ha-a"), true),
-            (Some("ha-a"), None, false),
-            (Some("ha-a"), Some("ha-b"), false),
+            (&[][..], &[][..], true),
+            (&[], &["ha-a"], true),
+            (&["ha-a"], &["ha-a"], true),
+            (&["ha-a"], &["ha-b", "ha-a"], true),
+            (&["ha-b", "ha-a"], &["ha-a", "ha-b"], true),
+            (&["ha-a"], &[], false),
+            (&["ha-a"], &["ha-b"], false),
+            (&["ha-b", "ha-a"], &["ha-b"], false),
         ] {
-            let got = check_secrets_key(&snap(taken), ours);
+            let got = check_secrets_key(&snap(taken), &held(ours));
             assert_eq!(got.is_ok(), ok, "{taken:?} into {ours:?}: {got:?}");
             if let Err((_, detail)) = got {
                 assert!(
@@ -620,9 +646,12 @@ mod tests {
                 );
             }
         }
-        let metadata = BTreeMap::from([(SECRETS_KEY_METADATA.to_string(), "ha-a".to_string())]);
-        let read = SnapshotInfo::from_metadata("gs://b/s.db".into(), 1, &metadata);
-        assert_eq!(read.secrets_key.as_deref(), Some("ha-a"));
+        for (written, read) in [("ha-a", vec!["ha-a"]), ("ha-b,ha-a", vec!["ha-b", "ha-a"])] {
+            let metadata =
+                BTreeMap::from([(SECRETS_KEY_METADATA.to_string(), written.to_string())]);
+            let got = SnapshotInfo::from_metadata("gs://b/s.db".into(), 1, &metadata);
+            assert_eq!(got.secrets_keys, read);
+        }
     }
 
     #[test]
@@ -634,7 +663,7 @@ mod tests {
             etcd_version: None,
             taken_at: None,
             sha256: None,
-            secrets_key: None,
+            secrets_keys: Vec::new(),
         };
         const GIB: u64 = 1 << 30;
         // (snapshot, data GB, boot GB, refused with)

@@ -543,6 +543,7 @@ mod tests {
             service_account: account.into(),
             service_account_scopes: scopes.to_vec(),
             secrets_encryption_key: None,
+            secrets_decryption_keys: Vec::new(),
         }
         .build()
     }

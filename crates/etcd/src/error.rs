@@ -27,6 +27,13 @@ pub enum EtcdError {
     #[error("listing etcd alarms failed")]
     Alarms(#[source] CallError),
 
+    #[error("reading etcd's keys under {prefix} failed")]
+    Scan {
+        prefix: String,
+        #[source]
+        source: CallError,
+    },
+
     #[error("adding etcd learner {peer_url} failed")]
     AddLearner {
         peer_url: String,

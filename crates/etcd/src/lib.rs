@@ -22,6 +22,7 @@ mod members;
 mod preflight;
 mod snapshot;
 mod status;
+mod values;
 mod version;
 
 #[cfg(test)]

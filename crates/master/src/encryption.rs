@@ -1,11 +1,13 @@
 //! Secrets encrypted at rest (docs/master-config.md §12): kube-apiserver's `--encryption-provider-config`, an
 //! `apiserver.config.k8s.io/v1` `EncryptionConfiguration` that encrypts `secrets` with `secretbox` (XSalsa20 and
-//! Poly1305) under the cluster's key and still reads what was written plain.
+//! Poly1305) under the cluster's key and still reads what was written plain, or under the older keys of a change
+//! of key in progress ([`SecretsEncryption`]).
 //!
 //! Why these providers, in this order: Kubernetes' encryption-at-rest page rates `aescbc` weak (padding oracle)
 //! and asks `aesgcm` keys to be rotated every 200,000 writes, which nothing here could promise; `secretbox` has
-//! neither caveat. `identity` comes last so what was written before the key existed, or restored from a snapshot
-//! taken plain, stays readable; the first provider is the one every write uses.
+//! neither caveat. The first provider, and within `secretbox` its first key, is the one every write uses; every
+//! other key, and `identity`, only read. `identity` is always there, so what was written before a key existed, or
+//! restored from a snapshot taken plain, stays readable.
 //!
 //! The file holds the key, so it is a 0600 key file: it travels in the replica's key bundle (its Secret Manager
 //! secret), never in `user-data`, and only the API server mounts it.
@@ -73,29 +75,71 @@ impl SecretsKey {
         let digest = super::keys::sha256_hex(&self.key);
         format!("ha-{}", &digest[..16])
     }
+}
 
-    /// The `EncryptionConfiguration` the API server reads.
+/// What one master's API server does with Secrets: encrypt every write with `writes` (none: write them plain), and
+/// read what any of `reads` or `writes` encrypted, or what was written plain. A change of the cluster's key is a
+/// sequence of these, one roll each (`domain::secrets_encryption::change` says which steps are safe).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretsEncryption {
+    pub writes: Option<SecretsKey>,
+    /// Keys still read, not written with, in the cluster's order.
+    pub reads: Vec<SecretsKey>,
+}
+
+impl From<SecretsKey> for SecretsEncryption {
+    fn from(key: SecretsKey) -> Self {
+        SecretsEncryption {
+            writes: Some(key),
+            reads: Vec::new(),
+        }
+    }
+}
+
+impl SecretsEncryption {
+    /// Every key's name the API server can decrypt with, the one it writes with first.
+    pub fn names(&self) -> Vec<String> {
+        self.writes
+            .iter()
+            .chain(&self.reads)
+            .map(SecretsKey::name)
+            .collect()
+    }
+
+    /// The `EncryptionConfiguration` the API server reads: `secretbox` with the written key first then the read
+    /// ones, then `identity`; without a written key, `identity` first (every write plain) and `secretbox` after
+    /// it, to read. A key named twice is listed once (Kubernetes refuses two keys of one name).
     pub fn config_yaml(&self) -> String {
+        let mut keys: Vec<Key> = Vec::new();
+        for key in self.writes.iter().chain(&self.reads) {
+            if !keys.iter().any(|k| k.name == key.name()) {
+                keys.push(Key {
+                    name: key.name(),
+                    secret: STANDARD.encode(key.key),
+                });
+            }
+        }
+        let secretbox = Provider {
+            secretbox: Some(Keys { keys }),
+            identity: None,
+        };
+        let identity = Provider {
+            secretbox: None,
+            identity: Some(Identity {}),
+        };
+        let providers = match (&self.writes, self.reads.is_empty()) {
+            (Some(_), _) => vec![secretbox, identity],
+            (None, false) => vec![identity, secretbox],
+            // Nothing to read with: upstream refuses an empty `secretbox`, and identity alone is what no
+            // configuration does.
+            (None, true) => vec![identity],
+        };
         let config = EncryptionConfiguration {
             api_version: "apiserver.config.k8s.io/v1".into(),
             kind: "EncryptionConfiguration".into(),
             resources: vec![ResourceConfiguration {
                 resources: vec!["secrets".into()],
-                providers: vec![
-                    Provider {
-                        secretbox: Some(Keys {
-                            keys: vec![Key {
-                                name: self.name(),
-                                secret: STANDARD.encode(self.key),
-                            }],
-                        }),
-                        identity: None,
-                    },
-                    Provider {
-                        secretbox: None,
-                        identity: Some(Identity {}),
-                    },
-                ],
+                providers,
             }],
         };
         serde_norway::to_string(&config).expect("plain structs always serialize")
@@ -187,7 +231,8 @@ mod tests {
     #[test]
     fn the_configuration_encrypts_secrets_with_secretbox_then_reads_plain() {
         let key = SecretsKey::from_payload(&RAW).unwrap();
-        let read: EncryptionConfiguration = serde_norway::from_str(&key.config_yaml()).unwrap();
+        let read: EncryptionConfiguration =
+            serde_norway::from_str(&SecretsEncryption::from(key.clone()).config_yaml()).unwrap();
         assert_eq!(read.api_version, "apiserver.config.k8s.io/v1");
         assert_eq!(read.kind, "EncryptionConfiguration");
         let [only] = read.resources.as_slice() else {
@@ -203,5 +248,73 @@ mod tests {
         assert_eq!(keys[0].name, key.name());
         assert_eq!(STANDARD.decode(&keys[0].secret).unwrap(), RAW);
         assert!(last.identity.is_some() && last.secretbox.is_none());
+    }
+
+    /// A change of key in progress: the written key first and the read ones after it within `secretbox`, then
+    /// `identity`; with no written key, `identity` first so every write is plain, `secretbox` after it to read.
+    #[test]
+    fn a_change_of_key_writes_with_the_first_and_reads_with_every_key() {
+        let a = SecretsKey::from_payload(&RAW).unwrap();
+        let mut other = RAW;
+        other[0] ^= 1;
+        let b = SecretsKey::from_payload(&other).unwrap();
+        let providers = |e: &SecretsEncryption| {
+            let read: EncryptionConfiguration = serde_norway::from_str(&e.config_yaml()).unwrap();
+            read.resources
+                .into_iter()
+                .flat_map(|r| r.providers)
+                .map(|p| match (p.secretbox, p.identity) {
+                    (Some(k), None) => k
+                        .keys
+                        .into_iter()
+                        .map(|k| k.name)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    (None, Some(_)) => "identity".to_string(),
+                    other => panic!("one field per provider: {other:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        let (an, bn) = (a.name(), b.name());
+        for (e, want) in [
+            (
+                SecretsEncryption {
+                    writes: Some(b.clone()),
+                    reads: vec![a.clone()],
+                },
+                vec![format!("{bn},{an}"), "identity".into()],
+            ),
+            (
+                SecretsEncryption {
+                    writes: None,
+                    reads: vec![a.clone(), b.clone()],
+                },
+                vec!["identity".into(), format!("{an},{bn}")],
+            ),
+            (
+                SecretsEncryption {
+                    writes: Some(a.clone()),
+                    reads: vec![a.clone()],
+                },
+                vec![an.clone(), "identity".into()],
+            ),
+            (
+                SecretsEncryption {
+                    writes: None,
+                    reads: vec![],
+                },
+                vec!["identity".into()],
+            ),
+        ] {
+            assert_eq!(providers(&e), want, "{e:?}");
+            assert_eq!(
+                e.names(),
+                e.writes
+                    .iter()
+                    .chain(&e.reads)
+                    .map(SecretsKey::name)
+                    .collect::<Vec<_>>()
+            );
+        }
     }
 }

@@ -196,10 +196,10 @@ fn tls_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
         &cfg.service_account_key_pem,
         KEY_MODE,
     ));
-    if let Some(key) = &cfg.secrets_encryption {
+    if let Some(keys) = &cfg.secrets_encryption {
         out.push(file(
             super::encryption::CONFIG_PATH,
-            key.config_yaml(),
+            keys.config_yaml(),
             KEY_MODE,
         ));
     }

@@ -158,7 +158,9 @@ fn cloud_init_accepts_the_user_data_that_fetches_its_keys() {
 fn encrypting() -> MasterConfig {
     MasterConfig {
         secrets_encryption: Some(
-            crate::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef").unwrap(),
+            crate::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef")
+                .unwrap()
+                .into(),
         ),
         ..in_secret_manager()
     }
@@ -231,7 +233,7 @@ fn the_encryption_key_travels_in_the_bundle_and_only_the_api_server_reads_it() {
 #[test]
 fn import_reads_the_key_name_from_a_masters_bundle() {
     let cfg = encrypting();
-    let name = cfg.secrets_encryption.as_ref().unwrap().name();
+    let name = cfg.secrets_encryption.as_ref().unwrap().names()[0].clone();
     let mut files = crate::read::read_user_data(&render_user_data(&cfg)).unwrap();
     assert_eq!(
         files.secrets_key_name(),
@@ -242,4 +244,30 @@ fn import_reads_the_key_name_from_a_masters_bundle() {
     assert_eq!(files.secrets_key_name(), Some(name));
     let plain = crate::read::read_user_data(&render_user_data(base())).unwrap();
     assert_eq!(plain.secrets_key_name(), None);
+}
+
+/// While a key is turned on (read, not yet written with), a master writes Secrets plain: it names no key it
+/// encrypts with, and names the key it reads; with a change of key under way it names both, the written first.
+#[test]
+fn a_master_in_a_change_of_key_names_what_it_writes_with_and_what_it_reads() {
+    let a = crate::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef").unwrap();
+    let b = crate::SecretsKey::from_payload(b"fedcba9876543210fedcba9876543210").unwrap();
+    for (writes, reads, named, names) in [
+        (None, vec![a.clone()], None, vec![a.name()]),
+        (
+            Some(b.clone()),
+            vec![a.clone()],
+            Some(b.name()),
+            vec![b.name(), a.name()],
+        ),
+    ] {
+        let cfg = MasterConfig {
+            secrets_encryption: Some(crate::SecretsEncryption { writes, reads }),
+            ..encrypting()
+        };
+        let mut files = crate::read::read_user_data(&render_user_data(&cfg)).unwrap();
+        files.add_keys(&key_bundle(&cfg).unwrap().tar).unwrap();
+        assert_eq!(files.secrets_key_name(), named);
+        assert_eq!(files.secrets_key_names(), names);
+    }
 }

@@ -30,7 +30,7 @@ mod runtime_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod tests;
 
-pub use encryption::SecretsKey;
+pub use encryption::{SecretsEncryption, SecretsKey};
 pub use k8s::{CloudConfig, Kubeconfig, KubeletConfiguration, Pod, WriteFile};
 pub use keys::KeyBundle;
 
@@ -224,9 +224,9 @@ pub struct MasterConfig {
     pub restore: Option<SnapshotRestore>,
     /// Where the private keys travel: in `user-data`, or in the replica's secret.
     pub keys: KeyDelivery,
-    /// The key the API server encrypts Secrets in etcd with (the cluster's `secrets_encryption_key`), when it has
-    /// one; see [`encryption`].
-    pub secrets_encryption: Option<SecretsKey>,
+    /// The keys the API server encrypts Secrets in etcd with and still reads (the cluster's
+    /// `secrets_encryption_key` and `secrets_decryption_keys`), when it has any; see [`encryption`].
+    pub secrets_encryption: Option<SecretsEncryption>,
 }
 
 /// Where a restoring master fetches its snapshot, with the VM's own service account (`gcloud storage cp`).

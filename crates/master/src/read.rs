@@ -142,16 +142,36 @@ impl MasterFiles {
     }
 
     /// The name of the key the API server encrypts Secrets with (`SecretsKey::name`, `ha-<16 hex>`): the first
-    /// `secretbox` key of its `EncryptionConfiguration`. None for a master that stores them plain.
+    /// key of its `EncryptionConfiguration` when `secretbox` is its first provider. None for a master that writes
+    /// them plain (with no configuration, or `identity` first while a key is being turned on or off).
     pub fn secrets_key_name(&self) -> Option<String> {
-        let cfg: crate::encryption::EncryptionConfiguration =
-            serde_norway::from_str(self.get(crate::encryption::CONFIG_PATH)?).ok()?;
+        let cfg = self.encryption()?;
+        let first = cfg.resources.first()?.providers.first()?;
+        first
+            .secretbox
+            .as_ref()?
+            .keys
+            .first()
+            .map(|k| k.name.clone())
+    }
+
+    /// Every key's name the API server can read Secrets with, the written one first; empty for a master with
+    /// no configuration.
+    pub fn secrets_key_names(&self) -> Vec<String> {
+        let Some(cfg) = self.encryption() else {
+            return Vec::new();
+        };
         cfg.resources
             .iter()
             .flat_map(|r| &r.providers)
-            .find_map(|p| p.secretbox.as_ref())
-            .and_then(|k| k.keys.first())
+            .filter_map(|p| p.secretbox.as_ref())
+            .flat_map(|k| &k.keys)
             .map(|k| k.name.clone())
+            .collect()
+    }
+
+    fn encryption(&self) -> Option<crate::encryption::EncryptionConfiguration> {
+        serde_norway::from_str(self.get(crate::encryption::CONFIG_PATH)?).ok()
     }
 
     /// The kubelet's `clusterDomain` (the cluster's DNS domain).

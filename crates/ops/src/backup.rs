@@ -157,12 +157,18 @@ async fn snapshot_and_upload(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     // Which key its Secrets need (`domain::restore::check_secrets_key`); a plain snapshot names none.
-    .chain(secrets_key.map(|key| {
-        (
-            ha_domain::restore::SECRETS_KEY_METADATA.to_string(),
-            key.name(),
-        )
-    }))
+    // Every key the masters read, the written one first: during a change of key, Secrets may be under any.
+    .chain(
+        secrets_key
+            .map(|keys| keys.names())
+            .filter(|n| !n.is_empty())
+            .map(|names| {
+                (
+                    ha_domain::restore::SECRETS_KEY_METADATA.to_string(),
+                    names.join(","),
+                )
+            }),
+    )
     .collect();
 
     let bucket = Bucket::connect(&ctx.settings, &policy.bucket).await?;

@@ -44,7 +44,7 @@ pub fn master_config(
     who: &Identity<'_>,
     initial_cluster: Vec<(String, Ipv4Addr)>,
     initial_state: InitialState,
-    secrets_encryption: Option<master::SecretsKey>,
+    secrets_encryption: Option<master::SecretsEncryption>,
 ) -> MasterConfig {
     let spec = &ctx.spec;
     MasterConfig {

@@ -50,16 +50,26 @@ fn provider_etcd_client_mint(cas: &pki::ClusterCas) -> ha_etcd::Mint {
 }
 
 impl ClusterCtx {
-    /// The key the masters encrypt Secrets with, from the version `spec.master.secrets_encryption_key` names;
-    /// none without one. Read only where a master is rendered or a snapshot labelled, never for a refresh or a
-    /// delete: a version disabled later must not stop the cluster from being read or taken down.
-    pub async fn secrets_key(&self) -> Result<Option<ha_master::SecretsKey>> {
-        match &self.spec.master.secrets_encryption_key {
-            Some(reference) => Ok(Some(
-                super::secrets_encryption::read(&self.settings, reference).await?,
-            )),
-            None => Ok(None),
+    /// The keys the masters encrypt Secrets with and still read, from the versions
+    /// `spec.master.secrets_encryption_key` and `secrets_decryption_keys` name; none without any. Read only where
+    /// a master is rendered, a snapshot labelled or a key's end checked, never for a refresh or a delete: a version
+    /// disabled later must not stop the cluster from being read or taken down.
+    pub async fn secrets_key(&self) -> Result<Option<ha_master::SecretsEncryption>> {
+        let master = &self.spec.master;
+        if master.secrets_encryption_key.is_none() && master.secrets_decryption_keys.is_empty() {
+            return Ok(None);
         }
+        let writes = match &master.secrets_encryption_key {
+            Some(reference) => {
+                Some(super::secrets_encryption::read(&self.settings, reference).await?)
+            }
+            None => None,
+        };
+        let mut reads = Vec::new();
+        for reference in &master.secrets_decryption_keys {
+            reads.push(super::secrets_encryption::read(&self.settings, reference).await?);
+        }
+        Ok(Some(ha_master::SecretsEncryption { writes, reads }))
     }
 
     pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {

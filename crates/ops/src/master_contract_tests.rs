@@ -506,7 +506,9 @@ fn print_refusals() {
 fn encrypting(version: &str, etcd: &str) -> MasterConfig {
     MasterConfig {
         secrets_encryption: Some(
-            ha_master::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef").unwrap(),
+            ha_master::SecretsKey::from_payload(b"0123456789abcdef0123456789abcdef")
+                .unwrap()
+                .into(),
         ),
         ..master(version, etcd)
     }

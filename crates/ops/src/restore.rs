@@ -115,15 +115,19 @@ pub async fn plan_new(
     restore::room(&found, spec.data_disk_size_gb, spec.boot_disk_size_gb)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     restore::check_digest(&found).map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
-    let key = match spec.secrets_encryption_key {
-        Some(reference) => Some(
+    let mut ours = Vec::new();
+    for reference in spec
+        .secrets_encryption_key
+        .into_iter()
+        .chain(spec.secrets_decryption_keys.iter().map(String::as_str))
+    {
+        ours.push(
             super::secrets_encryption::read(settings, reference)
                 .await?
                 .name(),
-        ),
-        None => None,
-    };
-    restore::check_secrets_key(&found, key.as_deref())
+        );
+    }
+    restore::check_secrets_key(&found, &ours)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
     Ok(found)
 }
@@ -137,6 +141,8 @@ pub struct NewCluster<'a> {
     pub boot_disk_size_gb: i64,
     /// Its `secrets_encryption_key`, when it has one.
     pub secrets_encryption_key: Option<&'a str>,
+    /// Its `secrets_decryption_keys`.
+    pub secrets_decryption_keys: &'a [String],
 }
 
 /// The newest snapshot of the cluster in its backup location (`gs://…`), `None` without a `backup` block or
@@ -211,8 +217,12 @@ pub async fn plan(
 
 /// [`restore::check_secrets_key`] with the key this cluster's masters are given.
 async fn check_secrets_key(ctx: &ClusterCtx, snapshot: &SnapshotInfo) -> Result<()> {
-    let ours = ctx.secrets_key().await?.map(|key| key.name());
-    restore::check_secrets_key(snapshot, ours.as_deref())
+    let ours = ctx
+        .secrets_key()
+        .await?
+        .map(|keys| keys.names())
+        .unwrap_or_default();
+    restore::check_secrets_key(snapshot, &ours)
         .map_err(|(summary, detail)| OpError::Refused(summary, detail))
 }
 
