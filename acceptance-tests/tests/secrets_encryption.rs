@@ -238,9 +238,8 @@ fn a_cluster_made_with_a_key_encrypts_secrets_and_keeps_the_key_out_of_metadata_
     });
 }
 
-/// The walk-through's cluster with its Secrets encryption keys as given (no backup: this scenario is about the
-/// stages, and a snapshot before each roll would only slow it).
-fn staged(sim: &Sim, writes: Option<&str>, reads: &[&str]) -> String {
+/// The walk-through's cluster with its Secrets encryption keys as given, backed up to [`BUCKET`] under `rekey/`.
+fn staged(sim: &Sim, gcs: &FakeGcs, writes: Option<&str>, reads: &[&str]) -> String {
     let mut block = String::new();
     if let Some(w) = writes {
         block += &format!("  secrets_encryption_key    = \"{w}\"\n");
@@ -249,13 +248,8 @@ fn staged(sim: &Sim, writes: Option<&str>, reads: &[&str]) -> String {
         let list: Vec<String> = reads.iter().map(|r| format!("\"{r}\"")).collect();
         block += &format!("  secrets_decryption_keys   = [{}]\n", list.join(", "));
     }
-    acceptance_tests::walk::edit_config(
-        walk_config(sim),
-        &[(
-            "  kubernetes_version        = var.kubernetes_version\n",
-            &format!("  kubernetes_version        = var.kubernetes_version\n{block}"),
-        )],
-    )
+    block += &format!("  backup {{\n    bucket = \"{BUCKET}\"\n    prefix = \"rekey\"\n  }}\n");
+    with_storage(walk_config(sim), gcs, &block)
 }
 
 /// The keys each master's API server is given, from the configuration file on the VM: `secretbox`'s key names
@@ -292,12 +286,15 @@ fn configured(sim: &Sim, vm: &str) -> String {
 /// - stage 1 (the new key read) applied to the cluster alone (`-target`), so its masters never rolled: stage 2's
 ///   plan passes on state, and its apply is refused by the masters as they run, naming one, with nothing changed;
 /// - stages 1 and 2 then roll every master, whose configuration lists the keys in each stage's order;
+/// - the snapshot taken before stage 2's rolls names both keys, the written one first;
 /// - stage 4 (the old key dropped) is refused while etcd holds a Secret under the old key, then goes once it is
 ///   rewritten; every etcd key written before is still there.
 #[test]
 fn a_running_cluster_changes_its_key_in_stages() {
     for_each_client(|client| {
         let sim = Sim::start(&format!("rekey-{client}"));
+        let gcs = FakeGcs::start(&format!("rekey-{client}"));
+        gcs.create_bucket(BUCKET);
         let dir = tempfile::tempdir().unwrap();
         for (secret, bytes) in [
             ("old-key", KEY),
@@ -319,7 +316,7 @@ fn a_running_cluster_changes_its_key_in_stages() {
             "projects/walk/secrets/new-key/versions/1",
         );
         let ws = Workspace::new(client, "rekey").with_timeout(Duration::from_secs(300));
-        ws.write_main_tf(&staged(&sim, Some(k1), &[]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k1), &[]));
         ws.init();
         set_vars(&ws, &[B, C], &[]);
         ws.apply();
@@ -333,14 +330,14 @@ fn a_running_cluster_changes_its_key_in_stages() {
         );
 
         // Written straight away: refused at plan.
-        ws.write_main_tf(&staged(&sim, Some(k2), &[k1]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k2), &[k1]));
         ws.run(&["plan", "-input=false", "-no-color"])
             .assert_failure()
             .assert_contains("before every API server reads it")
             .assert_contains("secrets_decryption_keys");
 
         // Stage 1 on the cluster alone: the masters never rolled, so stage 2 is refused by them at apply.
-        ws.write_main_tf(&staged(&sim, Some(k1), &[k2]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k1), &[k2]));
         ws.run(&[
             "apply",
             "-input=false",
@@ -349,7 +346,7 @@ fn a_running_cluster_changes_its_key_in_stages() {
             "-target=ha_master_cluster.c",
         ])
         .assert_success();
-        ws.write_main_tf(&staged(&sim, Some(k2), &[k1]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k2), &[k1]));
         ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
             .assert_failure()
             .assert_contains("does not read key")
@@ -363,7 +360,7 @@ fn a_running_cluster_changes_its_key_in_stages() {
         }
 
         // Stage 1 applied whole, then stage 2: every master rolls, and reads both keys, the written one first.
-        ws.write_main_tf(&staged(&sim, Some(k1), &[k2]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k1), &[k2]));
         ws.apply();
         let both = configured(&sim, &vms[B]);
         let new = both.split([',', ';']).nth(1).unwrap().to_string();
@@ -375,7 +372,7 @@ fn a_running_cluster_changes_its_key_in_stages() {
                 "[{client}] {vm}"
             );
         }
-        ws.write_main_tf(&staged(&sim, Some(k2), &[k1]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k2), &[k1]));
         ws.apply();
         for vm in vms.values() {
             assert_eq!(
@@ -384,6 +381,18 @@ fn a_running_cluster_changes_its_key_in_stages() {
                 "[{client}] {vm}"
             );
         }
+        // The snapshot before stage 2's rolls may hold Secrets under either key, and says so.
+        let newest = gcs
+            .list(BUCKET, "rekey/")
+            .into_iter()
+            .max_by_key(|o| o.name.clone())
+            .unwrap_or_else(|| panic!("[{client}] no snapshot before the rolls"));
+        assert_eq!(
+            newest.metadata.get("ha-secrets-key").map(String::as_str),
+            Some(format!("{new},{old}").as_str()),
+            "[{client}] {}",
+            newest.name
+        );
 
         // A Secret still under the old key (as the API server writes one) stops stage 4 until it is rewritten.
         let leftover = "/registry/secrets/default/leftover";
@@ -396,7 +405,7 @@ fn a_running_cluster_changes_its_key_in_stages() {
                 &format!("k8s:enc:secretbox:v1:{old}:sealed"),
             ],
         );
-        ws.write_main_tf(&staged(&sim, Some(k2), &[]));
+        ws.write_main_tf(&staged(&sim, &gcs, Some(k2), &[]));
         ws.run(&["plan", "-input=false", "-no-color"])
             .assert_success()
             .assert_contains("will stop reading Secrets encrypted with");

@@ -58,6 +58,15 @@ impl Client {
         .await
     }
 
+    /// `get` with a query string, each value encoded (a VM reference may be a link with `/` and `:`).
+    pub async fn get_with(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
+        let mut url = reqwest::Url::parse(&format!("{}_sim/{path}", self.endpoint))
+            .map_err(|e| format!("GET /_sim/{path}: {e}"))?;
+        url.query_pairs_mut().extend_pairs(query);
+        self.send(self.http.get(url), &format!("GET /_sim/{path}"))
+            .await
+    }
+
     pub async fn post(&self, path: &str, body: Option<Value>) -> Result<Value, String> {
         let mut rb = self.http.post(format!("{}_sim/{path}", self.endpoint));
         if let Some(b) = body {

@@ -196,7 +196,7 @@ pub async fn requests(c: &Client, reset: bool, json: bool) -> Result<(), String>
 /// there (a running sim writes the file behind its changes, `persist.rs`, so the file alone can lag a moment).
 async fn current_instance(target: &Target, dir: &Path, vm: &str) -> Result<Instance, String> {
     if let Ok(c) = Client::find(target)
-        && let Ok(v) = c.get(&format!("instance?name={vm}")).await
+        && let Ok(v) = c.get_with("instance", &[("name", vm)]).await
     {
         return serde_json::from_value(v).map_err(|e| format!("parsing the sim's {vm}: {e}"));
     }
