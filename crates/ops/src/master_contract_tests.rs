@@ -516,14 +516,33 @@ fn encrypting(version: &str, etcd: &str) -> MasterConfig {
 
 #[test]
 fn every_release_accepts_the_encryption_configuration_and_only_the_api_server_reads_it() {
+    let key = |b: u8| ha_master::SecretsKey::from_payload(&[b; 32]).unwrap();
+    // Every shape a change of key renders (docs/guides/secrets.md): one key; a key read while another is written;
+    // keys read while nothing is written with one (`identity` first).
+    let stages = [
+        None,
+        Some(ha_master::SecretsEncryption {
+            writes: Some(key(1)),
+            reads: vec![key(2)],
+        }),
+        Some(ha_master::SecretsEncryption {
+            writes: None,
+            reads: vec![key(1), key(2)],
+        }),
+    ];
     for version in kubernetes_version::pinned_versions() {
-        let cfg = encrypting(&version, "3.5.24");
-        let md = metadata(&cfg);
-        if let Err(refusal) = judge(&md) {
-            panic!("Kubernetes {version}: {refusal}");
+        for stage in &stages {
+            let mut cfg = encrypting(&version, "3.5.24");
+            if let Some(stage) = stage {
+                cfg.secrets_encryption = Some(stage.clone());
+            }
+            let md = metadata(&cfg);
+            if let Err(refusal) = judge(&md) {
+                panic!("Kubernetes {version}, {stage:?}: {refusal}");
+            }
+            let exposed = ha_sim::contract::exposures(&md).unwrap();
+            assert!(exposed.is_empty(), "Kubernetes {version}: {exposed:?}");
         }
-        let exposed = ha_sim::contract::exposures(&md).unwrap();
-        assert!(exposed.is_empty(), "Kubernetes {version}: {exposed:?}");
     }
 }
 
