@@ -77,7 +77,7 @@ pub(super) async fn check(
                 .iter()
                 .map(|r| (r.as_str(), AttributePath::attr("secrets_decryption_keys"))),
         )
-        .filter(|(v, _)| prior.is_none() || adopted.is_some() || !before_keys_read(before_keys, v));
+        .filter(|(v, _)| prior.is_none() || adopted.is_some() || !before_keys.read(v));
     for (reference, at) in new_versions {
         read_version(
             settings,
@@ -88,10 +88,6 @@ pub(super) async fn check(
         )
         .await;
     }
-}
-
-fn before_keys_read(before: ha_domain::secrets_encryption::Keys<'_>, version: &str) -> bool {
-    before.writes == Some(version) || before.reads.iter().any(|r| r == version)
 }
 
 /// Reads `reference` as the plan does, and for an imported cluster checks it holds key `adopted`.

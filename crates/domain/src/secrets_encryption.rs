@@ -87,7 +87,8 @@ pub struct Keys<'a> {
 }
 
 impl Keys<'_> {
-    fn read(&self, key: &str) -> bool {
+    /// Whether API servers with these keys read what `key` (a version) encrypted.
+    pub fn read(&self, key: &str) -> bool {
         self.writes == Some(key) || self.reads.iter().any(|r| r == key)
     }
 }
