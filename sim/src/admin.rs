@@ -64,13 +64,7 @@ async fn instance(
     axum::extract::Query(q): axum::extract::Query<InstanceQuery>,
 ) -> Response {
     let cloud = sim.cloud();
-    let found = events::find_instance(&cloud, &q.name).and_then(|key| {
-        cloud
-            .instances
-            .get(&key)
-            .ok_or("instance vanished".to_string())
-    });
-    match found {
+    match events::instance(&cloud, &q.name) {
         Ok(i) => Json(i).into_response(),
         Err(e) => bad(StatusCode::NOT_FOUND, e),
     }

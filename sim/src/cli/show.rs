@@ -2,7 +2,7 @@
 
 use super::Target;
 use super::client::Client;
-use crate::faults::events::find_instance;
+use crate::faults::events::instance;
 use crate::state::resources::Instance;
 use crate::state::{Cloud, links};
 use serde_json::Value;
@@ -203,13 +203,9 @@ async fn current_instance(target: &Target, dir: &Path, vm: &str) -> Result<Insta
     let path = dir.join("state.json");
     let text =
         std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut cloud: Cloud =
+    let cloud: Cloud =
         serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))?;
-    let key = find_instance(&cloud, vm)?;
-    cloud
-        .instances
-        .remove(&key)
-        .ok_or("instance vanished".into())
+    instance(&cloud, vm).cloned()
 }
 
 /// Runs `cmd` with the VM's environment (`vm::ssh_env(dir: &Path) -> Result<Vec<(String, String)>, VmError>`)

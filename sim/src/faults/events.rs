@@ -57,6 +57,15 @@ pub fn find_instance(cloud: &Cloud, reference: &str) -> Result<String, String> {
     find(cloud.instances.keys(), reference, "instances", "instance")
 }
 
+/// The instance `reference` names (as [`find_instance`] takes it), itself.
+pub fn instance<'a>(
+    cloud: &'a Cloud,
+    reference: &str,
+) -> Result<&'a crate::state::resources::Instance, String> {
+    let key = find_instance(cloud, reference)?;
+    Ok(&cloud.instances[&key])
+}
+
 fn find<'a>(
     keys: impl Iterator<Item = &'a String>,
     reference: &str,
