@@ -45,6 +45,7 @@ pub fn schema() -> Schema {
     let schema = machines(schema);
     let schema = network_and_access(schema);
     let schema = certificates_and_keys(schema);
+    let schema = secrets_encryption(schema);
     let schema = versions_and_lifetimes(schema);
     let schema = master_identity(schema);
     let schema = restore_block(schema);
@@ -355,6 +356,34 @@ fn certificates_and_keys(schema: Schema) -> Schema {
             ),
     )
     .attribute(
+        Attribute::typed("private_keys", <PrivateKeys as TfType>::tf_type())
+            .computed()
+            .sensitive()
+            .description(
+                "The cluster's private keys, when `ca_key_store` is `secret_manager`: the copy its refresh \
+                 compares the keys' secret with, and its apply writes back when the secret is gone. Null \
+                 otherwise.",
+            )
+            .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::typed("drift", Type::list(Type::String))
+            .computed()
+            .description(
+                "What refresh found out of shape, one sentence each (empty when in shape): the firewall \
+                 rules (missing, or admitting other ports, ranges or tags than the settings say), the \
+                 secret of the CA keys, and the load balancer and static IP (with one replica it holds the \
+                 static IP and no load balancer exists; with two or more, a forwarding rule on the static IP \
+                 sends to a target pool of exactly the replica VMs). Planned empty, so a plan after drift \
+                 shows an in-place update, and the apply puts it right.",
+            ),
+    )
+}
+
+/// The keys Kubernetes Secrets are encrypted with in etcd (`domain::secrets_encryption`).
+fn secrets_encryption(schema: Schema) -> Schema {
+    schema
+    .attribute(
         Attribute::string("secrets_encryption_key")
             .optional()
             .validator(string_check(
@@ -401,29 +430,6 @@ fn certificates_and_keys(schema: Schema) -> Schema {
                  replica. Removing a key: the apply first looks through etcd and refuses while any Secret is \
                  still encrypted with it, naming how many. Also for a new cluster that restores a snapshot \
                  taken under an older key.",
-            ),
-    )
-    .attribute(
-        Attribute::typed("private_keys", <PrivateKeys as TfType>::tf_type())
-            .computed()
-            .sensitive()
-            .description(
-                "The cluster's private keys, when `ca_key_store` is `secret_manager`: the copy its refresh \
-                 compares the keys' secret with, and its apply writes back when the secret is gone. Null \
-                 otherwise.",
-            )
-            .modifier(use_state_for_unknown()),
-    )
-    .attribute(
-        Attribute::typed("drift", Type::list(Type::String))
-            .computed()
-            .description(
-                "What refresh found out of shape, one sentence each (empty when in shape): the firewall \
-                 rules (missing, or admitting other ports, ranges or tags than the settings say), the \
-                 secret of the CA keys, and the load balancer and static IP (with one replica it holds the \
-                 static IP and no load balancer exists; with two or more, a forwarding rule on the static IP \
-                 sends to a target pool of exactly the replica VMs). Planned empty, so a plan after drift \
-                 shows an in-place update, and the apply puts it right.",
             ),
     )
 }
