@@ -401,7 +401,7 @@ pub async fn update(
     }
 }
 
-/// `ha_ops::secrets_encryption::check_stage` under the cluster's lock, so no roll runs while the masters are read;
+/// `ha_ops::encryption_stage::check_stage` under the cluster's lock, so no roll runs while the masters are read;
 /// false, with the error reported, when the stage may not start.
 async fn check_encryption_stage(
     settings: &Settings,
@@ -425,7 +425,7 @@ async fn check_encryption_stage(
             return false;
         }
     };
-    let checked = ha_ops::secrets_encryption::check_stage(&ctx, until).await;
+    let checked = ha_ops::encryption_stage::check_stage(&ctx, until).await;
     lock.release().await;
     match checked {
         Ok(()) => true,

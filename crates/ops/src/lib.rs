@@ -9,6 +9,7 @@ pub mod cloud;
 pub mod cluster;
 pub mod cluster_keys;
 pub mod context;
+pub mod encryption_stage;
 pub mod endpoint;
 pub mod error;
 pub mod etcd_version;
