@@ -413,20 +413,13 @@ async fn check_encryption_stage(
     let Some(ctx) = context(settings, p, diags).await else {
         return false;
     };
-    let lock = match lock_cluster(&ctx, "change the Secrets encryption keys", until).await {
-        Ok(lock) => lock,
-        Err(e) => {
-            failed::<()>(
-                diags,
-                "change the Secrets encryption keys of",
-                &name,
-                super::advice::with_advice(&e),
-            );
-            return false;
-        }
-    };
-    let checked = ha_ops::encryption_stage::check_stage(&ctx, until).await;
-    lock.release().await;
+    let checked = async {
+        let lock = lock_cluster(&ctx, "change the Secrets encryption keys", until).await?;
+        let checked = ha_ops::encryption_stage::check_stage(&ctx, until).await;
+        lock.release().await;
+        checked
+    }
+    .await;
     match checked {
         Ok(()) => true,
         Err(e) => {
