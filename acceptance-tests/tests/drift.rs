@@ -4,7 +4,8 @@
 //! etcd members == replicas all voting and healthy, keys intact, static IP serving /healthz over TLS, load
 //! balancer iff two or more replicas with a pool of exactly the replica VMs, nothing in the sim unknown to state).
 //! Drifts that compose share one cluster, to keep the wall time low. Metadata edited by hand is written back
-//! before a crashed VM starts again, since it boots from it.
+//! before a crashed VM starts again, since it boots from it, or, for a startup configuration the state keeps only
+//! a digest of, the VM is rebuilt.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -339,8 +340,11 @@ fn metadata_of(sim: &Sim, vm: &str) -> std::collections::BTreeMap<String, String
         .collect()
 }
 
+/// State keeps only digests of the metadata the provider wrote. Items added by hand and a changed `cluster-name`
+/// (which the settings make again) are put back in place, before a crashed VM boots; a changed startup
+/// configuration, which only the VM held, is repaired by rebuilding the VM, and the plan says so.
 #[test]
-fn hand_edited_metadata_is_written_back_before_a_crashed_vm_boots_from_it() {
+fn hand_edited_metadata_is_written_back_or_the_vm_rebuilt() {
     for_each_client(|client| {
         let sim = Sim::start(&format!("drift-md-{client}"));
         let ws = cluster(client, &sim, "drift-md", &[B]);
@@ -350,19 +354,18 @@ fn hand_edited_metadata_is_written_back_before_a_crashed_vm_boots_from_it() {
             wrote.contains_key("user-data"),
             "[{client}] the master has a startup configuration"
         );
+        let id = sim.instance(&victim)["id"].to_string();
 
-        // Someone replaces the startup configuration and adds a key in the console; then the VM crashes. Booted from
-        // the edited metadata, it would run no etcd at all.
-        sim.event(Event::SetMetadata {
-            instance: victim.clone(),
-            key: "user-data".into(),
-            value: Some("#cloud-config\nwrite_files: []\n".into()),
-        });
-        sim.event(Event::SetMetadata {
-            instance: victim.clone(),
-            key: "ssh-keys".into(),
-            value: Some("me:ssh-ed25519 AAAA".into()),
-        });
+        // Someone renames the cluster's item and adds a key in the console; then the VM crashes.
+        let set = |key: &str, value: &str| {
+            sim.event(Event::SetMetadata {
+                instance: victim.clone(),
+                key: key.into(),
+                value: Some(value.into()),
+            })
+        };
+        set("cluster-name", "renamed");
+        set("ssh-keys", "me:ssh-ed25519 AAAA");
         sim.event(Event::CrashVm {
             instance: victim.clone(),
         });
@@ -371,18 +374,55 @@ fn hand_edited_metadata_is_written_back_before_a_crashed_vm_boots_from_it() {
             &ws,
             &[
                 &format!("The metadata of replica {victim} was edited out of band"),
-                "metadata item user-data was changed on the VM",
+                "metadata item cluster-name was changed on the VM",
                 "metadata item ssh-keys was added to the VM",
                 r#"~ status = "TERMINATED" -> "RUNNING""#,
             ],
         );
-        // The apply writes the metadata back first, then starts the VM, which boots from it and rejoins.
+        // The apply writes the metadata back first, then starts the same VM, which boots from it and rejoins.
         ws.apply();
         check(client, &ws, &sim, 1);
         assert_eq!(
             metadata_of(&sim, &victim),
             wrote,
             "[{client}] the metadata of {victim} is the provider's again"
+        );
+        assert_eq!(
+            sim.instance(&victim)["id"].to_string(),
+            id,
+            "[{client}] mended in place"
+        );
+
+        // Someone replaces the startup configuration. Booted from it, the master would run no etcd at all, and
+        // the state holds no copy to write back: the VM is rebuilt on its data disk.
+        set("user-data", "#cloud-config\nwrite_files: []\n");
+        set("ssh-keys", "me:ssh-ed25519 AAAA");
+        let plan = plan_sees(
+            client,
+            &ws,
+            &[
+                &format!("The startup configuration of replica {victim} was edited out of band"),
+                "metadata item user-data was changed on the VM",
+                "rebuilds the VM on its etcd data disk",
+            ],
+        );
+        assert!(
+            plan.stdout.contains("instance_id") && plan.stdout.contains("(known after apply)"),
+            "[{client}] the plan shows the new VM:\n{plan}"
+        );
+        ws.apply();
+        check(client, &ws, &sim, 1);
+        assert_ne!(
+            sim.instance(&victim)["id"].to_string(),
+            id,
+            "[{client}] rebuilt"
+        );
+        let now = metadata_of(&sim, &victim);
+        assert!(
+            !now.contains_key("ssh-keys")
+                && now["user-data"].starts_with("#cloud-config")
+                && now["user-data"] != "#cloud-config\nwrite_files: []\n",
+            "[{client}] the provider's startup configuration: {now:?}"
         );
     });
 }

@@ -10,8 +10,9 @@
 //!   metadata, so nothing may need it. Its cluster also keeps the CA keys in every replica's state, and a second
 //!   scenario moves them to the cluster's secret with `ca_key_store`, rolling nothing.
 //!
-//! Both releases' replicas kept their certificates as PEM (schema version 1 or 0); this one keeps fingerprints
-//! (version 2), computed from those PEMs at the upgrade.
+//! Both releases' replicas kept their certificates as PEM (schema version 1 or 0) and their startup metadata's
+//! values; this one keeps fingerprints and digests (version 3), computed from those at the upgrade, so no replica's
+//! state keeps a private key even while its legacy master keeps its own in metadata.
 //! Terraform's cluster runs the default etcd and OpenTofu's etcd 3.5, so both kinds of build the digest has to
 //! keep stable (the default's image left out, and a non-default one in) are covered. After the empty plan an
 //! apply with the new provider must leave every VM as it was and every key in etcd.
@@ -45,7 +46,7 @@ fn vm_ids(sim: &Sim, vms: &[String]) -> Vec<String> {
 fn a_cluster_applied_by_the_previous_release_plans_nothing_with_this_one() {
     for_each_client(|client| {
         let (sim, ws) = upgraded(client, Release::Previous, "provider-upgrade");
-        assert_replicas_state_upgraded(client, &ws);
+        assert_replicas_state_upgraded(client, &ws, false);
         // The previous release keeps the CA keys in the cluster's secret already.
         assert_private_keys_only_in_the_cluster(client, &ws, 4);
         // The replicas' deletes sign the provider's etcd client certificate with the key from the secret.
@@ -77,7 +78,7 @@ fn move_ca_keys_to_secret_manager(client: Client, sim: &Sim, ws: &Workspace) {
         "[{client}] the plan warns once: {plan}"
     );
     assert_eq!(
-        private_keys_outside_metadata(ws),
+        private_keys(ws),
         (4 * (1 + ZONES.len()), 4 * ZONES.len()),
         "[{client}] before the move: the cluster's four keys in its spec and in each replica's input"
     );
@@ -119,7 +120,7 @@ fn move_ca_keys_to_secret_manager(client: Client, sim: &Sim, ws: &Workspace) {
         "[{client}] the cluster's keys secret: {secrets:?}"
     );
     assert_eq!(
-        private_keys_outside_metadata(ws),
+        private_keys(ws),
         (4, 0),
         "[{client}] after the move: the four keys in the cluster's `private_keys` alone"
     );
@@ -133,7 +134,7 @@ fn a_cluster_whose_keys_are_in_metadata_plans_nothing_with_this_one_and_is_remov
  {
     for_each_client(|client| {
         let (sim, ws) = upgraded(client, Release::Legacy, "legacy-upgrade");
-        assert_replicas_state_upgraded(client, &ws);
+        assert_replicas_state_upgraded(client, &ws, true);
 
         // A project that never enabled Secret Manager can still remove a cluster whose masters keep their keys
         // in metadata: no replica's delete needs it, and the cluster's finds nothing there to clean.
@@ -187,6 +188,14 @@ fn upgraded(client: Client, release: Release, scenario: &str) -> (Sim, Workspace
         Some(0),
         "[{client}] upgrading the provider from {release:?} must plan nothing, but the plan says:\n{plan}"
     );
+    // A legacy master keeps its keys in metadata until its next rebuild: the plan says so, once for them all.
+    let warning = "Replica keys are still in instance metadata";
+    let warned = plan.stdout.matches(warning).count() + plan.stderr.matches(warning).count();
+    assert_eq!(
+        warned,
+        usize::from(release == Release::Legacy),
+        "[{client}] upgrading from {release:?}: {plan}"
+    );
     let apply = ws.apply();
     apply.assert_contains("0 added, 0 changed, 0 destroyed");
     assert_eq!(
@@ -198,18 +207,15 @@ fn upgraded(client: Client, release: Release, scenario: &str) -> (Sim, Workspace
     (sim, ws)
 }
 
-/// The private keys in the state (all of them, and those in replicas), leaving out each replica's
-/// `startup_metadata`: a legacy master keeps its own keys in its metadata, and so in that attribute, until it is
-/// next built (docs/guides/secrets.md); moving the CA keys does not build it.
-fn private_keys_outside_metadata(ws: &Workspace) -> (usize, usize) {
+/// The private keys in the state (all of them, and those in replicas). A legacy master keeps its own keys in its
+/// metadata until it is next built (docs/guides/secrets.md), but the state keeps only digests of that metadata.
+fn private_keys(ws: &Workspace) -> (usize, usize) {
     let state: serde_json::Value =
         serde_json::from_str(&ws.read_file("terraform.tfstate")).unwrap();
     let (mut all, mut in_replicas) = (0, 0);
     for resource in state["resources"].as_array().into_iter().flatten() {
         for instance in resource["instances"].as_array().into_iter().flatten() {
-            let mut attributes = instance["attributes"].clone();
-            attributes["startup_metadata"] = serde_json::Value::Null;
-            let keys = acceptance_tests::walk::private_keys_in(&attributes.to_string());
+            let keys = acceptance_tests::walk::private_keys_in(&instance["attributes"].to_string());
             all += keys;
             if resource["type"] == "ha_master_replica" {
                 in_replicas += keys;
@@ -219,9 +225,10 @@ fn private_keys_outside_metadata(ws: &Workspace) -> (usize, usize) {
     (all, in_replicas)
 }
 
-/// The replicas' stored state was upgraded to this release's schema (version 2: no leaf private keys, which the
-/// legacy release wrote at version 0, and the certificates as fingerprints, which both releases wrote as PEM).
-fn assert_replicas_state_upgraded(client: Client, ws: &Workspace) {
+/// The replicas' stored state was upgraded to this release's schema (version 3: no leaf private keys, which the
+/// legacy release wrote at version 0, the certificates as fingerprints, which both releases wrote as PEM, and the
+/// startup metadata as digests, with `keys_in_metadata` saying whether the master keeps its keys there).
+fn assert_replicas_state_upgraded(client: Client, ws: &Workspace, keys_in_metadata: bool) {
     let state: serde_json::Value =
         serde_json::from_str(&ws.read_file("terraform.tfstate")).unwrap();
     let replicas: Vec<&serde_json::Value> = state["resources"]
@@ -234,7 +241,7 @@ fn assert_replicas_state_upgraded(client: Client, ws: &Workspace) {
     assert_eq!(replicas.len(), ZONES.len(), "[{client}] replicas in state");
     for r in replicas {
         assert_eq!(
-            r["schema_version"], 2,
+            r["schema_version"], 3,
             "[{client}] {}",
             r["attributes"]["name"]
         );
@@ -265,6 +272,29 @@ fn assert_replicas_state_upgraded(client: Client, ws: &Workspace) {
         assert!(
             attributes["certificates_expire_at"].is_string(),
             "[{client}] {attributes:?}"
+        );
+        let digests = attributes["startup_metadata"].as_object().unwrap();
+        assert!(
+            digests.contains_key("user-data")
+                && digests.values().all(|d| d
+                    .as_str()
+                    .is_some_and(|d| d.starts_with("sha256:") && d.len() == 71)),
+            "[{client}] {digests:?}"
+        );
+        assert_eq!(
+            attributes["keys_in_metadata"],
+            serde_json::json!(keys_in_metadata),
+            "[{client}] {}",
+            r["attributes"]["name"]
+        );
+        // The legacy cluster's CA keys are in every replica's `cluster` input until they move (below).
+        let mut own = r["attributes"].clone();
+        own["cluster"] = serde_json::Value::Null;
+        assert_eq!(
+            acceptance_tests::walk::private_keys_in(&own.to_string()),
+            0,
+            "[{client}] {}",
+            r["attributes"]["name"]
         );
     }
 }

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::cluster_apply::endpoint;
 use super::cluster_model::{ClusterModel, spec_of};
-use super::replica_model::ReplicaModel;
+use super::replica_model::{ReplicaModel, record_metadata};
 use crate::config::Settings;
 use ha_domain::labels::is_provider_label;
 use ha_domain::{ids, zones};
@@ -204,7 +204,7 @@ pub async fn replica(
     let s = |v: &str| Val::Known(v.to_string());
     let pems = [&a.api_server, &a.etcd_peer, &a.etcd_server].map(|c| c.cert_pem.as_str());
     let (fingerprints, first_expiry) = super::replica_model::certificate_facts(pems);
-    Some(ReplicaModel {
+    let mut m = ReplicaModel {
         id: Val::Known(ids::replica_id(project, &zone_of(vm), name)),
         cluster: Val::Null,
         cluster_id: Val::Known(ids::cluster_id(project, region, &a.cluster)),
@@ -219,13 +219,16 @@ pub async fn replica(
         etcd_member_id: Val::Known(a.member_id.map(|id| format!("{id:x}")).unwrap_or_default()),
         status: s(&vm.status),
         certificate_sha256: Val::Known(fingerprints),
-        // What the VM carries now is what the provider owns from here on.
-        startup_metadata: Val::Known(vm.metadata.iter().cloned().collect()),
+        startup_metadata: Val::Null,
+        keys_in_metadata: Val::Null,
         drift: Val::Known(Vec::new()),
         master_settings: Val::Null,
         certificates_expire_at: first_expiry.map_or(Val::Null, Val::Known),
         timeouts: Val::Null,
-    })
+    };
+    // What the VM carries now is what the provider owns from here on.
+    record_metadata(&mut m, &vm.metadata);
+    Some(m)
 }
 
 /// The `config` of `list "ha_master_replica"` (`terraform query`).

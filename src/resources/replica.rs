@@ -35,7 +35,10 @@ impl ReplicaResource {
 ///   the state; they live in the replica's secret alone (docs/guides/secrets.md).
 /// - 2: the leaf certificates' PEMs (`DROPPED_IN_2`) gave way to their fingerprints, `certificate_sha256`, so that
 ///   plans do not print some 40 lines of PEM per replica.
-pub const SCHEMA_VERSION: i64 = 2;
+/// - 3: `startup_metadata` keeps a digest of each item instead of its value (`upgrade_to_3`), so no state holds a
+///   master's startup configuration, nor the keys an earlier release's master keeps in it; `keys_in_metadata`
+///   says which masters still do.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The attributes version 0 had and version 1 dropped.
 const DROPPED_IN_1: [&str; 3] = [
@@ -71,6 +74,26 @@ fn upgrade_to_2(state: &mut serde_json::Map<String, serde_json::Value>) {
             serde_json::json!(first_expiry),
         );
     }
+}
+
+/// A version-2 state in version 3's terms: each `startup_metadata` item as its digest, which is what refresh
+/// compares the VM's items with from now on (so the plan after the upgrade is the plan before it), and whether the
+/// items held a private key (a master an earlier release made, `domain::key_placement`).
+fn upgrade_to_3(state: &mut serde_json::Map<String, serde_json::Value>) {
+    let Some(serde_json::Value::Object(items)) = state.get("startup_metadata") else {
+        state.insert("keys_in_metadata".into(), serde_json::Value::Null);
+        return;
+    };
+    let items: std::collections::BTreeMap<String, String> = items
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    let keys = ha_domain::key_placement::in_metadata(&items);
+    state.insert(
+        "startup_metadata".into(),
+        serde_json::json!(ha_domain::metadata::digests(&items)),
+    );
+    state.insert("keys_in_metadata".into(), serde_json::json!(keys));
 }
 
 pub fn schema() -> Schema {
@@ -207,11 +230,20 @@ fn what_it_observes(schema: Schema) -> Schema {
             "startup_metadata",
             Type::map(Type::String),
         ))
+        // Digests are no secret, but a change of sensitivity is itself a change to Terraform (it plans an
+        // update to rewrite the state's sensitive paths), and upgrading the provider must plan none.
         .sensitive()
         .description(
-            "The VM's metadata as the provider wrote it: `user-data` (the startup configuration, which \
-             holds the replica's private keys; see docs/master-config.md) and `cluster-name`. The provider \
-             owns the whole set.",
+            "A digest (`sha256:` and its hex) of each item of the VM's metadata as the provider wrote it: \
+             `user-data` (the startup configuration; see docs/master-config.md) and `cluster-name`. The \
+             provider owns the whole set; state keeps no value. Schema version 3 replaced the values.",
+        ),
+    )
+    .attribute(
+        stable(Attribute::bool("keys_in_metadata")).description(
+            "Whether the metadata the provider owns on the VM (`startup_metadata`) holds private keys: a \
+             master an earlier release (or kube-up) made. Its next rebuild moves them to the replica's secret in Secret Manager, and plan \
+             warns until then (docs/guides/secrets.md).",
         ),
     )
     .attribute(
@@ -219,8 +251,9 @@ fn what_it_observes(schema: Schema) -> Schema {
             .computed()
             .description(
                 "What refresh found changed by hand in the VM's metadata, one sentence per item (removed, \
-                 changed or added). Planned empty: an apply writes `startup_metadata` back; the VM reads it \
-                 at its next boot.",
+                 changed or added). Planned empty: an apply removes the items added and writes back those \
+                 it holds a value for; a `user-data` removed or changed is repaired by rebuilding the VM, \
+                 which the plan shows.",
             ),
     )
     .attribute(
@@ -417,6 +450,8 @@ fn plan_roll(prior: &ReplicaModel, p: &mut ReplicaModel) {
 fn plan_rebuild(p: &mut ReplicaModel) {
     p.instance_id = Val::Unknown;
     p.startup_metadata = Val::Unknown;
+    // This release's masters fetch their keys from Secret Manager.
+    p.keys_in_metadata = Val::Known(false);
     p.certificates_expire_at = Val::Unknown;
     p.certificate_sha256 = Val::Unknown;
 }
@@ -487,10 +522,7 @@ fn plan_certificates(
 
 /// A VM an earlier release made keeps its keys in metadata until it is rebuilt (`domain::key_placement`).
 fn warn_of_keys_in_metadata(prior: &ReplicaModel, p: &ReplicaModel, diags: &mut Diagnostics) {
-    let Some(wrote) = prior.startup_metadata.known() else {
-        return;
-    };
-    if ha_domain::key_placement::in_metadata(wrote) {
+    if prior.keys_in_metadata.known() == Some(&true) {
         let name = prior.name.known().cloned().unwrap_or_default();
         let (summary, detail) =
             ha_domain::key_placement::warning(&name, p.startup_metadata.is_unknown());
@@ -558,6 +590,10 @@ impl Resource for ReplicaResource {
             }
             1 => {
                 upgrade_to_2(&mut state);
+                Ok(state)
+            }
+            2 => {
+                upgrade_to_3(&mut state);
                 Ok(state)
             }
             _ => Err(format!("ha_master_replica has no schema version {version}")),
@@ -638,6 +674,8 @@ impl Resource for ReplicaResource {
                 .await;
         }
         if change.prior.is_none() {
+            // This release's masters fetch their keys from Secret Manager.
+            p.keys_in_metadata = Val::Known(false);
             check_can_sign(p, diags);
             super::replica_guard::check_create(&self.settings(), p, diags).await;
         }
@@ -798,9 +836,45 @@ mod tests {
             settings: Default::default(),
             stop: Default::default(),
         }
-        .upgrade_state(3, serde_json::Map::new())
+        .upgrade_state(SCHEMA_VERSION, serde_json::Map::new())
         .unwrap_err();
         assert!(err.contains("no schema version 3"), "{err}");
+    }
+
+    /// Version 2 kept the metadata's values, a legacy master's private keys among them; version 3 keeps their
+    /// digests, which refresh then finds equal to the VM's items, and whether they held a key.
+    #[test]
+    fn version_2_metadata_becomes_digests_and_says_where_the_keys_are() {
+        let resource = ReplicaResource {
+            settings: Default::default(),
+            stop: Default::default(),
+        };
+        let legacy = "#cloud-config\n-----BEGIN EC PRIVATE KEY-----\nMHc\n";
+        for (user_data, keys) in [("#cloud-config\nruncmd: []\n", false), (legacy, true)] {
+            let items = std::collections::BTreeMap::from([
+                ("cluster-name".to_string(), "prod".to_string()),
+                ("user-data".to_string(), user_data.to_string()),
+            ]);
+            let mut old = serde_json::Map::new();
+            old.insert("startup_metadata".into(), serde_json::json!(items));
+            let new = resource.upgrade_state(2, old).unwrap();
+            let text = serde_json::Value::Object(new.clone()).to_string();
+            assert!(
+                !text.contains("cloud-config") && !text.contains("PRIVATE KEY"),
+                "{text}"
+            );
+            assert_eq!(new["keys_in_metadata"], serde_json::json!(keys));
+            let carries: Vec<(String, String)> = items.into_iter().collect();
+            let wrote: std::collections::BTreeMap<String, String> =
+                serde_json::from_value(new["startup_metadata"].clone()).unwrap();
+            assert!(
+                ha_domain::metadata::metadata_drift(&wrote, &carries).is_empty(),
+                "{text}"
+            );
+        }
+        // A state that kept none stays so; refresh takes the VM's items as the baseline.
+        let new = resource.upgrade_state(2, serde_json::Map::new()).unwrap();
+        assert!(new["keys_in_metadata"].is_null() && !new.contains_key("startup_metadata"));
     }
 
     #[test]

@@ -13,11 +13,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::{report_interrupted, unless_stopped};
-use super::replica_model::{ReplicaModel, VM_DELETED, cluster_recovers, record_certificates};
+use super::replica_model::{
+    ReplicaModel, VM_DELETED, cluster_recovers, record_certificates, record_metadata,
+};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::ids;
-use ha_domain::metadata::metadata_drift;
+use ha_domain::metadata::{metadata_drift, must_rebuild};
 use ha_domain::roll::{BUILD_LABEL, Build, DATA_DISK_SIZE};
 use ha_domain::topology::shape_warnings;
 use ha_ops::join::{JoinRequest, Joined, join};
@@ -154,11 +156,7 @@ fn fill(
     let server = cert(|j| &j.certs.etcd_server);
     record_certificates(&mut p, [&api.cert_pem, &peer.cert_pem, &server.cert_pem]);
     // What the VM was made with is what refresh compares its metadata with from now on.
-    p.startup_metadata = Val::Known(
-        instance
-            .map(|i| i.metadata.iter().cloned().collect())
-            .unwrap_or_default(),
-    );
+    record_metadata(&mut p, instance.into_iter().flat_map(|i| &i.metadata));
     p.drift = Val::Known(Vec::new());
     p.master_settings = Val::Known(ctx.spec.master.build().shown());
     p
@@ -423,11 +421,22 @@ async fn record_vm(
     s.external_ip = Val::Known(external);
     s.status = Val::Known(i.status.clone());
     s.labels = own_labels(&i.labels, &ctx.spec.master.labels, &s.labels);
-    match s.startup_metadata.known().filter(|m| !m.is_empty()) {
+    // Digests recorded for another VM than this one (a roll killed after it built this VM, before Terraform saved
+    // it) say nothing of this one, which the provider made.
+    let same_vm = s
+        .instance_id
+        .known()
+        .is_none_or(|id| id.is_empty() || *id == i.id.to_string());
+    match s
+        .startup_metadata
+        .known()
+        .filter(|m| !m.is_empty() && same_vm)
+    {
         Some(wrote) => s.drift = Val::Known(metadata_drift(wrote, &i.metadata)),
-        // A state from before the provider recorded it (or a failed create): what the VM carries is the baseline.
+        // A state from before the provider recorded it (or a failed create), or a VM rebuilt since it recorded
+        // them: what the VM carries is the baseline.
         None => {
-            s.startup_metadata = Val::Known(i.metadata.iter().cloned().collect());
+            record_metadata(&mut s, &i.metadata);
             s.drift = Val::Known(Vec::new());
         }
     }
@@ -509,11 +518,13 @@ pub async fn update(
         let old = Build::from_shown(old);
         return roll_replica(&ctx, prior, p, old, until, diags).await;
     }
-    // Another subnetwork (its internal IP planned unknown), or certificates in the renewal window (planned unknown):
+    // Another subnetwork (its internal IP planned unknown), certificates in the renewal window (planned unknown), or
+    // any other repair the plan showed as a new VM (a startup configuration edited by hand, `domain::metadata`):
     // the roll rebuilds the VM, in the new subnetwork, and the rebuild issues new certificates.
     let renewing =
         p.certificates_expire_at.is_unknown() && prior.certificates_expire_at.known().is_some();
-    if super::replica_model::moves_subnetwork(&prior, &p) || renewing {
+    let rebuilding = p.instance_id.is_unknown();
+    if super::replica_model::moves_subnetwork(&prior, &p) || renewing || rebuilding {
         let old = match prior.master_settings.known() {
             Some(shown) => Build::from_shown(shown),
             None => ctx.spec.master.build(),
@@ -567,6 +578,9 @@ async fn roll_replica(
         zone: zone.clone(),
         labels: p.labels.known().cloned().unwrap_or_default(),
         prior: old,
+        rebuild_instance: must_rebuild(&prior.drift.known().cloned().unwrap_or_default())
+            .then(|| prior.instance_id.known().and_then(|id| id.parse().ok()))
+            .flatten(),
     };
     let rolled = roll_in_turn(ctx, &req, until).await;
     let r = match rolled {
@@ -603,7 +617,7 @@ async fn roll_replica(
         p.certificate_sha256 = prior.certificate_sha256.clone();
         p.certificates_expire_at = prior.certificates_expire_at.clone();
     }
-    p.startup_metadata = Val::Known(vm.metadata.iter().cloned().collect());
+    record_metadata(&mut p, &vm.metadata);
     p.master_settings = Val::Known(ctx.spec.master.build().shown());
     p.drift = Val::Known(Vec::new());
     Some(p)

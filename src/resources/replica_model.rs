@@ -26,6 +26,7 @@ pub struct ReplicaModel {
     pub status: Val<String>,
     pub certificate_sha256: Val<BTreeMap<String, String>>,
     pub startup_metadata: Val<BTreeMap<String, String>>,
+    pub keys_in_metadata: Val<bool>,
     pub drift: Val<Vec<String>>,
     pub master_settings: Val<BTreeMap<String, String>>,
     pub certificates_expire_at: Val<String>,
@@ -62,6 +63,17 @@ pub fn record_certificates(m: &mut ReplicaModel, pems: [&str; 3]) {
     let (fingerprints, expiry) = certificate_facts(pems);
     m.certificate_sha256 = Val::Known(fingerprints);
     m.certificates_expire_at = expiry.map_or(Val::Null, Val::Known);
+}
+
+/// Sets `startup_metadata` (a digest of each item, `domain::metadata`) and `keys_in_metadata` from the metadata
+/// the provider wrote on the VM, or found on it as the baseline it owns from then on.
+pub fn record_metadata<'a>(
+    m: &mut ReplicaModel,
+    items: impl IntoIterator<Item = &'a (String, String)>,
+) {
+    let items: BTreeMap<String, String> = items.into_iter().cloned().collect();
+    m.startup_metadata = Val::Known(ha_domain::metadata::digests(&items));
+    m.keys_in_metadata = Val::Known(ha_domain::key_placement::in_metadata(&items));
 }
 
 /// The `status` refresh records for a replica whose VM is gone while its etcd data disk and member remain: not

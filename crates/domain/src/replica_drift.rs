@@ -3,6 +3,8 @@
 //! by hand); this module turns them into one repair and the sentence that says what the apply will do. The
 //! resource only writes the repair onto its planned values.
 
+use super::metadata::must_rebuild;
+
 /// What refresh found of the replica's VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VmSeen {
@@ -108,6 +110,18 @@ pub fn replica_repairs(seen: &ReplicaSeen<'_>) -> Vec<(Repair, (String, String))
         }
         (VmSeen::Status(_), MemberSeen::Listed) => {}
     }
+    if must_rebuild(seen.metadata_drift) {
+        return vec![(
+            Repair::Rebuild,
+            (
+                format!("The startup configuration of replica {name} was edited out of band"),
+                format!(
+                    "{}. The state keeps only a digest of each metadata item the provider wrote (`startup_metadata`), and the startup configuration (`user-data`) holds the certificates the VM was built with, so it cannot be written back in place. `terraform apply` rebuilds the VM on its etcd data disk, as a roll does: out of the load balancer, a new VM with a fresh boot disk, startup configuration and certificates, the same etcd member with its data, back in the load balancer once its API answers. Items added by hand go with the old VM.",
+                    capitalize(&seen.metadata_drift.join("; "))
+                ),
+            ),
+        )];
+    }
     let mut out = Vec::new();
     if !seen.metadata_drift.is_empty() {
         out.push((
@@ -115,7 +129,7 @@ pub fn replica_repairs(seen: &ReplicaSeen<'_>) -> Vec<(Repair, (String, String))
             (
                 format!("The metadata of replica {name} was edited out of band"),
                 format!(
-                    "{}. `terraform apply` writes back the metadata the provider set (`startup_metadata`); the VM reads its startup configuration from it at its next boot.",
+                    "{}. `terraform apply` writes back the items the provider set (their digests are `startup_metadata`) and removes those added by hand; the VM reads its startup configuration from them at its next boot.",
                     capitalize(&seen.metadata_drift.join("; "))
                 ),
             ),
@@ -198,7 +212,11 @@ mod tests {
         use MemberSeen::*;
         use Repair::*;
         let none: &[String] = &[];
-        let edited = ["item user-data was changed".to_string()];
+        let edited = ["metadata item ssh-keys was added to the VM".to_string()];
+        let lost = [
+            "metadata item user-data was changed on the VM".to_string(),
+            "metadata item ssh-keys was added to the VM".to_string(),
+        ];
         let running = || VmSeen::Status("RUNNING".into());
         let stopped = || VmSeen::Status("TERMINATED".into());
         let cases: Vec<(ReplicaSeen<'_>, Vec<Repair>)> = vec![
@@ -218,6 +236,10 @@ mod tests {
                 seen(VmSeen::GoneWithDataDisk, Listed, &edited),
                 vec![Rebuild],
             ),
+            // A startup configuration only the VM held: rebuilt, which starts it too.
+            (seen(running(), Listed, &lost), vec![Rebuild]),
+            (seen(stopped(), Listed, &lost), vec![Rebuild]),
+            (seen(stopped(), Removed, &lost), vec![Replace]),
         ];
         for (s, want) in cases {
             assert_eq!(repairs(&s), want, "{s:?}");
@@ -236,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_sentences_name_the_replica_and_what_apply_does() {
-        let edited = ["item user-data was changed".to_string()];
+        let edited = ["metadata item ssh-keys was added to the VM".to_string()];
         let (_, (summary, detail)) = replica_repairs(&seen(
             VmSeen::Status("TERMINATED".into()),
             MemberSeen::Listed,
@@ -245,7 +267,23 @@ mod tests {
         .remove(0);
         assert_eq!(summary, "The metadata of replica m1 was edited out of band");
         assert!(
-            detail.starts_with("Item user-data was changed."),
+            detail.starts_with("Metadata item ssh-keys was added to the VM."),
+            "{detail}"
+        );
+        let lost = ["metadata item user-data was removed from the VM".to_string()];
+        let (_, (summary, detail)) = replica_repairs(&seen(
+            VmSeen::Status("RUNNING".into()),
+            MemberSeen::Listed,
+            &lost,
+        ))
+        .remove(0);
+        assert_eq!(
+            summary,
+            "The startup configuration of replica m1 was edited out of band"
+        );
+        assert!(
+            detail.starts_with("Metadata item user-data was removed from the VM.")
+                && detail.contains("rebuilds the VM on its etcd data disk"),
             "{detail}"
         );
         let (_, (summary, detail)) =

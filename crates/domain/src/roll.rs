@@ -112,6 +112,9 @@ pub struct VmFacts {
     /// Whether the certificates the VM runs with are within the cluster's renewal window
     /// (`domain::certificates`): a roll then rebuilds it, which issues new ones from the same CAs.
     pub certificates_due: bool,
+    /// Whether this is the VM whose startup configuration refresh found edited by hand, which the plan showed
+    /// rebuilt (`domain::metadata::must_rebuild`): the state keeps no copy to write back.
+    pub startup_edited: bool,
     /// The name of the subnetwork its network interface is on.
     pub subnetwork: String,
     /// Its internal IP.
@@ -290,7 +293,9 @@ pub fn roll_steps(
     }
     let rebuild = grow
         || moves
-        || vm.is_none_or(|v| v.build.as_deref() != Some(digest.as_str()) || v.certificates_due);
+        || vm.is_none_or(|v| {
+            v.build.as_deref() != Some(digest.as_str()) || v.certificates_due || v.startup_edited
+        });
     let resize = vm.is_some_and(|v| v.machine_type != want.machine_type);
     let running = vm.is_some_and(|v| v.status == "RUNNING");
     let mut steps = Vec::new();
@@ -494,6 +499,7 @@ mod tests {
             build: Some(b.digest()),
             has_data_disk: true,
             certificates_due: false,
+            startup_edited: false,
             subnetwork: "default".into(),
             internal_ip: Some(HERE),
         }
@@ -796,29 +802,39 @@ mod tests {
         }
     }
 
-    /// Certificates in the renewal window rebuild the VM although its build is current (the rebuild issues new
-    /// ones from the same CAs); outside it, the same VM is left alone.
+    /// Certificates in the renewal window, or a startup configuration edited by hand, rebuild the VM although its
+    /// build is current (the rebuild issues new certificates from the same CAs and writes the provider's startup
+    /// configuration); otherwise the same VM is left alone.
     #[test]
-    fn due_certificates_rebuild_a_current_vm_and_nothing_else_does() {
+    fn due_certificates_or_an_edited_startup_rebuild_a_current_vm_and_nothing_else_does() {
         let b = build("e2-standard-2", "img-1");
         let w = world(&["a", "b", "c"], &[]);
-        let mut v = vm("RUNNING", "e2-standard-2", &b);
+        let current = vm("RUNNING", "e2-standard-2", &b);
         assert_eq!(
-            roll_steps(&w, "a", Some(&v), Some(20), &b, &here()),
+            roll_steps(&w, "a", Some(&current), Some(20), &b, &here()),
             Ok(vec![])
         );
-        v.certificates_due = true;
-        let steps = roll_steps(&w, "a", Some(&v), Some(20), &b, &here()).unwrap();
-        assert_eq!(
-            steps[..4],
-            [
-                Step::Replica(ReplicaStep::RemoveFromPool),
-                Step::Replica(ReplicaStep::MoveLeadership),
-                Step::Replica(ReplicaStep::DeleteInstance),
-                Step::Replica(ReplicaStep::RebuildInstance)
-            ],
-            "{steps:?}"
-        );
+        let due = VmFacts {
+            certificates_due: true,
+            ..current.clone()
+        };
+        let edited = VmFacts {
+            startup_edited: true,
+            ..current
+        };
+        for v in [due, edited] {
+            let steps = roll_steps(&w, "a", Some(&v), Some(20), &b, &here()).unwrap();
+            assert_eq!(
+                steps[..4],
+                [
+                    Step::Replica(ReplicaStep::RemoveFromPool),
+                    Step::Replica(ReplicaStep::MoveLeadership),
+                    Step::Replica(ReplicaStep::DeleteInstance),
+                    Step::Replica(ReplicaStep::RebuildInstance)
+                ],
+                "{v:?}: {steps:?}"
+            );
+        }
     }
 
     #[test]

@@ -21,8 +21,8 @@ pub struct MendRequest {
     pub zone: String,
     /// The replica's own labels (the provider adds the cluster's and its own).
     pub labels: BTreeMap<String, String>,
-    /// The metadata the provider wrote on the VM, as the replica's state keeps it; none for a replica that keeps
-    /// none (imported), whose metadata is then left as it is.
+    /// The digest of each metadata item the provider wrote on the VM, as the replica's state keeps them
+    /// (`domain::metadata`); none for a replica that keeps none, whose metadata is then left as it is.
     pub metadata: Option<BTreeMap<String, String>>,
 }
 
@@ -62,15 +62,24 @@ impl Change for Mend<'_> {
 
     async fn decide(
         &mut self,
-        _ctx: &ClusterCtx,
+        ctx: &ClusterCtx,
         snap: &Snapshot,
         _deadline: Instant,
     ) -> Result<(Decision, ())> {
         let req = self.req;
         let vm = snap.instances.get(&req.name);
         let carries = vm.map(|v| v.metadata.as_slice()).unwrap_or_default();
-        let steps = mend_steps(&snap.observed, &req.name, req.metadata.as_ref(), carries)
-            .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
+        // The item the settings make again (`domain::metadata::REMADE_ITEMS`), as `ha_master::metadata_items`
+        // writes it.
+        let remade = BTreeMap::from([("cluster-name".to_string(), ctx.spec.name.clone())]);
+        let steps = mend_steps(
+            &snap.observed,
+            &req.name,
+            req.metadata.as_ref(),
+            carries,
+            &remade,
+        )
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))?;
         // The mend's steps never use the replica's internal IP (they neither create nor move a VM); the VM's own
         // is given for the run's bookkeeping, and every GCE VM has one.
         let internal_ip = vm

@@ -32,6 +32,10 @@ pub struct RollRequest {
     pub labels: BTreeMap<String, String>,
     /// What the VM was built from according to state: the build of a VM made before builds were labelled.
     pub prior: Build,
+    /// The id of a VM to rebuild whatever its build: one whose startup configuration was edited by hand
+    /// (`domain::metadata::must_rebuild`). A VM with another id was rebuilt already (by a roll killed before
+    /// Terraform saved it), so a resumed roll does not rebuild it twice.
+    pub rebuild_instance: Option<u64>,
 }
 
 /// The replica as the roll left it.
@@ -45,7 +49,8 @@ pub struct Rolled {
     pub member_id: u64,
 }
 
-fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
+fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, r: &RollRequest) -> VmFacts {
+    let prior = &r.prior;
     // The clock is read here, in the shell; the domain only compares.
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let cas = &ctx.spec.cas;
@@ -68,6 +73,7 @@ fn facts(ctx: &ClusterCtx, vm: &InstanceInfo, prior: &Build) -> VmFacts {
         certificates_due: certs_expire_on(vm).is_some_and(|t| {
             ha_domain::certificates::due(t, now, ctx.spec.certificate_renew_before, ca_expires_at)
         }),
+        startup_edited: r.rebuild_instance == Some(vm.id),
         subnetwork: subnetwork_name(vm.subnetwork.as_deref(), &vm.network),
         internal_ip: vm.internal_ip.as_deref().and_then(|s| s.parse().ok()),
     }
@@ -184,7 +190,7 @@ impl Change for Roll<'_> {
         let steps = match roll_steps(
             &snap.observed,
             &r.name,
-            vm.as_ref().map(|v| facts(ctx, v, &r.prior)).as_ref(),
+            vm.as_ref().map(|v| facts(ctx, v, r)).as_ref(),
             disk.map(|d| d.size_gb),
             &want,
             &place,
