@@ -255,6 +255,13 @@ fn interrupt_and_resume(
             "[{client}] {case}: the next {} must finish the job:\n{resumed}",
             command[0]
         );
+        // A VM the interrupted job built carries the provider's own startup configuration, not one the state's
+        // digests (recorded for the VM before it) would take for a hand edit.
+        assert!(
+            !resumed.stdout.contains("edited out of band"),
+            "[{client}] {case}: the next {} took the provider's own metadata for drift:\n{resumed}",
+            command[0]
+        );
     }
 }
 
