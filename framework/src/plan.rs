@@ -49,11 +49,13 @@ pub fn plan(schema: &Schema, config: &Value, prior: Option<&Value>, proposed: &V
 
     // Computed values the user did not set: unknown on create; on an update, unknown only if something else
     // changes (a resource that changes may change its computed values too). UseStateForUnknown keeps stable ones.
+    // A write-only value is never in the prior state, so it says nothing of a change.
     let changing = match prior {
         None => true,
         Some(prior) => {
             schema.attributes.iter().any(|a| {
                 !(a.is_computed() && attr(config, a.name).is_null())
+                    && !a.write_only
                     && attr(prior, a.name) != attr(&planned, a.name)
             }) || schema
                 .blocks
@@ -349,5 +351,46 @@ mod tests {
         let moved = obj(&[("region", s("us-east1")), ("machine_type", s("b"))]);
         let replaced = plan(&schema, &moved, Some(&prior), &moved);
         assert_eq!(replaced.requires_replace, [AttributePath::attr("region")]);
+    }
+
+    /// A write-only value is in the configuration and proposal of every plan but never in the prior state: it
+    /// alone does not make the resource change, so a computed value with no modifier keeps its prior value.
+    #[test]
+    fn a_write_only_value_alone_changes_nothing() {
+        let schema = Schema::new("test")
+            .attribute(Attribute::string("name").optional())
+            .attribute(Attribute::string("key_wo").optional().write_only())
+            .attribute(Attribute::string("last_seen").computed());
+        let prior = obj(&[
+            ("name", s("a")),
+            ("key_wo", Value::Null),
+            ("last_seen", s("then")),
+        ]);
+        let config = obj(&[
+            ("name", s("a")),
+            ("key_wo", s("secret")),
+            ("last_seen", Value::Null),
+        ]);
+        let proposed = obj(&[
+            ("name", s("a")),
+            ("key_wo", s("secret")),
+            ("last_seen", s("then")),
+        ]);
+        let kept = plan(&schema, &config, Some(&prior), &proposed);
+        assert_eq!(attr(&kept.planned, "last_seen"), &s("then"));
+        let renamed = |last_seen: Value| {
+            obj(&[
+                ("name", s("b")),
+                ("key_wo", s("secret")),
+                ("last_seen", last_seen),
+            ])
+        };
+        let changed = plan(
+            &schema,
+            &renamed(Value::Null),
+            Some(&prior),
+            &renamed(s("then")),
+        );
+        assert!(attr(&changed.planned, "last_seen").is_unknown());
     }
 }
