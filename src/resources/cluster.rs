@@ -305,11 +305,26 @@ fn certificates_and_keys(schema: Schema) -> Schema {
     schema
     .attribute(
         Attribute::string("ca_certificate")
+            .optional()
             .computed()
             .description(
-                "PEM of the cluster CA that signs API server certificates (public).",
+                "PEM of the cluster CA that signs API server, kubelet and client certificates (public). Left \
+                 unset, the provider makes it. Set it with `ca_private_key_wo` at create to bring a CA of \
+                 your own (docs/guides/secrets.md); it cannot change on a running cluster.",
             )
             .modifier(use_state_for_unknown()),
+    )
+    .attribute(
+        Attribute::string("ca_private_key_wo")
+            .optional()
+            .sensitive()
+            .write_only()
+            .description(
+                "Write-only (Terraform 1.11 or later): the private key of the CA in `ca_certificate`, PEM \
+                 PKCS#8. Required at create with `ca_certificate`; the provider keeps it in the cluster's \
+                 Secret Manager secret, never in a plan or the state. Give it again in an apply that must \
+                 write that secret back or recover etcd; otherwise it may be left out.",
+            ),
     )
     .attribute(
         Attribute::string("etcd_peer_ca_certificate")
@@ -1337,6 +1352,7 @@ impl Resource for ClusterResource {
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
         plan_key_store(change.config, change.prior, p, diags);
+        super::cluster_ca::plan(change.config, change.prior, diags);
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
         // that lists what is wrong; `spec` above stays as it was, so replicas see no change from a repair.
         p.drift = Val::Known(Vec::new());
@@ -1384,6 +1400,7 @@ impl Resource for ClusterResource {
             super::placement::check(&self.settings(), project, region, zone, at, diags).await;
         }
         if let Some(prior) = change.prior {
+            super::cluster_ca::check_key_needed(change.config, prior, p, diags);
             warn_of_ca_expiry(prior, diags);
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tfplugin::diag::Diagnostics;
 use tfplugin_framework::Val;
 
-use super::cluster_model::{ClusterModel, PrivateKeys, key_store, spec_of};
+use super::cluster_model::{ClusterModel, key_store, spec_of};
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::shape::drift_sentences;
@@ -17,7 +17,7 @@ use ha_ops::cluster_keys::ClusterKeys;
 use ha_ops::lock::lock_cluster;
 use ha_ops::refresh::observe_shared;
 use ha_ops::repair::repair_shape;
-use ha_pki::{self as pki, ClusterCas};
+use ha_pki as pki;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -89,7 +89,7 @@ pub async fn create(
     let name = net.name.to_string();
     let c = compute(settings, &project, &name, diags).await?;
     let until = deadline(&p.timeouts, Op::Create, DEFAULT_TIMEOUT);
-    let cas = match ClusterCas::generate(&name) {
+    let cas = match super::cluster_ca::cas_at_create(&p, &name) {
         Ok(c) => c,
         Err(e) => return failed(diags, "make the CAs of", &name, e),
     };
@@ -122,7 +122,7 @@ pub async fn create(
     spec.keys_secret = Val::Known(secret);
     p.spec = Val::Known(spec);
     p.ca_key_store = Val::Known(key_store::SECRET_MANAGER.into());
-    p.private_keys = Val::Known(PrivateKeys::of(&keys));
+    p.private_keys = Val::Known(super::cluster_ca::keys_for_state(&p, &keys));
     p.drift = Val::Known(Vec::new());
     // Replicas take the backups; a new cluster has none yet.
     if p.last_backup.is_unknown() {
@@ -213,9 +213,7 @@ async fn keys_drift(c: &Cloud, s: &ClusterModel, diags: &mut Diagnostics) -> Opt
 /// The keys the cluster's secret must hold (an update writes them back when it does not: a migration from
 /// `terraform_state`, or a secret found missing at refresh); none when its keys are kept in state alone.
 fn keys_to_hold(p: &ClusterModel) -> Option<ClusterKeys> {
-    p.keys_in_secret()
-        .then(|| p.private_keys.known().and_then(PrivateKeys::keys))
-        .flatten()
+    p.keys_in_secret().then(|| p.keys_held()).flatten()
 }
 
 /// `last_backup`: the newest snapshot in the bucket. A bucket that cannot be listed leaves the value as it was,

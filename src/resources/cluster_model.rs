@@ -39,6 +39,7 @@ pub struct ClusterModel {
     pub external_ip: Val<String>,
     pub endpoint: Val<String>,
     pub ca_certificate: Val<String>,
+    pub ca_private_key_wo: Val<String>,
     pub etcd_peer_ca_certificate: Val<String>,
     pub etcd_client_ca_certificate: Val<String>,
     pub spec: Val<ClusterSpec>,
@@ -145,11 +146,13 @@ impl PrivateKeys {
 impl ClusterModel {
     /// The cluster's settings as `ops` takes them, with the private keys from the cluster's own state: its
     /// refresh, plan checks and apply never depend on its keys' secret, which the refresh checks and the apply
-    /// writes back. `None` before the cluster exists.
+    /// writes back. A cluster CA the user brought has its key in the secret and in the configuration
+    /// (`ca_private_key_wo`) alone: an apply that is given it has it, and nothing else signs with that CA.
+    /// `None` before the cluster exists.
     pub fn ops_spec(&self) -> Option<Result<Spec, OpError>> {
         let spec = self.spec.known()?;
         Some(spec.to_ops().map(|mut s| {
-            if let Some(keys) = self.private_keys.known().and_then(PrivateKeys::keys) {
+            if let Some(keys) = self.keys_held() {
                 s.cas.cluster_ca.key_pem = keys.ca_key;
                 s.cas.etcd_peer_ca.key_pem = keys.etcd_peer_ca_key;
                 s.cas.etcd_client_ca.key_pem = keys.etcd_client_ca_key;
@@ -157,6 +160,18 @@ impl ClusterModel {
             }
             s
         }))
+    }
+
+    /// The keys the cluster holds: those in its state, with the key of a cluster CA the user brought from this
+    /// apply's configuration when it was given (`ca_private_key_wo`; empty otherwise).
+    pub fn keys_held(&self) -> Option<ha_ops::cluster_keys::ClusterKeys> {
+        let mut keys = self.private_keys.known().and_then(PrivateKeys::keys)?;
+        if keys.brings_own_ca()
+            && let Some(key) = self.ca_private_key_wo.known()
+        {
+            keys.ca_key = key.clone();
+        }
+        Some(keys)
     }
 
     /// Whether the cluster keeps its keys in its own secret (`ca_key_store = "secret_manager"`).

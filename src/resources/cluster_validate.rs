@@ -14,6 +14,7 @@ pub(super) fn validate(c: &ClusterModel, diags: &mut Diagnostics) {
     }
     certificate_lifetimes(c, diags);
     placement_and_machines(c, diags);
+    super::cluster_ca::validate(c, diags);
 }
 
 fn backup_keep(c: &ClusterModel, diags: &mut Diagnostics) {

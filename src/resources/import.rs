@@ -126,6 +126,7 @@ pub async fn cluster(
         external_ip: s(&a.external_ip),
         endpoint: s(&endpoint(&a.external_ip, a.api_port)),
         ca_certificate: s(&a.ca_certificate),
+        ca_private_key_wo: Val::Null,
         etcd_peer_ca_certificate: s(&a.etcd_peer_ca_certificate),
         etcd_client_ca_certificate: s(&a.etcd_client_ca_certificate),
         spec: Val::Null,

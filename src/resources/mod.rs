@@ -5,6 +5,7 @@ mod advice;
 mod cancel;
 pub mod cluster;
 mod cluster_apply;
+mod cluster_ca;
 mod cluster_encryption;
 pub mod cluster_health;
 pub mod cluster_model;

@@ -67,6 +67,26 @@ impl ClusterKeys {
         Ok(cas)
     }
 
+    /// The cluster CA's key alone missing: a cluster CA the user brought, whose key the cluster's state does not
+    /// keep (it is in the secret, and in the user's configuration).
+    pub fn brings_own_ca(&self) -> bool {
+        self.ca_key.is_empty() && !self.imported()
+    }
+
+    /// Whether `found` (what the secret holds) is these keys; for a cluster CA the user brought and whose key is
+    /// not at hand, whether it holds the others and a key for that CA (`with_certs` checks it pairs at use).
+    pub fn held_by(&self, found: &ClusterKeys) -> bool {
+        if self.brings_own_ca() {
+            !found.ca_key.is_empty()
+                && ClusterKeys {
+                    ca_key: String::new(),
+                    ..found.clone()
+                } == *self
+        } else {
+            found == self
+        }
+    }
+
     /// No CA key at all: an imported cluster's, whose secret keeps its service-account key alone.
     fn imported(&self) -> bool {
         [
@@ -158,12 +178,14 @@ pub async fn read(settings: &Settings, path: &str) -> Result<Option<ClusterKeys>
 }
 
 /// Fills `spec`'s CA keys and service-account key from its keys secret, when it names one and carries no keys
-/// itself (a cluster made before the secret carries them in its spec; an imported one has none anywhere).
+/// itself (a cluster made before the secret carries them in its spec; an imported one has none anywhere). The
+/// cluster's own settings carry its keys from its state (`ClusterModel::ops_spec`), all but the key of a cluster
+/// CA the user brought, which it is given only in an apply: its refresh does not depend on the secret either.
 pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
     let Some(path) = spec.keys_secret.clone() else {
         return Ok(());
     };
-    if !spec.cas.cluster_ca.key_pem.is_empty() {
+    if !spec.cas.cluster_ca.key_pem.is_empty() || !spec.cas.etcd_client_ca.key_pem.is_empty() {
         return Ok(());
     }
     let (cas, service_account_key) = resolve(settings, &path, &spec.name, &spec.cas).await?;
@@ -208,7 +230,7 @@ pub async fn holds(cloud: &Cloud, cluster: &str, keys: &ClusterKeys) -> Result<b
     let secrets = cloud.secrets().await?;
     let id = ha_domain::names::cluster_keys_secret(cluster);
     Ok(secrets.read(&id, None).await?.is_some_and(|payload| {
-        serde_json::from_slice::<ClusterKeys>(&payload).is_ok_and(|found| &found == keys)
+        serde_json::from_slice::<ClusterKeys>(&payload).is_ok_and(|found| keys.held_by(&found))
     }))
 }
 
@@ -262,6 +284,28 @@ mod tests {
         assert!(
             format!("{keys:?}").contains("redacted") && !format!("{keys:?}").contains("PRIVATE")
         );
+    }
+
+    /// A cluster whose CA the user brought keeps that CA's key in the secret, not in state: the secret holds the
+    /// keys when it holds the other three and some key for that CA; one missing, or another key changed, is not.
+    #[test]
+    fn a_brought_cas_key_is_looked_for_in_the_secret_alone() {
+        let cas = ClusterCas::generate("prod").unwrap();
+        let sa = ha_pki::service_account_key().unwrap();
+        let full = ClusterKeys::of(&cas, &sa);
+        let state = ClusterKeys {
+            ca_key: String::new(),
+            ..full.clone()
+        };
+        assert!(state.brings_own_ca() && !full.brings_own_ca());
+        assert!(state.held_by(&full) && full.held_by(&full));
+        assert!(!state.held_by(&state), "a secret without the CA's key");
+        assert!(!full.held_by(&state));
+        let other_sa = ClusterKeys {
+            service_account_key: ha_pki::service_account_key().unwrap(),
+            ..full.clone()
+        };
+        assert!(!state.held_by(&other_sa));
     }
 
     /// An imported cluster's secret holds its service-account key alone: its CAs pair with no key, and only the

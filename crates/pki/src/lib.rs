@@ -69,6 +69,26 @@ impl ClusterCas {
         })
     }
 
+    /// The cluster's CAs around a cluster CA the user brings (its certificate and key, PEM): checked to be a CA
+    /// whose key is its own and that has not expired (`now`, Unix seconds), with the two etcd CAs generated
+    /// fresh, as `generate` makes them. Only the cluster CA is brought: it is the one clients and nodes trust,
+    /// while the etcd CAs never leave the masters and the provider.
+    pub fn with_cluster_ca(
+        cluster_name: &str,
+        cluster_ca: CertKey,
+        now: i64,
+    ) -> Result<ClusterCas> {
+        check_dns_label("cluster_name", cluster_name)?;
+        check_brought_ca(&cluster_ca, now)?;
+        let (_, etcd_peer_ca) = Issuer::generate(&format!("{cluster_name}-etcd-peer-ca"))?;
+        let (_, etcd_client_ca) = Issuer::generate(&format!("{cluster_name}-etcd-client-ca"))?;
+        Ok(ClusterCas {
+            cluster_ca,
+            etcd_peer_ca,
+            etcd_client_ca,
+        })
+    }
+
     /// Loads each CA, so state that was edited or mixed up is reported before anything is issued.
     pub fn issuers(&self) -> Result<ClusterIssuers> {
         Ok(ClusterIssuers {
@@ -77,6 +97,26 @@ impl ClusterCas {
             etcd_client: load("etcd client CA", &self.etcd_client_ca)?,
         })
     }
+}
+
+/// A cluster CA the user brings, as plan and apply check it: a CA certificate, a PKCS#8 key that is its own, and
+/// not expired at `now` (Unix seconds). Returns when it expires (Unix seconds): every certificate it signs is
+/// capped there.
+pub fn check_brought_ca(ca: &CertKey, now: i64) -> Result<i64> {
+    let issuer = load("cluster CA", ca)?;
+    let expires = issuer.expires_at().unix_timestamp();
+    if expires <= now {
+        return Err(PkiError::LoadCa {
+            ca: "cluster CA".into(),
+            reason: format!(
+                "certificate expired at {}",
+                time::OffsetDateTime::from_unix_timestamp(expires)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            ),
+        });
+    }
+    Ok(expires)
 }
 
 fn load(which: &str, ca: &CertKey) -> Result<Issuer> {

@@ -537,3 +537,66 @@ fn no_certificate_outlives_its_ca() {
     );
     assert_eq!(not_after_unix(&admin.cert.cert_pem).unwrap(), ca_expiry);
 }
+
+/// A cluster CA the user brings is taken only as a CA with its own key and time left; what it signs verifies
+/// under it, and the etcd CAs are made fresh beside it.
+#[test]
+fn a_brought_cluster_ca_signs_only_when_it_is_a_live_ca_with_its_own_key() {
+    let (issuer, corp) = Issuer::generate("corp-root").unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let cas = ClusterCas::with_cluster_ca("prod", corp.clone(), now).unwrap();
+    assert_eq!(cas.cluster_ca, corp);
+    assert!(
+        parse(&cas.etcd_peer_ca.cert_pem)
+            .subject
+            .contains("prod-etcd-peer-ca")
+    );
+    let req = fixture().1.clone();
+    let certs = issue_replica_certs(&cas, &req).unwrap();
+    verify_server(&corp.cert_pem, &certs.api_server.cert_pem, "34.1.2.3").unwrap();
+
+    let (_, other) = Issuer::generate("other").unwrap();
+    let (leaf_ca, _) = Issuer::generate("leaf-signer").unwrap();
+    let leaf = leaf_ca
+        .issue(
+            &LeafSpec {
+                common_name: "not-a-ca".into(),
+                ..LeafSpec::default()
+            },
+            Usage::Server,
+        )
+        .unwrap();
+    let expires = issuer.expires_at().unix_timestamp();
+    let cases: [(&str, CertKey, i64, &str); 4] = [
+        (
+            "another CA's key",
+            CertKey {
+                key_pem: other.key_pem.clone(),
+                ..corp.clone()
+            },
+            now,
+            "does not match",
+        ),
+        ("a leaf", leaf, now, "not a CA"),
+        (
+            "no key",
+            CertKey {
+                key_pem: String::new(),
+                ..corp.clone()
+            },
+            now,
+            "private key",
+        ),
+        ("expired", corp.clone(), expires + 1, "expired"),
+    ];
+    for (case, ca, at, says) in cases {
+        let err = ClusterCas::with_cluster_ca("prod", ca, at)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(says) && err.contains("cluster CA"),
+            "{case}: {err}"
+        );
+        assert!(!err.contains("PRIVATE KEY"), "{case}: {err}");
+    }
+}
