@@ -53,9 +53,8 @@ pub fn plan(schema: &Schema, config: &Value, prior: Option<&Value>, proposed: &V
     let changing = match prior {
         None => true,
         Some(prior) => {
-            schema.attributes.iter().any(|a| {
+            schema.attributes.iter().filter(|a| !a.write_only).any(|a| {
                 !(a.is_computed() && attr(config, a.name).is_null())
-                    && !a.write_only
                     && attr(prior, a.name) != attr(&planned, a.name)
             }) || schema
                 .blocks
