@@ -130,7 +130,7 @@ async fn snapshot_and_upload(
     deadline: Instant,
 ) -> Result<Taken> {
     let from = source(ctx, targets).await?;
-    let secrets_key = ctx.secrets_key().await?;
+    let secrets_key = ctx.secrets_keys().await?;
     let before = ctx.etcd.status(&from).await?;
     let limit = deadline
         .saturating_duration_since(Instant::now())

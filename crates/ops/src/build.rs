@@ -37,7 +37,7 @@ pub struct Identity<'a> {
     pub certs: &'a ReplicaCerts,
 }
 
-/// `secrets_encryption` is the cluster's key as read from Secret Manager (`ClusterCtx::secrets_key`): a parameter,
+/// `secrets_encryption` is the cluster's key as read from Secret Manager (`ClusterCtx::secrets_keys`): a parameter,
 /// not a field filled later, so no caller can render a master that forgets it.
 pub fn master_config(
     ctx: &ClusterCtx,

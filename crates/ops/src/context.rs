@@ -54,7 +54,7 @@ impl ClusterCtx {
     /// `spec.master.secrets_encryption_key` and `secrets_decryption_keys` name; none without any. Read only where
     /// a master is rendered, a snapshot labelled or a key's end checked, never for a refresh or a delete: a version
     /// disabled later must not stop the cluster from being read or taken down.
-    pub async fn secrets_key(&self) -> Result<Option<ha_master::SecretsEncryption>> {
+    pub async fn secrets_keys(&self) -> Result<Option<ha_master::SecretsEncryption>> {
         let master = &self.spec.master;
         if master.secrets_encryption_key.is_none() && master.secrets_decryption_keys.is_empty() {
             return Ok(None);

@@ -24,7 +24,7 @@ const SECRETS_PREFIX: &str = "/registry/secrets/";
 /// the previous stage that failed or was skipped, or Secrets not yet rewritten, are seen only here. Run under the
 /// cluster's lock, before anything changes.
 pub async fn check_stage(ctx: &ClusterCtx, deadline: Instant) -> Result<()> {
-    let keys = ctx.secrets_key().await?;
+    let keys = ctx.secrets_keys().await?;
     let writes = keys
         .as_ref()
         .and_then(|k| k.writes.as_ref())

@@ -218,7 +218,7 @@ pub async fn plan(
 /// [`restore::check_secrets_key`] with the key this cluster's masters are given.
 async fn check_secrets_key(ctx: &ClusterCtx, snapshot: &SnapshotInfo) -> Result<()> {
     let ours = ctx
-        .secrets_key()
+        .secrets_keys()
         .await?
         .map(|keys| keys.names())
         .unwrap_or_default();

@@ -293,7 +293,7 @@ impl ReplicaRun<'_> {
             internal_ip: me.internal_ip,
             certs,
         };
-        let secrets_key = self.ctx.secrets_key().await?;
+        let secrets_key = self.ctx.secrets_keys().await?;
         let mut cfg = master_config(self.ctx, &who, initial_cluster, state, secrets_key);
         if state == InitialState::RestoreFromSnapshot {
             cfg.restore = Some(self.progress.restore.clone().ok_or_else(|| {
