@@ -60,13 +60,7 @@ impl ClusterCas {
     pub fn generate(cluster_name: &str) -> Result<ClusterCas> {
         check_dns_label("cluster_name", cluster_name)?;
         let (_, cluster_ca) = Issuer::generate(&format!("{cluster_name}-ca"))?;
-        let (_, etcd_peer_ca) = Issuer::generate(&format!("{cluster_name}-etcd-peer-ca"))?;
-        let (_, etcd_client_ca) = Issuer::generate(&format!("{cluster_name}-etcd-client-ca"))?;
-        Ok(ClusterCas {
-            cluster_ca,
-            etcd_peer_ca,
-            etcd_client_ca,
-        })
+        Self::around(cluster_name, cluster_ca)
     }
 
     /// The cluster's CAs around a cluster CA the user brings (its certificate and key, PEM): checked to be a CA
@@ -80,6 +74,11 @@ impl ClusterCas {
     ) -> Result<ClusterCas> {
         check_dns_label("cluster_name", cluster_name)?;
         check_brought_ca(&cluster_ca, now)?;
+        Self::around(cluster_name, cluster_ca)
+    }
+
+    /// `cluster_ca` with two fresh etcd CAs named after the cluster.
+    fn around(cluster_name: &str, cluster_ca: CertKey) -> Result<ClusterCas> {
         let (_, etcd_peer_ca) = Issuer::generate(&format!("{cluster_name}-etcd-peer-ca"))?;
         let (_, etcd_client_ca) = Issuer::generate(&format!("{cluster_name}-etcd-client-ca"))?;
         Ok(ClusterCas {
