@@ -137,6 +137,31 @@ impl Workspace {
             .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     }
 
+    /// Every file of the workspace that holds `needle` (state, its backups, saved plans, logs), but the
+    /// configuration (`.tf`, where a test puts a secret), the files named in `except`, and the client's own
+    /// `.terraform` directory (plugins and caches): where a value that must be stored nowhere would leak to.
+    pub fn files_holding(&self, needle: &str, except: &[&str]) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut dirs = vec![self.path().to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    if !path.ends_with(".terraform") {
+                        dirs.push(path);
+                    }
+                } else if path.extension().is_none_or(|e| e != "tf")
+                    && !except.iter().any(|name| path.ends_with(name))
+                    && std::fs::read(&path)
+                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+                {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+        found
+    }
+
     pub fn read_file(&self, relative: &str) -> String {
         let path = self.path().join(relative);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))

@@ -77,29 +77,6 @@ fn config(sim: &Sim, ca: &str, with_key: bool) -> String {
     )
 }
 
-/// Every file of the workspace that holds `needle` (state, backups, plans, logs).
-fn files_holding(ws: &Workspace, needle: &str) -> Vec<String> {
-    walkdir(ws.path())
-        .into_iter()
-        .filter(|p| !p.ends_with("corp.key") && !p.to_string_lossy().contains("/.terraform/"))
-        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(needle)))
-        .map(|p| p.display().to_string())
-        .collect()
-}
-
-fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walkdir(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
 #[test]
 fn a_cluster_runs_on_a_ca_of_its_users_own_and_no_state_holds_its_key() {
     for_each_client(|client| {
@@ -135,7 +112,7 @@ fn a_cluster_runs_on_a_ca_of_its_users_own_and_no_state_holds_its_key() {
             .lines()
             .nth(2)
             .expect("a PEM key of three lines or more");
-        let holding = files_holding(&ws, scalar);
+        let holding = ws.files_holding(scalar, &["corp.key"]);
         assert!(
             holding.is_empty(),
             "[{client}] the CA's key is in {holding:?}"
@@ -180,7 +157,7 @@ fn a_cluster_runs_on_a_ca_of_its_users_own_and_no_state_holds_its_key() {
             "[{client}] the secret's payload"
         );
         check(client, &ws, &sim, 2);
-        let holding = files_holding(&ws, scalar);
+        let holding = ws.files_holding(scalar, &["corp.key"]);
         assert!(
             holding.is_empty(),
             "[{client}] the CA's key is in {holding:?}"

@@ -47,29 +47,6 @@ output "length" {{
     )
 }
 
-/// Every file the workspace holds that is not the configuration: state, backups, saved plans.
-fn files_holding(ws: &Workspace, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut dirs = vec![ws.path().to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                // The installed plugin and the client's caches are not the user's files.
-                if !path.ends_with(".terraform") {
-                    dirs.push(path);
-                }
-            } else if path.extension().is_none_or(|e| e != "tf")
-                && std::fs::read(&path)
-                    .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
-            {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found
-}
-
 #[test]
 fn a_write_only_secret_is_read_and_never_stored_and_refused_where_it_would_be() {
     let parent = tempfile::tempdir().unwrap();
@@ -116,7 +93,7 @@ fn a_write_only_secret_is_read_and_never_stored_and_refused_where_it_would_be() 
                 applied.assert_contains("`secret_wo` is write-only");
             }
         }
-        let holding = files_holding(&ws, SECRET);
+        let holding = ws.files_holding(SECRET, &[]);
         assert!(
             holding.is_empty(),
             "[{client}] the secret is in {holding:?}"
