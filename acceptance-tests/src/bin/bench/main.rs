@@ -162,23 +162,28 @@ fn main() {
             baseline: &baseline_config,
         };
         let timing = plan_time::compare(client, &shapes, options.plan_runs);
+        // The target is ours against the minimal plugin (#30): both pay what any plugin pays (process starts,
+        // handshakes, gRPC), so the ratio is what our schema and code add. The built-in is reported beside it.
         let (value, detail) = match timing {
             Ok(t) => {
-                let mut detail = format!("{:.2} s / {:.2} s", t.subject_secs, t.baseline_secs);
-                if let Some(f) = t.floor_secs {
-                    detail.push_str(&format!(
-                        "; minimal plugin {f:.2} s = {:.2}x the built-in, ours = {:.2}x the minimal plugin",
-                        f / t.baseline_secs,
-                        t.subject_secs / f
-                    ));
-                }
-                (Ok(t.ratio()), detail)
+                let detail = format!(
+                    "{:.2} s; minimal plugin {}; terraform_data {:.2} s, ours = {:.2}x it",
+                    t.subject_secs,
+                    t.floor_secs
+                        .map_or("not built".to_string(), |f| format!("{f:.2} s")),
+                    t.baseline_secs,
+                    t.ratio()
+                );
+                let value = t.floor_secs.map(|f| t.subject_secs / f).ok_or_else(|| {
+                    "the minimal plugin was not built (`make bench` builds it)".to_string()
+                });
+                (value, detail)
             }
             Err(e) => (Err(e), String::new()),
         };
         rows.push(
             Row::new(
-                format!("plan time, {n} ha_master_replica / {n} terraform_data ({client}, median of {})", options.plan_runs),
+                format!("plan time, {n} ha_master_replica / {n} on the minimal plugin ({client}, median of {})", options.plan_runs),
                 Target::AtMost(PLAN_RATIO_TARGET, "x"),
                 value,
             )

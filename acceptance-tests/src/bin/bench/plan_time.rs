@@ -5,8 +5,8 @@
 //!   costs what any out-of-process provider costs: process starts, go-plugin handshakes, gRPC over TLS, msgpack;
 //! - the baseline: the built-in `terraform_data`, which needs no provider process at all.
 //!
-//! subject ÷ baseline is the target's ratio; floor ÷ baseline says how much of it any plugin pays, and
-//! subject ÷ floor what our schema and code add on top.
+//! subject ÷ floor is the target's ratio (#30): what our schema and code add on top of what any plugin pays;
+//! floor ÷ baseline says how much any plugin pays against the built-in, and subject ÷ baseline is reported too.
 
 use std::path::Path;
 use std::sync::Arc;
