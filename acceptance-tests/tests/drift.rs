@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{
-    check, replicas_by_zone, set_vars, set_zones, walk_config, write_keys,
+    check, cluster_keys_secret_written, replicas_by_zone, set_vars, set_zones, walk_config,
+    write_keys,
 };
 use acceptance_tests::{Client, CmdOutput, Sim, Workspace, for_each_client};
 
@@ -308,21 +309,7 @@ fn a_deleted_keys_secret_is_written_back_from_the_clusters_state() {
         // back (the cluster's update runs before its replicas').
         set_vars(&ws, &[B, C], &[("image", UBUNTU)]);
         ws.apply();
-        let secret = sim
-            .gcloud(&[
-                "secrets",
-                "versions",
-                "access",
-                "latest",
-                "--secret",
-                "walk-cluster-keys",
-            ])
-            .unwrap_or_else(|e| panic!("[{client}] the secret is back: {e}"));
-        assert!(
-            secret.to_string().contains("data"),
-            "[{client}] the secret's payload: {}",
-            secret.to_string().len()
-        );
+        cluster_keys_secret_written(client, &sim);
         check(client, &ws, &sim, 2);
     });
 }
@@ -423,6 +410,45 @@ fn hand_edited_metadata_is_written_back_or_the_vm_rebuilt() {
                 && now["user-data"].starts_with("#cloud-config")
                 && now["user-data"] != "#cloud-config\nwrite_files: []\n",
             "[{client}] the provider's startup configuration: {now:?}"
+        );
+
+        // The same edit on a VM that is down (crashed, or stopped in the console): it must not be started on what
+        // it would boot from, so it is rebuilt on its data disk too, and comes back running.
+        let id = sim.instance(&victim)["id"].to_string();
+        sim.event(Event::CrashVm {
+            instance: victim.clone(),
+        });
+        set("user-data", "#cloud-config\nwrite_files: []\n");
+        let plan = plan_sees(
+            client,
+            &ws,
+            &[
+                &format!("The startup configuration of replica {victim} was edited out of band"),
+                "rebuilds the VM on its etcd data disk",
+            ],
+        );
+        assert!(
+            !plan.stdout.contains(&format!(
+                "The metadata of replica {victim} was edited out of band"
+            )),
+            "[{client}] a VM that is rebuilt is not also mended in place:\n{plan}"
+        );
+        ws.apply();
+        check(client, &ws, &sim, 1);
+        assert_ne!(
+            sim.instance(&victim)["id"].to_string(),
+            id,
+            "[{client}] the stopped VM was rebuilt, not started on the edited configuration"
+        );
+        assert_eq!(
+            sim.instance(&victim)["status"],
+            "RUNNING",
+            "[{client}] and it runs"
+        );
+        let now = metadata_of(&sim, &victim);
+        assert_ne!(
+            now["user-data"], "#cloud-config\nwrite_files: []\n",
+            "[{client}] the provider's startup configuration"
         );
     });
 }

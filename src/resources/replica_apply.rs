@@ -581,6 +581,10 @@ async fn roll_replica(
         rebuild_instance: must_rebuild(&prior.drift.known().cloned().unwrap_or_default())
             .then(|| prior.instance_id.known().and_then(|id| id.parse().ok()))
             .flatten(),
+        recorded_member: prior
+            .etcd_member_id
+            .known()
+            .and_then(|id| u64::from_str_radix(id, 16).ok()),
     };
     let rolled = roll_in_turn(ctx, &req, until).await;
     let r = match rolled {

@@ -57,6 +57,9 @@ pub(crate) struct Decision {
     pub restore: Option<SnapshotRestore>,
     /// The replica's VM when the snapshot does not show it (a VM whose labels were edited by hand).
     pub instance: Option<InstanceInfo>,
+    /// The replica's etcd member when the snapshot lists none because no member answers (a sole replica whose VM
+    /// is down): the one the state records, which a rebuild on the data disk brings back.
+    pub member_id: Option<u64>,
 }
 
 impl Decision {
@@ -68,6 +71,7 @@ impl Decision {
             certs: None,
             restore: None,
             instance: None,
+            member_id: None,
         }
     }
 }
@@ -86,6 +90,7 @@ pub(crate) async fn run_change<C: Change>(
         certs,
         restore,
         instance,
+        member_id,
     } = decision;
     tracing::debug!(change = %change.what(), steps = ?steps, "steps");
     // Every member the steps remove gets etcd's preflight before anything of the change runs.
@@ -96,6 +101,9 @@ pub(crate) async fn run_change<C: Change>(
     run.progress.restore = restore;
     if instance.is_some() {
         run.progress.instance = instance;
+    }
+    if run.progress.member_id.is_none() {
+        run.progress.member_id = member_id;
     }
     if let Err(e) = run.execute(&steps).await {
         if let Some(id) = run.progress.added_learner {

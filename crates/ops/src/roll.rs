@@ -36,6 +36,10 @@ pub struct RollRequest {
     /// (`domain::metadata::must_rebuild`). A VM with another id was rebuilt already (by a roll killed before
     /// Terraform saved it), so a resumed roll does not rebuild it twice.
     pub rebuild_instance: Option<u64>,
+    /// The etcd member the state records for the replica: the member a roll keeps when no etcd member answers at
+    /// all (the replica is the cluster's only one, and its VM is down), so a down VM can still be rebuilt on its
+    /// data disk and bring its member back. When etcd answers, its member list decides.
+    pub recorded_member: Option<u64>,
 }
 
 /// The replica as the roll left it.
@@ -226,12 +230,17 @@ impl Change for Roll<'_> {
         let member_id = snap
             .member_named(&r.name)
             .map(|m| m.id)
+            .or_else(|| {
+                r.recorded_member
+                    .filter(|_| snap.observed.members.is_none())
+            })
             .ok_or_else(|| OpError::Other(format!("replica {} has no etcd member", r.name)))?;
         let internal_ip = internal_ip_of(vm.as_ref(), place.reserved.as_ref(), snap, member_id)?;
         let me = Replica::new(&r.name, &r.zone, &r.labels, internal_ip);
         Ok((
             Decision {
                 instance: vm,
+                member_id: Some(member_id),
                 ..Decision::new(me, steps)
             },
             member_id,
