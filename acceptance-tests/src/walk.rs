@@ -506,6 +506,28 @@ pub fn with_storage_at(config: String, endpoint: &str, block: &str) -> String {
     )
 }
 
+/// The walk cluster's keys secret as `gcloud secrets versions access latest` reads it back from ha-sim, after an
+/// apply that had to write it again (deleted by hand): the payload, asserted to be there.
+pub fn cluster_keys_secret_written(client: Client, sim: &Sim) -> String {
+    let secret = sim
+        .gcloud(&[
+            "secrets",
+            "versions",
+            "access",
+            "latest",
+            "--secret",
+            "walk-cluster-keys",
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] the keys secret is back: {e}"));
+    let payload = secret.to_string();
+    assert!(
+        payload.contains("data"),
+        "[{client}] the keys secret has a payload ({} bytes)",
+        payload.len()
+    );
+    payload
+}
+
 /// PEM private keys in `text` (PKCS#8, PKCS#1 and SEC 1 alike), counted by their BEGIN lines' labels.
 pub fn private_keys_in(text: &str) -> usize {
     let begin = "-----BEGIN ";

@@ -11,8 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    assert_private_keys_only_in_the_cluster, check, edit_config, replicas_by_zone, set_zones,
-    walk_config, write_keys,
+    assert_private_keys_only_in_the_cluster, check, cluster_keys_secret_written, edit_config,
+    replicas_by_zone, set_zones, walk_config, write_keys,
 };
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
@@ -142,20 +142,7 @@ fn a_cluster_runs_on_a_ca_of_its_users_own_and_no_state_holds_its_key() {
         refused.assert_contains("This apply needs the key of cluster walk's CA");
         ws.write_main_tf(&config(&sim, "corp", true));
         ws.apply();
-        let secret = sim
-            .gcloud(&[
-                "secrets",
-                "versions",
-                "access",
-                "latest",
-                "--secret",
-                "walk-cluster-keys",
-            ])
-            .unwrap_or_else(|e| panic!("[{client}] the secret is back: {e}"));
-        assert!(
-            !secret.to_string().is_empty(),
-            "[{client}] the secret's payload"
-        );
+        cluster_keys_secret_written(client, &sim);
         check(client, &ws, &sim, 2);
         let holding = ws.files_holding(scalar, &["corp.key"]);
         assert!(

@@ -324,9 +324,16 @@ pub async fn update(
         return Some(prior);
     }
     // The keys first: replicas planned with this spec read them from the secret.
-    if let Err(e) = objects::update(&c, &net, keys_to_hold(&p).as_ref(), until).await {
-        failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
-        return Some(prior);
+    match objects::update(&c, &net, keys_to_hold(&p).as_ref(), until).await {
+        Ok(()) => {}
+        Err(ha_ops::OpError::BroughtCaKeyNeeded { .. }) => {
+            super::cluster_ca::key_needed_at_apply(&name, diags);
+            return Some(prior);
+        }
+        Err(e) => {
+            failed::<()>(diags, "update", &name, super::advice::with_advice(&e));
+            return Some(prior);
+        }
     }
     // A restore from a snapshot, or a start with an empty etcd, is the replicas' to run (the first to rejoin
     // restores or founds, `domain::restore`, `domain::start_empty`): the cluster has no VM to repair the load

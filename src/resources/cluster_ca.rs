@@ -178,6 +178,23 @@ pub(super) fn check_key_needed(
     }
 }
 
+/// The apply found the keys secret to write again and was not given the brought CA's key (`ha_ops` refused before
+/// changing anything): plan asks first ([`check_key_needed`]), so this meets only a secret lost between plan and
+/// apply.
+pub(super) fn key_needed_at_apply(name: &str, diags: &mut Diagnostics) {
+    let secret = ha_domain::names::cluster_keys_secret(name);
+    diags.attr_error(
+        AttributePath::attr(KEY),
+        format!("This apply needs the key of cluster {name}'s CA"),
+        format!(
+            "Secret {secret} must be written again (it is gone or holds other keys), and the key of the CA you \
+             brought is kept only in that secret and in your configuration, never in state: nothing can be signed \
+             for a replica until it is written. Give the key in `ca_private_key_wo` and apply again. Nothing was \
+             changed."
+        ),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

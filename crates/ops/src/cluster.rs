@@ -113,14 +113,9 @@ pub async fn update(
     };
     // Written without the key of a CA the user brought, the secret could sign nothing again.
     if keys_stale && keys.is_some_and(ClusterKeys::brings_own_ca) {
-        return Err(OpError::Refused(
-            format!("Cluster {}'s keys secret must be written again, and the key of its CA is not at hand", n.name),
-            "The cluster CA was brought with `ca_private_key_wo`, whose value is kept in the secret and in your \
-             configuration only, never in state. The secret is gone or holds other keys, so nothing can be \
-             signed for a replica until it is written again: give `ca_private_key_wo` in this apply's \
-             configuration and apply again. Nothing was changed."
-                .into(),
-        ));
+        return Err(OpError::BroughtCaKeyNeeded {
+            cluster: n.name.to_string(),
+        });
     }
     let (want, found, _) = rules_to_keep(cloud, n, deadline).await?;
     let mut run = FoundationRun::new(cloud, n.name, n.region, deadline);

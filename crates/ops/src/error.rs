@@ -24,6 +24,14 @@ pub enum OpError {
     /// rolling): summary and what to do. The caller may wait and ask again.
     #[error("{0}. {1}")]
     NotYet(String, String),
+    /// The cluster's keys secret must be written again (gone, or holding other keys) and the private key of a
+    /// CA the user brought, which only the secret and the user's configuration hold, was not given: nothing can be
+    /// signed with it until it is. The resource names where to give it.
+    #[error(
+        "cluster {cluster}'s keys secret must be written again, and the private key of the CA its user brought \
+         was not given; nothing was changed"
+    )]
+    BroughtCaKeyNeeded { cluster: String },
     #[error("{0}")]
     Other(String),
 }
