@@ -36,6 +36,7 @@ pub mod restore;
 pub mod roll;
 pub mod secrets_encryption;
 pub mod service_account;
+pub mod service_account_rotation;
 pub mod shape;
 pub mod start_empty;
 pub mod step;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use ipnet::Ipv4Net;
 
 use super::roll::{Build, ETCD_IMAGE, KUBERNETES_VERSION};
+use super::service_account_rotation::{self, Stage};
 use super::{etcd_version, kubernetes_version};
 
 /// A master VM's settings, as plain values with every default applied.
@@ -46,6 +47,9 @@ pub struct MasterSpec {
     /// The versions whose keys the API servers still read Secrets with but no longer write with, during a change
     /// of key (`domain::secrets_encryption::change`).
     pub secrets_decryption_keys: Vec<String>,
+    /// Where a rotation of the service-account key stands (`domain::service_account_rotation`): each stage is
+    /// another build, so every replica rolls onto it.
+    pub service_account_key_rotation: Stage,
 }
 
 /// The build setting naming the encryption key's version.
@@ -82,6 +86,7 @@ impl MasterSpec {
             service_account_scopes,
             secrets_encryption_key,
             secrets_decryption_keys,
+            service_account_key_rotation,
             // Not part of a build, and why:
             // - a disk keeps the type it was made with; the setting applies to replicas created later;
             data_disk_type: _,
@@ -135,6 +140,9 @@ impl MasterSpec {
                 secrets_decryption_keys.join(","),
             );
         }
+        if let Some(stage) = service_account_key_rotation.setting() {
+            settings.insert(service_account_rotation::SETTING.into(), stage.into());
+        }
         Build {
             machine_type: machine_type.clone(),
             data_disk_gb: Some(*data_disk_size_gb),
@@ -169,6 +177,7 @@ mod tests {
             service_account_scopes: vec!["https://www.googleapis.com/auth/compute".into()],
             secrets_encryption_key: None,
             secrets_decryption_keys: Vec::new(),
+            service_account_key_rotation: Stage::Steady,
         }
     }
 
@@ -195,7 +204,7 @@ mod tests {
     #[test]
     fn every_other_setting_changes_the_build() {
         let base = spec().build();
-        let changes: [fn(&mut MasterSpec); 16] = [
+        let changes: [fn(&mut MasterSpec); 18] = [
             |s| s.machine_type = "e2-standard-4".into(),
             |s| s.image = "cos-2".into(),
             |s| s.boot_disk_size_gb = 30,
@@ -215,6 +224,8 @@ mod tests {
             },
             |s| s.secrets_encryption_key = Some("projects/p/secrets/k/versions/1".into()),
             |s| s.secrets_decryption_keys = vec!["projects/p/secrets/k/versions/2".into()],
+            |s| s.service_account_key_rotation = Stage::Started,
+            |s| s.service_account_key_rotation = Stage::Switched,
         ];
         for (i, change) in changes.into_iter().enumerate() {
             let mut s = spec();
