@@ -203,12 +203,15 @@ fn tls_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
             KEY_MODE,
         ));
     }
-    // `super::check` refuses a key whose public half cannot be derived, so this is never empty when rendered.
-    out.push(file(
-        paths::SERVICE_ACCOUNT_PUB,
-        ha_pki::service_account_public_key(&cfg.service_account_key_pem).unwrap_or_default(),
-        FILE_MODE,
-    ));
+    // `super::check` refuses a key whose public half cannot be derived, so this is never empty when rendered. The
+    // signing key's public half comes first, then those a rotation verifies too: one file, which
+    // `--service-account-key-file` reads every key of.
+    let mut verifies =
+        ha_pki::service_account_public_key(&cfg.service_account_key_pem).unwrap_or_default();
+    for public in &cfg.service_account_also_verifies {
+        verifies.push_str(public);
+    }
+    out.push(file(paths::SERVICE_ACCOUNT_PUB, verifies, FILE_MODE));
 }
 
 /// Each control-plane client's certificate, key and kubeconfig, and the kubelet's.

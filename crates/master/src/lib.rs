@@ -211,6 +211,10 @@ pub struct MasterConfig {
     /// The cluster-wide service account signing key (PEM, from [`ha_pki::service_account_key`]): every
     /// replica must sign and verify tokens with the same key.
     pub service_account_key_pem: String,
+    /// Public keys (PKIX PEM) the API servers verify tokens with besides the signing key's: the other key while
+    /// the service-account key is rotated (`domain::service_account_rotation`), empty otherwise. Only public
+    /// halves reach a master: it signs with one key alone.
+    pub service_account_also_verifies: Vec<String>,
     /// Whether etcd's data disk is attached (device [`DATA_DEVICE`]): etcd's data directory then lives on it,
     /// so the VM can be deleted and created again on the same data. Replicas made before data disks keep etcd on
     /// the boot disk.
@@ -311,6 +315,16 @@ pub fn check(cfg: &MasterConfig) -> Result<(), MasterError> {
     }
     ha_pki::service_account_public_key(&cfg.service_account_key_pem)
         .map_err(|e| MasterError::ServiceAccountKey(e.to_string()))?;
+    for public in &cfg.service_account_also_verifies {
+        ha_pki::public_key_fingerprints(public)
+            .ok()
+            .filter(|f| f.len() == 1)
+            .ok_or_else(|| {
+                MasterError::ServiceAccountKey(
+                    "a key the API servers also verify with is not one PKIX public key".into(),
+                )
+            })?;
+    }
     let restoring = cfg.initial_state == InitialState::RestoreFromSnapshot;
     if restoring != cfg.restore.is_some() || (restoring && !cfg.data_disk) {
         return Err(MasterError::RestoreMisconfigured);

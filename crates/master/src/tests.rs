@@ -44,6 +44,7 @@ pub(super) fn config_for(
         cas: CaCerts::from(cas),
         certs: pki::issue_replica_certs(cas, &req).unwrap(),
         service_account_key_pem: pki::service_account_key().unwrap(),
+        service_account_also_verifies: Vec::new(),
         data_disk: true,
         etcd_image: "registry.k8s.io/etcd:3.4.13-0".into(),
         kubernetes: crate::KubernetesRelease::legacy(),
@@ -494,6 +495,38 @@ fn check_refuses_what_no_master_could_run() {
         check(&c),
         Err(MasterError::ServiceRangeTooSmall(_))
     ));
+}
+
+/// A rotation of the service-account key: the API servers verify the signing key and the other one, from one
+/// file, signing key first; only a public key is taken as the other one.
+#[test]
+fn a_rotation_verifies_two_service_account_keys_and_signs_with_one() {
+    let other = pki::service_account_key().unwrap();
+    let other_public = pki::service_account_public_key(&other).unwrap();
+    let mut c = base().clone();
+    c.service_account_also_verifies = vec![other_public.clone()];
+    assert_eq!(check(&c), Ok(()));
+    let rendered = files(&c);
+    let public = &rendered[paths::SERVICE_ACCOUNT_PUB].content;
+    let signing = pki::service_account_public_key(&c.service_account_key_pem).unwrap();
+    assert_eq!(
+        pki::public_key_fingerprints(public).unwrap(),
+        [
+            pki::public_key_fingerprints(&signing).unwrap(),
+            pki::public_key_fingerprints(&other_public).unwrap()
+        ]
+        .concat()
+    );
+    assert_eq!(
+        pki::public_key_fingerprints(&files(base())[paths::SERVICE_ACCOUNT_PUB].content)
+            .unwrap()
+            .len(),
+        1,
+        "one key when none is rotated"
+    );
+    // A private key never goes where public keys do.
+    c.service_account_also_verifies = vec![other];
+    assert!(matches!(check(&c), Err(MasterError::ServiceAccountKey(_))));
 }
 
 #[test]

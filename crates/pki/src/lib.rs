@@ -334,6 +334,32 @@ pub fn service_account_public_key(private_pem: &str) -> Result<String> {
         })
 }
 
+/// The fingerprint of each `PUBLIC KEY` in `pem` (a bundle, as kube-apiserver's `--service-account-key-file`
+/// takes one): the first 16 hex digits of the SHA-256 of its DER. What a rotation compares a master's keys by.
+pub fn public_key_fingerprints(pem: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for block in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()) {
+        let block = block.map_err(|e| PkiError::InvalidRequest {
+            field: "service_account_key",
+            reason: format!("holds a PEM block that cannot be read: {e}"),
+        })?;
+        if block.label != "PUBLIC KEY" {
+            return Err(PkiError::InvalidRequest {
+                field: "service_account_key",
+                reason: format!("holds a {} where public keys belong", block.label),
+            });
+        }
+        let digest = ring::digest::digest(&ring::digest::SHA256, &block.contents);
+        out.push(
+            digest.as_ref()[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
 fn client(cn: &str, orgs: &[&str]) -> LeafSpec {
     LeafSpec {
         common_name: cn.into(),

@@ -600,3 +600,24 @@ fn a_brought_cluster_ca_signs_only_when_it_is_a_live_ca_with_its_own_key() {
         assert!(!err.contains("PRIVATE KEY"), "{case}: {err}");
     }
 }
+
+#[test]
+fn public_key_fingerprints_name_each_key_of_a_bundle() {
+    let (a, b) = (
+        service_account_key().unwrap(),
+        service_account_key().unwrap(),
+    );
+    let (pa, pb) = (
+        service_account_public_key(&a).unwrap(),
+        service_account_public_key(&b).unwrap(),
+    );
+    let fa = public_key_fingerprints(&pa).unwrap();
+    let both = public_key_fingerprints(&format!("{pa}{pb}")).unwrap();
+    assert_eq!(fa.len(), 1);
+    assert_eq!(fa[0].len(), 16);
+    assert_eq!(both.len(), 2);
+    assert_eq!(both[0], fa[0]);
+    assert_ne!(both[0], both[1]);
+    // A private key is not a public one.
+    assert!(public_key_fingerprints(&a).is_err());
+}
