@@ -447,6 +447,24 @@ fn secrets_encryption(schema: Schema) -> Schema {
                  taken under an older key.",
             ),
     )
+    .attribute(
+        Attribute::string(ha_domain::service_account_rotation::ATTRIBUTE)
+            .optional()
+            .validator(string_check("\"started\" or \"switched\".", |v| {
+                ha_domain::service_account_rotation::Stage::parse(Some(v)).map(|_| ())
+            }))
+            .description(
+                "A rotation of the service-account signing key under way, in stages, each a roll of every \
+                 replica: `\"started\"` makes a next key that every API server verifies tokens with while the \
+                 current key still signs; `\"switched\"` signs with the next key, both still verified; removing \
+                 the setting makes the next key the key and forgets the old one, whose tokens then stop \
+                 verifying (kubelets refresh projected tokens within the hour; delete secret-based tokens to \
+                 have them minted again). Plan refuses `\"switched\"` before `\"started\"`, and the apply \
+                 refuses to change the stage until every master runs the keys of the current one. Going back \
+                 (`\"switched\"` to `\"started\"`, `\"started\"` to unset) is always safe. Only for a cluster \
+                 whose keys are in Secret Manager (`ca_key_store`). See docs/guides/secrets.md.",
+            ),
+    )
 }
 
 /// Protection, versions and certificate lifetimes.
@@ -1352,6 +1370,7 @@ impl Resource for ClusterResource {
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));
         plan_key_store(change.config, change.prior, p, diags);
+        super::cluster_rotation::plan(change.prior, p, change.requires_replace, diags);
         super::cluster_ca::plan(change.config, change.prior, diags);
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
         // that lists what is wrong; `spec` above stays as it was, so replicas see no change from a repair.

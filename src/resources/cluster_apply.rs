@@ -309,12 +309,15 @@ pub async fn update(
     if p.last_backup.is_unknown() {
         p.last_backup = prior.last_backup.clone();
     }
+    let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
+    if !rotate_keys(settings, &prior, &mut p, until, diags).await {
+        return Some(prior);
+    }
     let Some((net, project)) = network(&p) else {
         return Some(prior);
     };
     let name = net.name.to_string();
     let c = compute(settings, &project, &name, diags).await?;
-    let until = deadline(&p.timeouts, Op::Update, DEFAULT_TIMEOUT);
     // Another stage of the Secrets encryption keys: judged against the masters and etcd as they are, before
     // anything changes, so a refusal leaves the cluster and its state as they were.
     if (prior.secrets_encryption_key != p.secrets_encryption_key
@@ -408,6 +411,67 @@ pub async fn update(
 
 /// `ha_ops::encryption_stage::check_stage` under the cluster's lock, so no roll runs while the masters are read;
 /// false, with the error reported, when the stage may not start.
+/// Another stage of a rotation of the service-account key: the masters are checked to run the stage before, then
+/// the keys in `p` move (`cluster_rotation::rotated_keys`), before the secret is written with them. False when the
+/// apply must stop, with why said; nothing changed then.
+async fn rotate_keys(
+    settings: &Settings,
+    prior: &ClusterModel,
+    p: &mut ClusterModel,
+    until: tokio::time::Instant,
+    diags: &mut Diagnostics,
+) -> bool {
+    if prior.service_account_key_rotation == p.service_account_key_rotation {
+        return true;
+    }
+    if !check_rotation_stage(settings, prior, until, diags).await {
+        return false;
+    }
+    match super::cluster_rotation::rotated_keys(prior, p) {
+        Some(Ok(keys)) => p.private_keys = Val::Known(keys),
+        Some(Err(e)) => {
+            let name = prior.name.known().cloned().unwrap_or_default();
+            failed::<()>(diags, "rotate the service-account key of", &name, e);
+            return false;
+        }
+        None => {}
+    }
+    true
+}
+
+/// The masters run the service-account keys of the stage `prior` records (`ops::service_account_rotation`), checked
+/// under the cluster's lock; false, with the refusal said, otherwise.
+async fn check_rotation_stage(
+    settings: &Settings,
+    prior: &ClusterModel,
+    until: tokio::time::Instant,
+    diags: &mut Diagnostics,
+) -> bool {
+    let name = prior.name.known().cloned().unwrap_or_default();
+    let Some(ctx) = context(settings, prior, diags).await else {
+        return false;
+    };
+    let checked = async {
+        let lock = lock_cluster(&ctx, "rotate the service-account key", until).await?;
+        let checked = ha_ops::service_account_rotation::check_stage(&ctx, until).await;
+        lock.release().await;
+        checked
+    }
+    .await;
+    match checked {
+        Ok(()) => true,
+        Err(e) => {
+            failed::<()>(
+                diags,
+                "rotate the service-account key of",
+                &name,
+                super::advice::with_advice(&e),
+            );
+            false
+        }
+    }
+}
+
 async fn check_encryption_stage(
     settings: &Settings,
     p: &ClusterModel,

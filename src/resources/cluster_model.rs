@@ -57,6 +57,7 @@ pub struct ClusterModel {
     pub ca_key_store: Val<String>,
     pub secrets_encryption_key: Val<String>,
     pub secrets_decryption_keys: Val<Vec<String>>,
+    pub service_account_key_rotation: Val<String>,
     pub private_keys: Val<PrivateKeys>,
     pub timeouts: Val<Timeouts>,
 }
@@ -92,6 +93,8 @@ pub struct PrivateKeys {
     pub etcd_peer_ca: Val<String>,
     pub etcd_client_ca: Val<String>,
     pub service_account: Val<String>,
+    /// The key a rotation of the service-account key made, until it becomes `service_account`; null otherwise.
+    pub next_service_account: Val<String>,
 }}
 
 impl std::fmt::Debug for PrivateKeys {
@@ -107,6 +110,9 @@ impl PrivateKeys {
             etcd_peer_ca: Val::Known(keys.etcd_peer_ca_key.clone()),
             etcd_client_ca: Val::Known(keys.etcd_client_ca_key.clone()),
             service_account: Val::Known(keys.service_account_key.clone()),
+            next_service_account: Some(&keys.next_service_account_key)
+                .filter(|k| !k.is_empty())
+                .map_or(Val::Null, |k| Val::Known(k.clone())),
         }
     }
 
@@ -119,6 +125,7 @@ impl PrivateKeys {
             etcd_peer_ca_key: String::new(),
             etcd_client_ca_key: String::new(),
             service_account_key: service_account_key.clone(),
+            next_service_account_key: String::new(),
         }))
     }
 
@@ -130,6 +137,7 @@ impl PrivateKeys {
             etcd_peer_ca_key: key(&s.etcd_peer_ca_private_key)?,
             etcd_client_ca_key: key(&s.etcd_client_ca_private_key)?,
             service_account_key: key(&s.service_account_key)?,
+            next_service_account_key: String::new(),
         }))
     }
 
@@ -139,6 +147,11 @@ impl PrivateKeys {
             etcd_peer_ca_key: self.etcd_peer_ca.known()?.clone(),
             etcd_client_ca_key: self.etcd_client_ca.known()?.clone(),
             service_account_key: self.service_account.known()?.clone(),
+            next_service_account_key: match &self.next_service_account {
+                Val::Known(k) => k.clone(),
+                Val::Null => String::new(),
+                Val::Unknown => return None,
+            },
         })
     }
 }
@@ -157,6 +170,8 @@ impl ClusterModel {
                 s.cas.etcd_peer_ca.key_pem = keys.etcd_peer_ca_key;
                 s.cas.etcd_client_ca.key_pem = keys.etcd_client_ca_key;
                 s.service_account_key = keys.service_account_key;
+                s.next_service_account_key =
+                    Some(keys.next_service_account_key).filter(|k| !k.is_empty());
             }
             s
         }))
@@ -277,6 +292,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
             Val::Known(keys) if keys.is_empty() => Val::Null,
             v => v.clone(),
         },
+        service_account_key_rotation: p.service_account_key_rotation.clone(),
     }
 }
 

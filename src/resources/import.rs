@@ -144,6 +144,7 @@ pub async fn cluster(
         // Which keys a master only reads is not told apart from keys it no longer needs: none is assumed, and a
         // configuration that names some rolls the masters to read them.
         secrets_decryption_keys: Val::Null,
+        service_account_key_rotation: Val::Null,
         private_keys: Val::Null,
         timeouts: Val::Null,
     };

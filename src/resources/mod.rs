@@ -9,6 +9,7 @@ mod cluster_ca;
 mod cluster_encryption;
 pub mod cluster_health;
 pub mod cluster_model;
+mod cluster_rotation;
 mod cluster_validate;
 #[cfg(test)]
 mod extreme_tests;

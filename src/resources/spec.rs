@@ -84,6 +84,9 @@ pub struct ClusterSpec {
     /// The cluster's `secrets_decryption_keys`: versions whose keys the API servers still read Secrets with, during
     /// a change of key. Null when there are none, as in every spec stored before the setting.
     pub secrets_decryption_keys: Val<Vec<String>>,
+    /// The cluster's `service_account_key_rotation` (null when no rotation is under way, as in every spec stored
+    /// before the setting): which key the masters sign service-account tokens with, and which they verify.
+    pub service_account_key_rotation: Val<String>,
 }}
 
 impl ClusterSpec {
@@ -183,6 +186,13 @@ impl ClusterSpec {
                 Val::Null => Vec::new(),
                 v => need(v, "secrets_decryption_keys")?,
             },
+            service_account_key_rotation: match &s.service_account_key_rotation {
+                Val::Null => ha_domain::service_account_rotation::Stage::Steady,
+                v => ha_domain::service_account_rotation::Stage::parse(Some(
+                    need(v, "service_account_key_rotation")?.as_str(),
+                ))
+                .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
+            },
         })
     }
 
@@ -264,6 +274,9 @@ impl ClusterSpec {
                 },
             },
             service_account_key: key(&s.service_account_key, "service account key")?,
+            // Only a cluster whose keys are in its secret rotates; `ClusterCtx::new` or the cluster's own state
+            // fills it in.
+            next_service_account_key: None,
             keys_secret: s.keys_secret.known().cloned(),
             // Unknown or absent (a state from before the setting): protected, the safe side.
             deletion_protection: s.deletion_protection.known() != Some(&false),

@@ -45,9 +45,11 @@ pub fn master_config(
     initial_cluster: Vec<(String, Ipv4Addr)>,
     initial_state: InitialState,
     secrets_encryption: Option<master::SecretsEncryption>,
-) -> MasterConfig {
+) -> Result<MasterConfig> {
     let spec = &ctx.spec;
-    MasterConfig {
+    // While the service-account key rotates, the stage says which key signs and which others are verified.
+    let (service_account_key_pem, service_account_also_verifies) = spec.service_account_keys()?;
+    Ok(MasterConfig {
         cluster_name: spec.name.clone(),
         replica_name: who.name.to_string(),
         internal_ip: who.internal_ip,
@@ -63,7 +65,8 @@ pub fn master_config(
         initial_state,
         cas: CaCerts::from(&spec.cas),
         certs: who.certs.clone(),
-        service_account_key_pem: spec.service_account_key.clone(),
+        service_account_key_pem,
+        service_account_also_verifies,
         data_disk: true,
         etcd_image: ha_domain::etcd_version::image(&spec.master.etcd_version),
         kubernetes: kubernetes_release(&spec.master.kubernetes_version),
@@ -78,7 +81,7 @@ pub fn master_config(
             origin: ha_secrets::origin(&ctx.settings),
         },
         secrets_encryption,
-    }
+    })
 }
 
 /// Writes the replica's keys to its secret, readable by the masters' service account alone, before its VM is

@@ -28,6 +28,10 @@ pub struct ClusterKeys {
     pub etcd_peer_ca_key: String,
     pub etcd_client_ca_key: String,
     pub service_account_key: String,
+    /// The key a rotation of the service-account key made (`domain::service_account_rotation`), until it becomes
+    /// the key; empty otherwise, and absent from the secret then, so secrets written before rotations read the same.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_service_account_key: String,
 }
 
 impl std::fmt::Debug for ClusterKeys {
@@ -43,6 +47,7 @@ impl ClusterKeys {
             etcd_peer_ca_key: cas.etcd_peer_ca.key_pem.clone(),
             etcd_client_ca_key: cas.etcd_client_ca.key_pem.clone(),
             service_account_key: service_account_key.to_string(),
+            next_service_account_key: String::new(),
         }
     }
 
@@ -64,6 +69,9 @@ impl ClusterKeys {
             cas.issuers()?;
         }
         ha_pki::service_account_public_key(&self.service_account_key)?;
+        if !self.next_service_account_key.is_empty() {
+            ha_pki::service_account_public_key(&self.next_service_account_key)?;
+        }
         Ok(cas)
     }
 
@@ -188,9 +196,10 @@ pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
     if !spec.cas.cluster_ca.key_pem.is_empty() || !spec.cas.etcd_client_ca.key_pem.is_empty() {
         return Ok(());
     }
-    let (cas, service_account_key) = resolve(settings, &path, &spec.name, &spec.cas).await?;
+    let (cas, keys) = resolve(settings, &path, &spec.name, &spec.cas).await?;
     spec.cas = cas;
-    spec.service_account_key = service_account_key;
+    spec.service_account_key = keys.service_account_key;
+    spec.next_service_account_key = Some(keys.next_service_account_key).filter(|k| !k.is_empty());
     Ok(())
 }
 
@@ -201,7 +210,7 @@ async fn resolve(
     path: &str,
     cluster: &str,
     certs: &ClusterCas,
-) -> Result<(ClusterCas, String)> {
+) -> Result<(ClusterCas, ClusterKeys)> {
     let keys = read(settings, path).await?.ok_or_else(|| {
         OpError::Refused(
             format!(
@@ -222,7 +231,7 @@ async fn resolve(
             ),
         )
     })?;
-    Ok((cas, keys.service_account_key))
+    Ok((cas, keys))
 }
 
 /// Whether the cluster's secret holds exactly `keys`; read fresh, never from this process's memory (refresh).
@@ -319,6 +328,7 @@ mod tests {
             etcd_peer_ca_key: String::new(),
             etcd_client_ca_key: String::new(),
             service_account_key: sa.clone(),
+            next_service_account_key: String::new(),
         };
         let paired = imported.with_certs(&cas).unwrap();
         for ca in [
@@ -357,7 +367,7 @@ mod tests {
         };
         let cas = ClusterCas::generate("prod").unwrap();
         let keys = ClusterKeys::of(&cas, &ha_pki::service_account_key().unwrap());
-        let refusal = |r: Result<(ClusterCas, String)>| match r {
+        let refusal = |r: Result<(ClusterCas, ClusterKeys)>| match r {
             Err(OpError::Refused(summary, detail)) => format!("{summary}. {detail}"),
             other => panic!("not refused: {:?}", other.map(|_| ())),
         };
@@ -390,8 +400,24 @@ mod tests {
 
         let path = write(&cloud, "prod", &keys).await.unwrap();
         assert_eq!(path, secret_path("proj", "prod"));
-        let (read_back, sa) = resolve(&settings, &path, "prod", &cas).await.unwrap();
-        assert_eq!((read_back, sa), (cas, keys.service_account_key.clone()));
+        let (read_back, read_keys) = resolve(&settings, &path, "prod", &cas).await.unwrap();
+        assert_eq!((read_back, &read_keys), (cas.clone(), &keys));
+        // A rotation's next key goes with the others, and is absent from the payload when there is none (secrets
+        // written before rotations read the same).
+        assert!(
+            !String::from_utf8(keys.to_json())
+                .unwrap()
+                .contains("next_service_account_key")
+        );
+        let rotating = ClusterKeys {
+            next_service_account_key: ha_pki::service_account_key().unwrap(),
+            ..keys.clone()
+        };
+        write(&cloud, "prod", &rotating).await.unwrap();
+        let (_, read_keys) = resolve(&settings, &path, "prod", &cas).await.unwrap();
+        assert_eq!(read_keys, rotating);
+        assert!(!holds(&cloud, "prod", &keys).await.unwrap());
+        write(&cloud, "prod", &keys).await.unwrap();
         assert!(holds(&cloud, "prod", &keys).await.unwrap());
         assert!(!holds(&cloud, "prod", &foreign).await.unwrap());
         assert!(!holds(&cloud, "gone", &keys).await.unwrap());

@@ -32,6 +32,7 @@ pub mod repair;
 pub mod restore;
 pub mod roll;
 pub mod secrets_encryption;
+pub mod service_account_rotation;
 pub mod shared;
 pub mod spec;
 

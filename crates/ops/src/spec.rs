@@ -20,6 +20,9 @@ pub struct Spec {
     /// The CAs (certificates, and keys once `ClusterCtx::new` has read them) and the service-account key.
     pub cas: ClusterCas,
     pub service_account_key: String,
+    /// The key a rotation of the service-account key made, until it becomes the key
+    /// (`domain::service_account_rotation`; the stage is `master.service_account_key_rotation`).
+    pub next_service_account_key: Option<String>,
     /// The Secret Manager secret that holds the CA keys and the service-account key (`ops::cluster_keys`), when the
     /// spec carries none itself.
     pub keys_secret: Option<String>,
@@ -45,5 +48,30 @@ pub struct Spec {
 impl Spec {
     pub fn names(&self) -> DerivedNames {
         DerivedNames::for_cluster(&self.name)
+    }
+
+    /// The key the masters sign service-account tokens with at the rotation's stage, and the public halves of the
+    /// others they verify them with; refused when the stage needs a next key the cluster does not have.
+    pub fn service_account_keys(&self) -> Result<(String, Vec<String>), crate::OpError> {
+        use ha_domain::service_account_rotation::Key;
+        let want = self.master.service_account_key_rotation.key_use();
+        let key = |k: Key| {
+            match k {
+            Key::Current => Ok(self.service_account_key.clone()),
+            Key::Next => self.next_service_account_key.clone().ok_or_else(|| {
+                crate::OpError::Other(format!(
+                    "cluster {} rotates its service-account key but holds no next key; run `terraform apply` on \
+                     the cluster first",
+                    self.name
+                ))
+            }),
+        }
+        };
+        let signs = key(want.signs)?;
+        let mut also = Vec::new();
+        for k in want.verifies.into_iter().filter(|k| *k != want.signs) {
+            also.push(ha_pki::service_account_public_key(&key(k)?)?);
+        }
+        Ok((signs, also))
     }
 }

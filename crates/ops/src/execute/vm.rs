@@ -294,7 +294,7 @@ impl ReplicaRun<'_> {
             certs,
         };
         let secrets_key = self.ctx.secrets_keys().await?;
-        let mut cfg = master_config(self.ctx, &who, initial_cluster, state, secrets_key);
+        let mut cfg = master_config(self.ctx, &who, initial_cluster, state, secrets_key)?;
         if state == InitialState::RestoreFromSnapshot {
             cfg.restore = Some(self.progress.restore.clone().ok_or_else(|| {
                 OpError::Other(format!("{step:?} without a snapshot to restore"))

@@ -1,0 +1,167 @@
+//! A rotation of the service-account signing key (issue #31), under both clients, on three replicas against
+//! ha-sim: each stage is a roll of every replica measured as the other rolls are (probes at the static IP, a
+//! writer through etcd, voters sampled), and each master's key files are read from its disk after it.
+//!
+//! - `"switched"` before `"started"` is refused at plan, naming the attribute.
+//! - `"started"`: every master signs with the key it had (K) and verifies K and a new one (N).
+//! - A stage change while a master still runs the stage before is refused at apply before anything changes:
+//!   `"started"` applied to the cluster alone (`-target`), then `"switched"`, names the masters behind.
+//! - `"switched"`: every master signs with N and verifies both; removed: every master signs and verifies N alone,
+//!   K is gone from every master and from the cluster's state, which holds as many private keys as before.
+//! - Every key written before is there after, and each plan after an apply is empty (`check`).
+
+use std::time::Duration;
+
+use acceptance_tests::probe::{apply_measured, assert_rolled_cleanly};
+use acceptance_tests::walk::{
+    THREE_ZONES, assert_private_keys_only_in_the_cluster, check, edit_config, set_vars,
+    walk_config_in, write_keys,
+};
+use acceptance_tests::{Client, Sim, Workspace, for_each_client};
+
+/// The signing key's public half, and the public keys the API server verifies with, as the master's files hold
+/// them (the sim keeps a guest's `/` under the VM's `rootfs/`).
+fn keys_on(sim: &Sim, vm: &str) -> (String, Vec<String>) {
+    let pki = "rootfs/etc/srv/kubernetes/pki";
+    let key = sim.ssh(vm, &["cat", &format!("{pki}/service-account.key")]);
+    let signs = ha_pki::service_account_public_key(&key)
+        .unwrap_or_else(|e| panic!("{vm}'s signing key: {e}"));
+    let public = sim.ssh(vm, &["cat", &format!("{pki}/service-account.pub")]);
+    let verifies = ha_pki::public_key_fingerprints(&public)
+        .unwrap_or_else(|e| panic!("{vm}'s verification keys: {e}\n{public}"));
+    (
+        ha_pki::public_key_fingerprints(&signs).unwrap().remove(0),
+        verifies,
+    )
+}
+
+/// Every master runs `signs` and verifies exactly `verifies`, signing key first.
+#[track_caller]
+fn every_master_runs(client: Client, sim: &Sim, vms: &[String], signs: &str, verifies: &[&str]) {
+    for vm in vms {
+        let (s, v) = keys_on(sim, vm);
+        assert_eq!(
+            (s.as_str(), v.iter().map(String::as_str).collect::<Vec<_>>()),
+            (signs, verifies.to_vec()),
+            "[{client}] {vm}'s service-account keys (signs, verifies)"
+        );
+    }
+}
+
+fn set_stage(ws: &Workspace, stage: Option<&str>) {
+    let mut vars = Vec::new();
+    if let Some(s) = stage {
+        vars.push(("sa_rotation", s));
+    }
+    set_vars(ws, &THREE_ZONES, &vars);
+}
+
+#[test]
+fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lost() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("sa-rotation-{client}"));
+        let ws = Workspace::new(client, "sa-rotation").with_timeout(Duration::from_secs(600));
+        ws.write_main_tf(&edit_config(
+            walk_config_in(&sim, THREE_ZONES[0]),
+            &[
+                (
+                    "variable \"zones\" {",
+                    "variable \"sa_rotation\" {\n  type    = string\n  default = null\n}\n\nvariable \"zones\" {",
+                ),
+                (
+                    "  kubernetes_version        = var.kubernetes_version\n",
+                    "  kubernetes_version        = var.kubernetes_version\n  service_account_key_rotation = var.sa_rotation\n",
+                ),
+            ],
+        ));
+        ws.init();
+        set_stage(&ws, None);
+        ws.apply();
+        let vms: Vec<String> = acceptance_tests::walk::replicas_by_zone(&ws)
+            .into_values()
+            .collect();
+        write_keys(&sim, &vms[0]);
+        let (k, only_k) = keys_on(&sim, &vms[0]);
+        assert_eq!(
+            only_k,
+            std::slice::from_ref(&k),
+            "[{client}] one key before a rotation"
+        );
+        every_master_runs(client, &sim, &vms, &k, &[&k]);
+        let private_keys =
+            acceptance_tests::walk::private_keys_in(&ws.read_file("terraform.tfstate"));
+
+        // Skipping a stage: refused at plan, nothing made.
+        set_stage(&ws, Some("switched"));
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains(
+                "service_account_key_rotation cannot go to \"switched\" before \"started\"",
+            );
+
+        // Started: a next key, verified everywhere; the current one still signs.
+        set_stage(&ws, Some("started"));
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains("changes its service-account key");
+        plan.assert_contains("\"service_account_key_rotation\" = \"started\"");
+        let m = apply_measured(&ws, &sim, "started");
+        assert_rolled_cleanly(client, &sim, &vms, "started", &m);
+        let (_, both) = keys_on(&sim, &vms[0]);
+        assert_eq!(both.len(), 2, "[{client}] two keys verified: {both:?}");
+        let n = both[1].clone();
+        assert_ne!(n, k);
+        every_master_runs(client, &sim, &vms, &k, &[&k, &n]);
+        check(client, &ws, &sim, 3);
+
+        // Back to no rotation, the cluster alone: its masters still run `started`, so moving on is refused.
+        set_stage(&ws, None);
+        ws.run(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-auto-approve",
+            "-target=ha_master_cluster.c",
+        ])
+        .assert_success();
+        set_stage(&ws, Some("started"));
+        let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        refused.assert_failure();
+        refused.assert_contains(
+            "does not run the service-account keys of the cluster's stage yet (no rotation under way)",
+        );
+        every_master_runs(client, &sim, &vms, &k, &[&k, &n]);
+        // Finishing the stage the cluster is at rolls them back to K alone; then `started` again makes another key.
+        set_stage(&ws, None);
+        let m = apply_measured(&ws, &sim, "dropped");
+        assert_rolled_cleanly(client, &sim, &vms, "dropped", &m);
+        every_master_runs(client, &sim, &vms, &k, &[&k]);
+        set_stage(&ws, Some("started"));
+        let m = apply_measured(&ws, &sim, "started-again");
+        assert_rolled_cleanly(client, &sim, &vms, "started-again", &m);
+        let n = keys_on(&sim, &vms[0]).1[1].clone();
+        every_master_runs(client, &sim, &vms, &k, &[&k, &n]);
+
+        // Switched: the next key signs, both verified.
+        set_stage(&ws, Some("switched"));
+        let m = apply_measured(&ws, &sim, "switched");
+        assert_rolled_cleanly(client, &sim, &vms, "switched", &m);
+        every_master_runs(client, &sim, &vms, &n, &[&n, &k]);
+        check(client, &ws, &sim, 3);
+
+        // Done: the next key is the key, the old one gone from every master and from state.
+        set_stage(&ws, None);
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_contains("stop verifying");
+        let m = apply_measured(&ws, &sim, "done");
+        assert_rolled_cleanly(client, &sim, &vms, "done", &m);
+        every_master_runs(client, &sim, &vms, &n, &[&n]);
+        check(client, &ws, &sim, 3);
+        assert_eq!(
+            acceptance_tests::walk::private_keys_in(&ws.read_file("terraform.tfstate")),
+            private_keys,
+            "[{client}] as many private keys in state as before the rotation"
+        );
+        assert_private_keys_only_in_the_cluster(client, &ws, private_keys);
+    });
+}
