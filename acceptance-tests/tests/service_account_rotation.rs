@@ -8,13 +8,19 @@
 //!   `"started"` applied to the cluster alone (`-target`), then `"switched"`, names the masters behind.
 //! - `"switched"`: every master signs with N and verifies both; removed: every master signs and verifies N alone,
 //!   K is gone from every master and from the cluster's state, which holds as many private keys as before.
+//! - Tokens signed as the masters sign them (ES256 with a master's own key file) are presented to every master's
+//!   API server, which ha-sim verifies under `--service-account-key-file` as kube-apiserver does: the current
+//!   key's tokens verify everywhere until the rotation ends, the next key's from the switch on, the old key's
+//!   nowhere once it is forgotten, and a stranger's never.
 //! - Every key written before is there after, and each plan after an apply is empty (`check`).
 
 use std::time::Duration;
 
 use acceptance_tests::probe::{apply_measured, assert_rolled_cleanly};
+use std::process::{Command, Stdio};
+
 use acceptance_tests::walk::{
-    THREE_ZONES, assert_private_keys_only_in_the_cluster, check, edit_config, set_vars,
+    THREE_ZONES, assert_private_keys_only_in_the_cluster, check, edit_config, outputs, set_vars,
     walk_config_in, write_keys,
 };
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
@@ -33,6 +39,102 @@ fn keys_on(sim: &Sim, vm: &str) -> (String, Vec<String>) {
         ha_pki::public_key_fingerprints(&signs).unwrap().remove(0),
         verifies,
     )
+}
+
+/// A service-account token for `kube-system:default`, valid for ten minutes, signed with `key_pem` (a PKCS#8
+/// ECDSA P-256 key, as a master's `service-account.key`): what that master's API server or controller manager
+/// would mint.
+fn token_signed_with(key_pem: &str) -> String {
+    use base64::Engine as _;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let der: String = key_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let rng = ring::rand::SystemRandom::new();
+    let pair = EcdsaKeyPair::from_pkcs8(
+        &ECDSA_P256_SHA256_FIXED_SIGNING,
+        &b64.decode(der).unwrap(),
+        &rng,
+    )
+    .unwrap();
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = serde_json::json!({
+        "iss": "https://kubernetes.default.svc.cluster.local",
+        "sub": "system:serviceaccount:kube-system:default",
+        "exp": now + 600,
+    });
+    let signed = format!(
+        "{}.{}",
+        url.encode(br#"{"alg":"ES256","typ":"JWT"}"#),
+        url.encode(claims.to_string())
+    );
+    let signature = pair.sign(&rng, signed.as_bytes()).unwrap();
+    format!("{signed}.{}", url.encode(signature.as_ref()))
+}
+
+/// The signing key a master's files hold.
+fn signing_key_of(sim: &Sim, vm: &str) -> String {
+    sim.ssh(
+        vm,
+        &["cat", "rootfs/etc/srv/kubernetes/pki/service-account.key"],
+    )
+}
+
+/// The HTTP status each master's own API server answers `/version` with when `token` is the bearer: 200 once it
+/// authenticates the token, 401 when it cannot.
+fn answers_to(ws: &Workspace, sim: &Sim, vms: &[String], token: &str) -> Vec<String> {
+    let ca = ws.path().join("ca.pem");
+    std::fs::write(&ca, outputs(ws)["ca"]["value"].as_str().unwrap()).unwrap();
+    vms.iter()
+        .map(|vm| {
+            let ip = sim.instance(vm)["networkInterfaces"][0]["networkIP"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let out = Command::new("curl")
+                .args([
+                    "-sS",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "--max-time",
+                    "5",
+                ])
+                .arg("--cacert")
+                .arg(&ca)
+                .args(["-H", &format!("Authorization: Bearer {token}")])
+                .arg(format!("https://{ip}/version"))
+                .stdin(Stdio::null())
+                .output()
+                .expect("curl is on PATH");
+            format!("{vm}: {}", String::from_utf8_lossy(&out.stdout))
+        })
+        .collect()
+}
+
+/// Every master's API server answers `want` to `token`.
+#[track_caller]
+fn every_master_answers(
+    client: Client,
+    ws: &Workspace,
+    sim: &Sim,
+    vms: &[String],
+    token: &str,
+    want: &str,
+) {
+    let got = answers_to(ws, sim, vms, token);
+    let expected: Vec<String> = vms.iter().map(|vm| format!("{vm}: {want}")).collect();
+    assert_eq!(
+        got, expected,
+        "[{client}] each API server's answer to a token"
+    );
 }
 
 /// Every master runs `signs` and verifies exactly `verifies`, signing key first.
@@ -88,6 +190,11 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
             "[{client}] one key before a rotation"
         );
         every_master_runs(client, &sim, &vms, &k, &[&k]);
+        // Tokens as a master mints them verify on every master; one from a key no master knows on none.
+        let token_k = token_signed_with(&signing_key_of(&sim, &vms[0]));
+        every_master_answers(client, &ws, &sim, &vms, &token_k, "200");
+        let stranger = token_signed_with(&ha_pki::service_account_key().unwrap());
+        every_master_answers(client, &ws, &sim, &vms, &stranger, "401");
         let private_keys =
             acceptance_tests::walk::private_keys_in(&ws.read_file("terraform.tfstate"));
 
@@ -112,6 +219,7 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         let n = both[1].clone();
         assert_ne!(n, k);
         every_master_runs(client, &sim, &vms, &k, &[&k, &n]);
+        every_master_answers(client, &ws, &sim, &vms, &token_k, "200");
         check(client, &ws, &sim, 3);
 
         // Back to no rotation, the cluster alone: its masters still run `started`, so moving on is refused.
@@ -147,6 +255,10 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         let m = apply_measured(&ws, &sim, "switched");
         assert_rolled_cleanly(client, &sim, &vms, "switched", &m);
         every_master_runs(client, &sim, &vms, &n, &[&n, &k]);
+        // Tokens from before the switch and from after it verify everywhere.
+        let token_n = token_signed_with(&signing_key_of(&sim, &vms[0]));
+        every_master_answers(client, &ws, &sim, &vms, &token_n, "200");
+        every_master_answers(client, &ws, &sim, &vms, &token_k, "200");
         check(client, &ws, &sim, 3);
 
         // Done: the next key is the key, the old one gone from every master and from state.
@@ -156,6 +268,9 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         let m = apply_measured(&ws, &sim, "done");
         assert_rolled_cleanly(client, &sim, &vms, "done", &m);
         every_master_runs(client, &sim, &vms, &n, &[&n]);
+        // The old key is forgotten: its tokens no longer verify anywhere; the new key's still do.
+        every_master_answers(client, &ws, &sim, &vms, &token_n, "200");
+        every_master_answers(client, &ws, &sim, &vms, &token_k, "401");
         check(client, &ws, &sim, 3);
         assert_eq!(
             acceptance_tests::walk::private_keys_in(&ws.read_file("terraform.tfstate")),

@@ -8,9 +8,10 @@
 //! `/api` (the core group's versions, what kubectl's discovery reads first), and lists of a few core resources
 //! (`GET /api/v1/namespaces/<ns>/<resource>`, `GET /api/v1/<resource>`; see [`core_list`]), authorized as RBAC would
 //! with the certificate's CN and O against the release's bootstrap policy and the master's own addons
-//! (`contract::Authorizer`): 403 with the real server's sentence, or 200 and an empty list. The stand-in
-//! knows no bearer token (a real server knows service-account tokens), so a request with one and no certificate
-//! gets 401, as a real server answers a token it cannot authenticate.
+//! (`contract::Authorizer`): 403 with the real server's sentence, or 200 and an empty list. A bearer token is a
+//! service-account token (`tokens`): one that verifies under `--service-account-key-file` authenticates its
+//! service account, as a client certificate does its subject; any other gets 401 on every path, as a real server
+//! answers a token it cannot authenticate.
 
 use super::VmError;
 use crate::net::background::{Background, bind};
@@ -49,6 +50,8 @@ pub(crate) struct ApiSpec {
     pub health_interval: Duration,
     /// What the master's RBAC lets each client read (`contract::authorizer`).
     pub authorizer: crate::contract::Authorizer,
+    /// Service-account tokens, verified as `--service-account-key-file` and `--service-account-issuer` say.
+    pub tokens: Option<super::tokens::TokenVerifier>,
 }
 
 /// Last known health of the local etcd, for `VmHandle::status()`.
@@ -109,6 +112,7 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
         etcd: spec.etcd,
         health,
         authorizer: spec.authorizer,
+        tokens: spec.tokens,
     });
     let acceptor = tokio_rustls::TlsAcceptor::from(spec.tls);
     let secure = TcpListener::from_std(spec.secure);
@@ -264,6 +268,7 @@ struct Ctx {
     etcd: EtcdProbe,
     health: Arc<Health>,
     authorizer: crate::contract::Authorizer,
+    tokens: Option<super::tokens::TokenVerifier>,
 }
 
 /// A list of a core resource the stand-in serves: (resource, namespace or none for the cluster scope, the list's
@@ -292,6 +297,22 @@ fn core_list(path: &str) -> Option<(&'static str, Option<&'static str>, &'static
 }
 
 impl Ctx {
+    /// The service account a bearer token authenticates, as kube-apiserver's token authenticator does; none when it
+    /// does not verify (the request is then refused with 401, on every path).
+    fn authenticate(&self, token: &str) -> Option<crate::contract::Identity> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        match self.tokens.as_ref()?.verify(token, now) {
+            Ok(who) => Some(who),
+            Err(why) => {
+                tracing::debug!(replica = %self.name, "bearer token refused: {why}");
+                None
+            }
+        }
+    }
+
     /// Serves one request. The sidecar answers as kube-apiserver-healthcheck does: GET of its own
     /// `/.kube-apiserver-healthcheck/healthz`, GET `/healthz`, `/livez`, `/readyz` proxied (502 when the upstream
     /// does not answer), 404 for anything else, whatever the method. The secure port: see the module's doc.
@@ -321,10 +342,22 @@ impl Ctx {
         };
         let public = is_health || path == "/version";
         let list = core_list(&path);
-        let bearer = headers.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("authorization") && v.to_ascii_lowercase().starts_with("bearer ")
+        let bearer = headers.iter().find_map(|(k, v)| {
+            let token = v
+                .get(..7)
+                .filter(|p| p.eq_ignore_ascii_case("bearer "))
+                .map(|_| &v[7..]);
+            token.filter(|_| k.eq_ignore_ascii_case("authorization"))
         });
-        let _ = if client == Client::Anonymous && bearer {
+        // A client certificate authenticates first; a bearer token is tried when none was presented.
+        let client = match (client, bearer) {
+            (Client::Anonymous, Some(token)) => match self.authenticate(token) {
+                Some(who) => Client::Authenticated(who),
+                None => Client::Anonymous,
+            },
+            (client, _) => client,
+        };
+        let _ = if client == Client::Anonymous && bearer.is_some() {
             // A token the server cannot authenticate is refused on every path, before authorization.
             let body = status_json(401, "Unauthorized", "Unauthorized");
             http::respond_json(&mut stream, 401, &replica, &body).await

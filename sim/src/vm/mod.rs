@@ -9,6 +9,7 @@ pub(crate) mod guest_file;
 mod init;
 mod keys;
 mod tls;
+mod tokens;
 
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -215,6 +216,15 @@ impl Vm {
             &map.path(api.require(c, "tls-private-key-file")?)?,
             client_ca.as_deref(),
         )?;
+        let tokens = match (
+            api.get("service-account-key-file"),
+            api.get("service-account-issuer"),
+        ) {
+            (Some(file), Some(issuer)) => {
+                Some(tokens::TokenVerifier::load(&map.path(file)?, issuer)?)
+            }
+            _ => None,
+        };
         let apiserver_etcd = ApiserverEtcd::of(api, &map)?;
         let bind_ip: Ipv4Addr = parse_flag(c, "bind-address", &bind_host)?;
         let secure_addr = SocketAddr::from((bind_ip, opts.port_map.host_port(secure_port)));
@@ -255,6 +265,7 @@ impl Vm {
                 etcd: apiserver_etcd.probe,
                 health_interval: opts.health_interval,
                 authorizer,
+                tokens,
             },
             health.clone(),
         )?;
