@@ -338,14 +338,7 @@ fn a_running_cluster_changes_its_key_in_stages() {
 
         // Stage 1 on the cluster alone: the masters never rolled, so stage 2 is refused by them at apply.
         ws.write_main_tf(&staged(&sim, &gcs, Some(k1), &[k2]));
-        ws.run(&[
-            "apply",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            "-target=ha_master_cluster.c",
-        ])
-        .assert_success();
+        ws.apply_target("ha_master_cluster.c");
         ws.write_main_tf(&staged(&sim, &gcs, Some(k2), &[k1]));
         ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"])
             .assert_failure()

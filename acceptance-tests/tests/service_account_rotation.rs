@@ -224,14 +224,7 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
 
         // Back to no rotation, the cluster alone: its masters still run `started`, so moving on is refused.
         set_stage(&ws, None);
-        ws.run(&[
-            "apply",
-            "-input=false",
-            "-no-color",
-            "-auto-approve",
-            "-target=ha_master_cluster.c",
-        ])
-        .assert_success();
+        ws.apply_target("ha_master_cluster.c");
         set_stage(&ws, Some("started"));
         let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         refused.assert_failure();

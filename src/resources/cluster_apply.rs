@@ -439,37 +439,23 @@ async fn rotate_keys(
     true
 }
 
-/// The masters run the service-account keys of the stage `prior` records (`ops::service_account_rotation`), checked
-/// under the cluster's lock; false, with the refusal said, otherwise.
+/// The masters run the service-account keys of the stage `prior` records (`ops::service_account_rotation`).
 async fn check_rotation_stage(
     settings: &Settings,
     prior: &ClusterModel,
     until: tokio::time::Instant,
     diags: &mut Diagnostics,
 ) -> bool {
-    let name = prior.name.known().cloned().unwrap_or_default();
-    let Some(ctx) = context(settings, prior, diags).await else {
-        return false;
-    };
-    let checked = async {
-        let lock = lock_cluster(&ctx, "rotate the service-account key", until).await?;
-        let checked = ha_ops::service_account_rotation::check_stage(&ctx, until).await;
-        lock.release().await;
-        checked
-    }
-    .await;
-    match checked {
-        Ok(()) => true,
-        Err(e) => {
-            failed::<()>(
-                diags,
-                "rotate the service-account key of",
-                &name,
-                super::advice::with_advice(&e),
-            );
-            false
-        }
-    }
+    let check = ha_ops::service_account_rotation::check_stage;
+    checked_under_lock(
+        settings,
+        prior,
+        "rotate the service-account key",
+        check,
+        until,
+        diags,
+    )
+    .await
 }
 
 async fn check_encryption_stage(
@@ -478,13 +464,36 @@ async fn check_encryption_stage(
     until: tokio::time::Instant,
     diags: &mut Diagnostics,
 ) -> bool {
-    let name = p.name.known().cloned().unwrap_or_default();
-    let Some(ctx) = context(settings, p, diags).await else {
+    let check = ha_ops::encryption_stage::check_stage;
+    checked_under_lock(
+        settings,
+        p,
+        "change the Secrets encryption keys",
+        check,
+        until,
+        diags,
+    )
+    .await
+}
+
+/// A look at the cluster as it runs before a change of stage rolls anything (`check`), under the cluster's lock so
+/// no other change moves the masters meanwhile; false, with the refusal said as "Could not <doing> of <cluster>",
+/// otherwise.
+async fn checked_under_lock(
+    settings: &Settings,
+    m: &ClusterModel,
+    doing: &str,
+    check: impl AsyncFnOnce(&ClusterCtx, tokio::time::Instant) -> Result<(), ha_ops::OpError>,
+    until: tokio::time::Instant,
+    diags: &mut Diagnostics,
+) -> bool {
+    let name = m.name.known().cloned().unwrap_or_default();
+    let Some(ctx) = context(settings, m, diags).await else {
         return false;
     };
     let checked = async {
-        let lock = lock_cluster(&ctx, "change the Secrets encryption keys", until).await?;
-        let checked = ha_ops::encryption_stage::check_stage(&ctx, until).await;
+        let lock = lock_cluster(&ctx, doing, until).await?;
+        let checked = check(&ctx, until).await;
         lock.release().await;
         checked
     }
@@ -492,12 +501,8 @@ async fn check_encryption_stage(
     match checked {
         Ok(()) => true,
         Err(e) => {
-            failed::<()>(
-                diags,
-                "change the Secrets encryption keys of",
-                &name,
-                super::advice::with_advice(&e),
-            );
+            let doing = format!("{doing} of");
+            failed::<()>(diags, &doing, &name, super::advice::with_advice(&e));
             false
         }
     }
