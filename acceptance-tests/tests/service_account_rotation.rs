@@ -9,15 +9,19 @@
 //! - `"switched"`: every master signs with N and verifies both; removed: every master signs and verifies N alone,
 //!   K is gone from every master and from the cluster's state, which holds as many private keys as before.
 //! - Tokens signed as the masters sign them (ES256 with a master's own key file) are presented to every master's
-//!   API server, which ha-sim verifies under `--service-account-key-file` as kube-apiserver does: the current
-//!   key's tokens verify everywhere until the rotation ends, the next key's from the switch on, the old key's
-//!   nowhere once it is forgotten, and a stranger's never.
+//!   API server, which ha-sim verifies under `--service-account-key-file` as kube-apiserver does, every 100 ms
+//!   while each roll runs and after it: no master refuses a token another master of a neighbouring stage could
+//!   have minted (the current key's until the rotation ends, the next key's from the switch on), the old key's
+//!   are refused everywhere once it is forgotten, and a stranger's always.
 //! - Every key written before is there after, and each plan after an apply is empty (`check`).
 
 use std::time::Duration;
 
-use acceptance_tests::probe::{apply_measured, assert_rolled_cleanly};
+use acceptance_tests::probe::{apply_measured, apply_measured_with, assert_rolled_cleanly};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use acceptance_tests::walk::{
     THREE_ZONES, assert_private_keys_only_in_the_cluster, check, edit_config, outputs, set_vars,
@@ -86,37 +90,131 @@ fn signing_key_of(sim: &Sim, vm: &str) -> String {
     )
 }
 
-/// The HTTP status each master's own API server answers `/version` with when `token` is the bearer: 200 once it
-/// authenticates the token, 401 when it cannot.
-fn answers_to(ws: &Workspace, sim: &Sim, vms: &[String], token: &str) -> Vec<String> {
+/// The cluster CA, written where curl can read it.
+fn ca_file(ws: &Workspace) -> PathBuf {
     let ca = ws.path().join("ca.pem");
     std::fs::write(&ca, outputs(ws)["ca"]["value"].as_str().unwrap()).unwrap();
+    ca
+}
+
+/// Each master's internal IP, where its own API server listens (it stays the same across a rebuild).
+fn api_ips(sim: &Sim, vms: &[String]) -> Vec<(String, String)> {
     vms.iter()
         .map(|vm| {
             let ip = sim.instance(vm)["networkInterfaces"][0]["networkIP"]
                 .as_str()
                 .unwrap()
                 .to_string();
-            let out = Command::new("curl")
-                .args([
-                    "-sS",
-                    "-o",
-                    "/dev/null",
-                    "-w",
-                    "%{http_code}",
-                    "--max-time",
-                    "5",
-                ])
-                .arg("--cacert")
-                .arg(&ca)
-                .args(["-H", &format!("Authorization: Bearer {token}")])
-                .arg(format!("https://{ip}/version"))
-                .stdin(Stdio::null())
-                .output()
-                .expect("curl is on PATH");
-            format!("{vm}: {}", String::from_utf8_lossy(&out.stdout))
+            (vm.clone(), ip)
         })
         .collect()
+}
+
+/// The HTTP status the API server at `ip` answers `/version` with when `token` is the bearer: `200` once it
+/// authenticates the token, `401` when it cannot, `000` when nothing answers (a VM being rebuilt).
+fn status_of(ca: &Path, ip: &str, token: &str) -> String {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "2",
+        ])
+        .arg("--cacert")
+        .arg(ca)
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .arg(format!("https://{ip}/version"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("curl is on PATH");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What each master's own API server answers `token` with, as `<vm>: <status>`.
+fn answers_to(ws: &Workspace, sim: &Sim, vms: &[String], token: &str) -> Vec<String> {
+    let ca = ca_file(ws);
+    api_ips(sim, vms)
+        .iter()
+        .map(|(vm, ip)| format!("{vm}: {}", status_of(&ca, ip, token)))
+        .collect()
+}
+
+/// Tokens presented to every master's API server all through a roll: how many times one was authenticated, and
+/// every refusal (a `401`). A master being rebuilt does not answer, which is not a refusal.
+#[derive(Default)]
+struct TokenSamples {
+    authenticated: usize,
+    refused: Vec<String>,
+}
+
+/// Applies (measured as every roll is) while presenting `tokens` to every master's API server every 100 ms.
+fn apply_presenting(
+    ws: &Workspace,
+    sim: &Sim,
+    vms: &[String],
+    prefix: &str,
+    tokens: &[(&str, &str)],
+) -> (acceptance_tests::probe::Measured, TokenSamples) {
+    let (ca, ips) = (ca_file(ws), api_ips(sim, vms));
+    let samples = Mutex::new(TokenSamples::default());
+    let m = apply_measured_with(ws, sim, prefix, |stop: &AtomicBool| {
+        while !stop.load(Ordering::Relaxed) {
+            for (vm, ip) in &ips {
+                for (name, token) in tokens {
+                    let status = status_of(&ca, ip, token);
+                    let mut s = samples.lock().unwrap();
+                    match status.as_str() {
+                        "200" => s.authenticated += 1,
+                        "401" => s.refused.push(format!("{vm} refused the token {name}")),
+                        _ => {}
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    (m, samples.into_inner().unwrap())
+}
+
+/// No token was refused while the roll ran, and some were authenticated.
+#[track_caller]
+fn none_refused(client: Client, stage: &str, t: &TokenSamples) {
+    assert!(
+        t.refused.is_empty() && t.authenticated > 0,
+        "[{client}] during the roll to {stage}: {} authenticated, refused: {:?}",
+        t.authenticated,
+        t.refused
+    );
+}
+
+/// The next key a rotation made, from the cluster's keys secret (the provider's credentials may read it; no
+/// master holds it before the switch), for a token a switched master would mint.
+fn next_key_in_secret(sim: &Sim) -> String {
+    use base64::Engine as _;
+    let access = sim
+        .gcloud(&[
+            "secrets",
+            "versions",
+            "access",
+            "latest",
+            "--secret",
+            "walk-cluster-keys",
+        ])
+        .unwrap();
+    let data = access["payload"]["data"].as_str().unwrap();
+    let keys: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+    )
+    .unwrap();
+    keys["next_service_account_key"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// Every master's API server answers `want` to `token`.
@@ -212,8 +310,9 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         plan.assert_success();
         plan.assert_contains("changes its service-account key");
         plan.assert_contains("\"service_account_key_rotation\" = \"started\"");
-        let m = apply_measured(&ws, &sim, "started");
+        let (m, tokens) = apply_presenting(&ws, &sim, &vms, "started", &[("K", &token_k)]);
         assert_rolled_cleanly(client, &sim, &vms, "started", &m);
+        none_refused(client, "started", &tokens);
         let (_, both) = keys_on(&sim, &vms[0]);
         assert_eq!(both.len(), 2, "[{client}] two keys verified: {both:?}");
         let n = both[1].clone();
@@ -243,13 +342,27 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         let n = keys_on(&sim, &vms[0]).1[1].clone();
         every_master_runs(client, &sim, &vms, &k, &[&k, &n]);
 
-        // Switched: the next key signs, both verified.
+        // Switched: the next key signs, both verified. While masters of both stages serve side by side, each
+        // authenticates what either signs.
+        let token_n = token_signed_with(&next_key_in_secret(&sim));
         set_stage(&ws, Some("switched"));
-        let m = apply_measured(&ws, &sim, "switched");
+        let (m, tokens) = apply_presenting(
+            &ws,
+            &sim,
+            &vms,
+            "switched",
+            &[("K", &token_k), ("N", &token_n)],
+        );
         assert_rolled_cleanly(client, &sim, &vms, "switched", &m);
+        none_refused(client, "switched", &tokens);
         every_master_runs(client, &sim, &vms, &n, &[&n, &k]);
-        // Tokens from before the switch and from after it verify everywhere.
-        let token_n = token_signed_with(&signing_key_of(&sim, &vms[0]));
+        // Tokens from before the switch and from after it verify everywhere; the one a switched master mints is
+        // the one signed with the secret's next key.
+        assert_eq!(
+            signing_key_of(&sim, &vms[0]).trim(),
+            next_key_in_secret(&sim).trim(),
+            "[{client}] a switched master signs with the rotation's next key"
+        );
         every_master_answers(client, &ws, &sim, &vms, &token_n, "200");
         every_master_answers(client, &ws, &sim, &vms, &token_k, "200");
         check(client, &ws, &sim, 3);
@@ -258,8 +371,9 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         set_stage(&ws, None);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         plan.assert_contains("stop verifying");
-        let m = apply_measured(&ws, &sim, "done");
+        let (m, tokens) = apply_presenting(&ws, &sim, &vms, "done", &[("N", &token_n)]);
         assert_rolled_cleanly(client, &sim, &vms, "done", &m);
+        none_refused(client, "done", &tokens);
         every_master_runs(client, &sim, &vms, &n, &[&n]);
         // The old key is forgotten: its tokens no longer verify anywhere; the new key's still do.
         every_master_answers(client, &ws, &sim, &vms, &token_n, "200");
