@@ -3,11 +3,13 @@
 //! over PEM strings; no I/O, nothing about Terraform. Key material is never logged or printed by Debug.
 
 mod admin;
+mod bundle;
 mod issuer;
 #[cfg(test)]
 mod tests;
 
 pub use admin::{AdminCert, AdminCertRequest, issue_admin_cert};
+pub use bundle::{bundle_of, certificate_fingerprints, certificates_in, issued_by};
 pub use issuer::{Issuer, LeafSpec, Usage};
 
 use std::net::Ipv4Addr;
@@ -61,6 +63,23 @@ impl ClusterCas {
         check_dns_label("cluster_name", cluster_name)?;
         let (_, cluster_ca) = Issuer::generate(&format!("{cluster_name}-ca"))?;
         Self::around(cluster_name, cluster_ca)
+    }
+
+    /// The CAs a rotation makes (`domain::ca_rotation`): three fresh ones as `generate` makes them, their names
+    /// ending in `generation` (the rotation's start, say) so that the masters' trust bundles and an operator
+    /// reading a certificate tell the two apart.
+    pub fn generate_next(cluster_name: &str, generation: &str) -> Result<ClusterCas> {
+        check_dns_label("cluster_name", cluster_name)?;
+        let (_, cluster_ca) = Issuer::generate(&format!("{cluster_name}-ca-{generation}"))?;
+        let (_, etcd_peer_ca) =
+            Issuer::generate(&format!("{cluster_name}-etcd-peer-ca-{generation}"))?;
+        let (_, etcd_client_ca) =
+            Issuer::generate(&format!("{cluster_name}-etcd-client-ca-{generation}"))?;
+        Ok(ClusterCas {
+            cluster_ca,
+            etcd_peer_ca,
+            etcd_client_ca,
+        })
     }
 
     /// The cluster's CAs around a cluster CA the user brings (its certificate and key, PEM): checked to be a CA
