@@ -169,6 +169,7 @@ async fn key_from_secret(
         .and_then(|c| c.name.known().cloned())
         .unwrap_or_default();
     match ha_ops::cluster_keys::read(settings, path).await {
+        Ok(Some(keys)) if signs_with_next(m.cluster.known()?) => Some(Some(keys.next_ca_key)),
         Ok(Some(keys)) => Some(Some(keys.ca_key)),
         Ok(None) => {
             diags.attr_error(
@@ -197,6 +198,24 @@ async fn key_from_secret(
             None
         }
     }
+}
+
+/// Whether the cluster's next CA issues certificates at its stage of a rotation of the CAs
+/// (`domain::ca_rotation`): its `ca_certificate` is then a bundle of both, the next one second.
+fn signs_with_next(cluster: &ClusterSpec) -> bool {
+    ha_domain::ca_rotation::ROTATION
+        .parse(cluster.ca_rotation.known().map(String::as_str))
+        .is_ok_and(|s| s.key_use().signs == ha_domain::rotation::Key::Next)
+}
+
+/// The certificate of the CA that issues at the cluster's stage, from its `ca_certificate` (a bundle while the
+/// CAs rotate; as it is otherwise, for loading the CA to judge).
+fn issuing_certificate(cluster: &ClusterSpec, bundle: &str) -> String {
+    let nth = usize::from(signs_with_next(cluster));
+    ha_pki::certificates_in(bundle)
+        .ok()
+        .and_then(|certs| certs.into_iter().nth(nth))
+        .unwrap_or_else(|| bundle.to_string())
 }
 
 /// The configuration with the credential filled in. Runs only on known configuration (both clients defer a read
@@ -276,8 +295,9 @@ fn mint(
         );
         return None;
     }
+    // The credential trusts every CA of the bundle (`ca_cert`), and is issued by the one that issues now.
     let ca = CertKey {
-        cert_pem: ca_cert.clone(),
+        cert_pem: issuing_certificate(cluster, &ca_cert),
         key_pem: ca_key,
     };
     let req = AdminCertRequest {
@@ -410,6 +430,41 @@ mod tests {
 
     fn paths(d: &Diagnostics) -> Vec<String> {
         d.iter().map(|d| format!("{:?}", d.attribute)).collect()
+    }
+
+    /// While the CAs rotate, the credential trusts both CAs and is issued by the one that issues at the stage:
+    /// the current CA until `switched`, the next one from then on (with the next key, which the secret holds).
+    #[test]
+    fn while_the_cas_rotate_the_issuing_ca_signs_and_both_are_trusted() {
+        let (old, next) = (
+            ClusterCas::generate("prod").unwrap(),
+            ClusterCas::generate_next("prod", "r1").unwrap(),
+        );
+        let bundle = ha_pki::bundle_of([
+            old.cluster_ca.cert_pem.as_str(),
+            next.cluster_ca.cert_pem.as_str(),
+        ]);
+        for (stage, issuer) in [("started", &old), ("switched", &next)] {
+            let mut m = config();
+            let c = m.cluster.known().cloned().unwrap();
+            m.cluster = Val::Known(ClusterSpec {
+                name: Val::Known("prod".into()),
+                external_ip: Val::Known("203.0.113.9".into()),
+                api_port: Val::Known(443),
+                ca_certificate: Val::Known(bundle.clone()),
+                ca_rotation: Val::Known(stage.into()),
+                ..c
+            });
+            let mut diags = Diagnostics::new();
+            let out = mint(m, Some(issuer.cluster_ca.key_pem.clone()), &mut diags)
+                .unwrap_or_else(|| panic!("{stage}: {diags:?}"));
+            let cert = out.client_certificate_pem.known().unwrap();
+            assert!(
+                ha_pki::issued_by(cert, &issuer.cluster_ca.cert_pem).unwrap(),
+                "{stage}: issued by the stage's CA"
+            );
+            assert_eq!(out.ca_certificate_pem.known().unwrap(), &bundle, "{stage}");
+        }
     }
 
     #[test]

@@ -310,7 +310,9 @@ fn certificates_and_keys(schema: Schema) -> Schema {
             .description(
                 "PEM of the cluster CA that signs API server, kubelet and client certificates (public). Left \
                  unset, the provider makes it. Set it with `ca_private_key_wo` at create to bring a CA of \
-                 your own (docs/guides/secrets.md); it cannot change on a running cluster.",
+                 your own (docs/guides/secrets.md); it cannot change on a running cluster. While the CAs \
+                 rotate (`ca_rotation`), the current CA then the next one: the bundle clients and nodes must \
+                 trust.",
             )
             .modifier(use_state_for_unknown()),
     )
@@ -329,13 +331,19 @@ fn certificates_and_keys(schema: Schema) -> Schema {
     .attribute(
         Attribute::string("etcd_peer_ca_certificate")
             .computed()
-            .description("PEM of the CA for etcd peer (member to member) mutual TLS.")
+            .description(
+                "PEM of the CA for etcd peer (member to member) mutual TLS; while the CAs rotate, the current \
+                 CA then the next one.",
+            )
             .modifier(use_state_for_unknown()),
     )
     .attribute(
         Attribute::string("etcd_client_ca_certificate")
             .computed()
-            .description("PEM of the CA for etcd client mutual TLS.")
+            .description(
+                "PEM of the CA for etcd client mutual TLS; while the CAs rotate, the current CA then the next \
+                 one.",
+            )
             .modifier(use_state_for_unknown()),
     )
     .attribute(
@@ -451,7 +459,9 @@ fn secrets_encryption(schema: Schema) -> Schema {
         Attribute::string(ha_domain::service_account_rotation::ATTRIBUTE)
             .optional()
             .validator(string_check("\"started\" or \"switched\".", |v| {
-                ha_domain::service_account_rotation::Stage::parse(Some(v)).map(|_| ())
+                ha_domain::service_account_rotation::ROTATION
+                    .parse(Some(v))
+                    .map(|_| ())
             }))
             .description(
                 "A rotation of the service-account signing key under way, in stages, each a roll of every \
@@ -463,6 +473,26 @@ fn secrets_encryption(schema: Schema) -> Schema {
                  refuses to change the stage until every master runs the keys of the current one. Going back \
                  (`\"switched\"` to `\"started\"`, `\"started\"` to unset) is always safe. Only for a cluster \
                  whose keys are in Secret Manager (`ca_key_store`). See docs/guides/secrets.md.",
+            ),
+    )
+    .attribute(
+        Attribute::string(ha_domain::ca_rotation::ATTRIBUTE)
+            .optional()
+            .validator(string_check("\"started\" or \"switched\".", |v| {
+                ha_domain::ca_rotation::ROTATION.parse(Some(v)).map(|_| ())
+            }))
+            .description(
+                "A rotation of the cluster's three CAs (the cluster CA and both etcd CAs) under way, in stages, \
+                 each a roll of every replica: `\"started\"` makes next CAs that every master trusts beside the \
+                 current ones, which still issue every certificate, and `ca_certificate` becomes both CAs' \
+                 certificates: give it to every client and node before going on; `\"switched\"` has every master \
+                 present certificates the next CAs issue (admin credentials too), both still trusted; removing \
+                 the setting makes the next CAs the CAs and forgets the old ones, whose certificates (nodes' \
+                 kubelet client certificates, older admin credentials) are then refused. Plan refuses \
+                 `\"switched\"` before `\"started\"`, and the apply refuses to change the stage until every \
+                 master runs the CAs of the current one. Going back (`\"switched\"` to `\"started\"`, \
+                 `\"started\"` to unset) is always safe. Only for CAs the provider made, kept in Secret Manager \
+                 (`ca_key_store`). See docs/guides/secrets.md.",
             ),
     )
 }
@@ -1287,7 +1317,7 @@ impl ClusterResource {
 }
 
 /// The cluster's CAs expire within a year (`domain::certificates::ca_outlook`): every certificate of its masters
-/// expires with them at the latest, and there is no CA rotation yet. The clock is read here; the domain compares.
+/// expires with them at the latest, and only a rotation (`ca_rotation`) moves them. The clock is read here; the domain compares.
 fn warn_of_ca_expiry(prior: &ClusterModel, diags: &mut Diagnostics) {
     let pems = [
         &prior.ca_certificate,

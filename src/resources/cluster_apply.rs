@@ -411,9 +411,9 @@ pub async fn update(
 
 /// `ha_ops::encryption_stage::check_stage` under the cluster's lock, so no roll runs while the masters are read;
 /// false, with the error reported, when the stage may not start.
-/// Another stage of a rotation of the service-account key: the masters are checked to run the stage before, then
-/// the keys in `p` move (`cluster_rotation::rotated_keys`), before the secret is written with them. False when the
-/// apply must stop, with why said; nothing changed then.
+/// Another stage of a rotation of the service-account key or the CAs: the masters are checked to run the stage
+/// before, then the keys in `p` move (`cluster_rotation::rotated`), with the CA certificates when the CAs' do,
+/// before the secret is written with them. False when the apply must stop, with why said; nothing changed then.
 async fn rotate_keys(
     settings: &Settings,
     prior: &ClusterModel,
@@ -421,41 +421,37 @@ async fn rotate_keys(
     until: tokio::time::Instant,
     diags: &mut Diagnostics,
 ) -> bool {
-    if prior.service_account_key_rotation == p.service_account_key_rotation {
-        return true;
+    // The masters run the keys of the stage `prior` records.
+    if prior.service_account_key_rotation != p.service_account_key_rotation {
+        let check = ha_ops::service_account_rotation::check_stage;
+        let what = "rotate the service-account key";
+        if !checked_under_lock(settings, prior, what, check, until, diags).await {
+            return false;
+        }
     }
-    if !check_rotation_stage(settings, prior, until, diags).await {
-        return false;
+    if prior.ca_rotation != p.ca_rotation {
+        let check = ha_ops::ca_rotation::check_stage;
+        if !checked_under_lock(settings, prior, "rotate the CAs", check, until, diags).await {
+            return false;
+        }
     }
-    match super::cluster_rotation::rotated_keys(prior, p) {
-        Some(Ok(keys)) => p.private_keys = Val::Known(keys),
+    // The next CAs are named after when they were made, so an operator reading a certificate tells them apart.
+    let generation = time::OffsetDateTime::now_utc().unix_timestamp().to_string();
+    match super::cluster_rotation::rotated(prior, p, &generation) {
+        Some(Ok(rotated)) => {
+            p.private_keys = Val::Known(rotated.keys);
+            if let Some(certificates) = &rotated.certificates {
+                super::cluster_rotation::CaCertificates::set(p, Some(certificates));
+            }
+        }
         Some(Err(e)) => {
             let name = prior.name.known().cloned().unwrap_or_default();
-            failed::<()>(diags, "rotate the service-account key of", &name, e);
+            failed::<()>(diags, "rotate the keys of", &name, e);
             return false;
         }
         None => {}
     }
     true
-}
-
-/// The masters run the service-account keys of the stage `prior` records (`ops::service_account_rotation`).
-async fn check_rotation_stage(
-    settings: &Settings,
-    prior: &ClusterModel,
-    until: tokio::time::Instant,
-    diags: &mut Diagnostics,
-) -> bool {
-    let check = ha_ops::service_account_rotation::check_stage;
-    checked_under_lock(
-        settings,
-        prior,
-        "rotate the service-account key",
-        check,
-        until,
-        diags,
-    )
-    .await
 }
 
 async fn check_encryption_stage(

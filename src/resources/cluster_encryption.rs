@@ -143,6 +143,7 @@ mod tests {
             secrets_encryption_key: key.map_or(Val::Null, |k| Val::Known(k.into())),
             secrets_decryption_keys: Val::Null,
             service_account_key_rotation: Val::Null,
+            ca_rotation: Val::Null,
             ..ClusterModel::default()
         }
     }

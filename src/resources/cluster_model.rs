@@ -58,6 +58,7 @@ pub struct ClusterModel {
     pub secrets_encryption_key: Val<String>,
     pub secrets_decryption_keys: Val<Vec<String>>,
     pub service_account_key_rotation: Val<String>,
+    pub ca_rotation: Val<String>,
     pub private_keys: Val<PrivateKeys>,
     pub timeouts: Val<Timeouts>,
 }
@@ -95,11 +96,33 @@ pub struct PrivateKeys {
     pub service_account: Val<String>,
     /// The key a rotation of the service-account key made, until it becomes `service_account`; null otherwise.
     pub next_service_account: Val<String>,
+    /// The keys of the CAs a rotation of the CAs made, until they become the CAs; null otherwise.
+    pub next_ca: Val<String>,
+    pub next_etcd_peer_ca: Val<String>,
+    pub next_etcd_client_ca: Val<String>,
 }}
 
 impl std::fmt::Debug for PrivateKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("PrivateKeys(<redacted>)")
+    }
+}
+
+/// A key that may be absent, as state keeps it: null when there is none.
+fn or_null(key: &str) -> Val<String> {
+    if key.is_empty() {
+        Val::Null
+    } else {
+        Val::Known(key.to_string())
+    }
+}
+
+/// A key that may be absent, as the secret keeps it: empty when there is none; `None` while unknown.
+fn or_empty(key: &Val<String>) -> Option<String> {
+    match key {
+        Val::Known(k) => Some(k.clone()),
+        Val::Null => Some(String::new()),
+        Val::Unknown => None,
     }
 }
 
@@ -110,9 +133,10 @@ impl PrivateKeys {
             etcd_peer_ca: Val::Known(keys.etcd_peer_ca_key.clone()),
             etcd_client_ca: Val::Known(keys.etcd_client_ca_key.clone()),
             service_account: Val::Known(keys.service_account_key.clone()),
-            next_service_account: Some(&keys.next_service_account_key)
-                .filter(|k| !k.is_empty())
-                .map_or(Val::Null, |k| Val::Known(k.clone())),
+            next_service_account: or_null(&keys.next_service_account_key),
+            next_ca: or_null(&keys.next_ca_key),
+            next_etcd_peer_ca: or_null(&keys.next_etcd_peer_ca_key),
+            next_etcd_client_ca: or_null(&keys.next_etcd_client_ca_key),
         }
     }
 
@@ -125,7 +149,7 @@ impl PrivateKeys {
             etcd_peer_ca_key: String::new(),
             etcd_client_ca_key: String::new(),
             service_account_key: service_account_key.clone(),
-            next_service_account_key: String::new(),
+            ..Default::default()
         }))
     }
 
@@ -137,7 +161,7 @@ impl PrivateKeys {
             etcd_peer_ca_key: key(&s.etcd_peer_ca_private_key)?,
             etcd_client_ca_key: key(&s.etcd_client_ca_private_key)?,
             service_account_key: key(&s.service_account_key)?,
-            next_service_account_key: String::new(),
+            ..Default::default()
         }))
     }
 
@@ -147,11 +171,10 @@ impl PrivateKeys {
             etcd_peer_ca_key: self.etcd_peer_ca.known()?.clone(),
             etcd_client_ca_key: self.etcd_client_ca.known()?.clone(),
             service_account_key: self.service_account.known()?.clone(),
-            next_service_account_key: match &self.next_service_account {
-                Val::Known(k) => k.clone(),
-                Val::Null => String::new(),
-                Val::Unknown => return None,
-            },
+            next_service_account_key: or_empty(&self.next_service_account)?,
+            next_ca_key: or_empty(&self.next_ca)?,
+            next_etcd_peer_ca_key: or_empty(&self.next_etcd_peer_ca)?,
+            next_etcd_client_ca_key: or_empty(&self.next_etcd_client_ca)?,
         })
     }
 }
@@ -171,7 +194,13 @@ impl ClusterModel {
                 s.cas.etcd_client_ca.key_pem = keys.etcd_client_ca_key;
                 s.service_account_key = keys.service_account_key;
                 s.next_service_account_key =
-                    Some(keys.next_service_account_key).filter(|k| !k.is_empty());
+                    Some(keys.next_service_account_key.clone()).filter(|k| !k.is_empty());
+                // The next CAs' certificates are in the spec while the CAs rotate; their keys only here.
+                if let Some(next) = &mut s.next_cas {
+                    next.cluster_ca.key_pem = keys.next_ca_key;
+                    next.etcd_peer_ca.key_pem = keys.next_etcd_peer_ca_key;
+                    next.etcd_client_ca.key_pem = keys.next_etcd_client_ca_key;
+                }
             }
             s
         }))
@@ -293,6 +322,7 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
             v => v.clone(),
         },
         service_account_key_rotation: p.service_account_key_rotation.clone(),
+        ca_rotation: p.ca_rotation.clone(),
     }
 }
 

@@ -1,93 +1,295 @@
-//! `ha_master_cluster`'s `service_account_key_rotation` (`domain::service_account_rotation` says which stages
-//! there are and why): judged at plan from state, and at apply against the masters as they run, before the keys
-//! change. The keys themselves live where the cluster's others do: once in its state (`private_keys`, the next key
-//! beside the current one) and in its keys secret, which replicas read when they roll.
+//! `ha_master_cluster`'s rotations, `service_account_key_rotation` and `ca_rotation` (`domain::rotation` says
+//! which stages there are and why): judged at plan from state, and at apply against the masters as they run,
+//! before the keys change. The keys themselves live where the cluster's others do: once in its state
+//! (`private_keys`, each next key beside the current one) and in its keys secret, which replicas read when they
+//! roll. While the CAs rotate, each CA certificate attribute (and the spec's) is a bundle: the current CA, then the
+//! next.
 
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin_framework::{Val, replaces};
 
 use super::cluster_model::{ClusterModel, PrivateKeys};
-use ha_domain::service_account_rotation::{ATTRIBUTE, KeyChange, Stage, change, plan_note};
+use ha_domain::rotation::{KeyChange, Rotation, Stage};
+use ha_domain::{ca_rotation, service_account_rotation};
 
-/// The stage a model records; a value the validator refused counts as none (the validator's error stands).
-fn stage(m: &ClusterModel) -> Stage {
-    Stage::parse(m.service_account_key_rotation.known().map(String::as_str))
-        .unwrap_or(Stage::Steady)
+/// One rotation and the attribute of the model that records its stage.
+struct Kind {
+    rotation: &'static Rotation,
+    stage_of: fn(&ClusterModel) -> &Val<String>,
+}
+
+const SERVICE_ACCOUNT: Kind = Kind {
+    rotation: &service_account_rotation::ROTATION,
+    stage_of: |m| &m.service_account_key_rotation,
+};
+
+const CAS: Kind = Kind {
+    rotation: &ca_rotation::ROTATION,
+    stage_of: |m| &m.ca_rotation,
+};
+
+impl Kind {
+    /// The stage a model records; a value the validator refused counts as none (the validator's error stands).
+    fn stage(&self, m: &ClusterModel) -> Stage {
+        self.rotation
+            .parse((self.stage_of)(m).known().map(String::as_str))
+            .unwrap_or(Stage::Steady)
+    }
+
+    /// What this change of stage does to the keys, when the plan may go on; `None` when the stage does not
+    /// change or cannot (the refusal said at the attribute).
+    fn plan(
+        &self,
+        prior: Option<&ClusterModel>,
+        p: &ClusterModel,
+        diags: &mut Diagnostics,
+    ) -> Option<KeyChange> {
+        if (self.stage_of)(p).is_unknown() {
+            return None;
+        }
+        let rotation = self.rotation;
+        let (before, after) = (
+            prior.map_or(Stage::Steady, |m| self.stage(m)),
+            self.stage(p),
+        );
+        let at = || AttributePath::attr(rotation.attribute);
+        let keys_change = match rotation.change(prior.is_some(), before, after) {
+            Ok(c) => c,
+            Err((summary, detail)) => {
+                diags.push(Diagnostic::error(summary, detail).at(at()));
+                return None;
+            }
+        };
+        if before == after {
+            return None;
+        }
+        let name = p.name.known().cloned().unwrap_or_default();
+        if let Some((summary, detail)) = self.refusal(&name, p) {
+            diags.push(Diagnostic::error(summary, detail).at(at()));
+            return None;
+        }
+        if let Some((summary, detail)) = rotation.plan_note(&name, before, after) {
+            diags.push(Diagnostic::warning(summary, detail).at(at()));
+        }
+        Some(keys_change)
+    }
+
+    /// Why this cluster cannot rotate at all, if it cannot.
+    fn refusal(&self, name: &str, p: &ClusterModel) -> Option<(String, String)> {
+        let what = self.rotation.what;
+        if !p.keys_in_secret() {
+            return Some((
+                format!("Cluster {name}'s {what} cannot rotate while its keys are in state"),
+                "A rotation keeps the next keys where the cluster keeps its others, and replicas read them from \
+                 the cluster's secret. Move the keys there first (`ca_key_store = \"secret_manager\"`, an apply \
+                 of its own), then start the rotation."
+                    .to_string(),
+            ));
+        }
+        // A brought cluster CA's key is not the provider's to replace, and an imported cluster has no CA key at all.
+        let made_here = p
+            .private_keys
+            .known()
+            .and_then(|k| k.ca.known())
+            .is_some_and(|k| !k.is_empty());
+        if self.rotation.attribute == ca_rotation::ATTRIBUTE && !made_here {
+            return Some((
+                format!("Cluster {name}'s CAs cannot rotate: the provider did not make its cluster CA"),
+                "The cluster CA was brought (`ca_certificate`) or the cluster was imported, so the provider \
+                 holds no key of it to replace, and a next CA of its own would not be the one your clients and \
+                 nodes are set up to trust. Rotating a brought CA is not supported yet."
+                    .to_string(),
+            ));
+        }
+        None
+    }
 }
 
 /// Plan: refuses a change of stage that is not safe, says what the apply will do, and leaves `private_keys`
-/// unknown when the apply changes them (a next key made, dropped or made the key).
+/// unknown when the apply changes them (a next key made, dropped or made the key), with the CA certificates
+/// when the CAs' do.
 pub(super) fn plan(
     prior: Option<&ClusterModel>,
     p: &mut ClusterModel,
     requires_replace: &[AttributePath],
     diags: &mut Diagnostics,
 ) {
-    if p.service_account_key_rotation.is_unknown() {
-        return;
-    }
     let prior = prior.filter(|m| !replaces(*m, p, requires_replace));
-    let (before, after) = (prior.map_or(Stage::Steady, stage), stage(p));
-    let at = || AttributePath::attr(ATTRIBUTE);
-    let keys_change = match change(prior.is_some(), before, after) {
-        Ok(c) => c,
-        Err((summary, detail)) => {
-            diags.push(Diagnostic::error(summary, detail).at(at()));
-            return;
-        }
-    };
-    if before == after {
-        return;
-    }
-    let name = p.name.known().cloned().unwrap_or_default();
-    if !p.keys_in_secret() {
-        diags.push(
-            Diagnostic::error(
-                format!("Cluster {name}'s service-account key cannot rotate while its keys are in state"),
-                "A rotation keeps the next key where the cluster keeps its others, and replicas read it from \
-                 the cluster's secret. Move the keys there first (`ca_key_store = \"secret_manager\"`, an apply \
-                 of its own), then start the rotation."
-                    .to_string(),
-            )
-            .at(at()),
-        );
-        return;
-    }
-    if let Some((summary, detail)) = plan_note(&name, before, after) {
-        diags.push(Diagnostic::warning(summary, detail).at(at()));
-    }
-    if keys_change != KeyChange::Keep {
+    let service_account = SERVICE_ACCOUNT.plan(prior, p, diags);
+    let cas = CAS.plan(prior, p, diags);
+    if [service_account, cas]
+        .iter()
+        .any(|c| c.is_some_and(|c| c != KeyChange::Keep))
+    {
         p.private_keys = Val::Unknown;
+    }
+    if let (Some(change), Some(prior)) = (cas, prior) {
+        let certificates = match change {
+            KeyChange::Keep => return,
+            KeyChange::MakeNext => None,
+            KeyChange::DropNext => CaCertificates::of(prior).map(|c| c.one(0)),
+            KeyChange::PromoteNext => CaCertificates::of(prior).map(|c| c.one(1)),
+        };
+        CaCertificates::set(p, certificates.as_ref());
     }
 }
 
-/// Apply: the cluster's keys after this change of stage, from those in its state (the next key made, dropped or
-/// made the key); `None` when the stage does not change them. Only the service-account keys move: a brought CA's
-/// key stays out of state.
-pub(super) fn rotated_keys(
+/// The cluster's three CA certificate attributes, each one certificate or, while the CAs rotate, a bundle of two.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct CaCertificates {
+    pub cluster: String,
+    pub etcd_peer: String,
+    pub etcd_client: String,
+}
+
+impl CaCertificates {
+    fn of(m: &ClusterModel) -> Option<CaCertificates> {
+        Some(CaCertificates {
+            cluster: m.ca_certificate.known()?.clone(),
+            etcd_peer: m.etcd_peer_ca_certificate.known()?.clone(),
+            etcd_client: m.etcd_client_ca_certificate.known()?.clone(),
+        })
+    }
+
+    /// The `i`th certificate of each bundle (0: the current CAs, 1: the next ones); each bundle as it is when it
+    /// holds no such certificate, which loading the CAs then refuses.
+    fn one(&self, i: usize) -> CaCertificates {
+        let pick = |bundle: &str| {
+            ha_pki::certificates_in(bundle)
+                .ok()
+                .and_then(|certs| certs.into_iter().nth(i))
+                .unwrap_or_else(|| bundle.to_string())
+        };
+        CaCertificates {
+            cluster: pick(&self.cluster),
+            etcd_peer: pick(&self.etcd_peer),
+            etcd_client: pick(&self.etcd_client),
+        }
+    }
+
+    /// Sets the cluster's attributes and its spec's to `c` (unknown when `None`: made by the apply).
+    pub(super) fn set(p: &mut ClusterModel, c: Option<&CaCertificates>) {
+        let v = |f: fn(&CaCertificates) -> &String| {
+            c.map_or(Val::Unknown, |c| Val::Known(f(c).clone()))
+        };
+        p.ca_certificate = v(|c| &c.cluster);
+        p.etcd_peer_ca_certificate = v(|c| &c.etcd_peer);
+        p.etcd_client_ca_certificate = v(|c| &c.etcd_client);
+        if let Val::Known(spec) = &mut p.spec {
+            spec.ca_certificate = p.ca_certificate.clone();
+            spec.etcd_peer_ca_certificate = p.etcd_peer_ca_certificate.clone();
+            spec.etcd_client_ca_certificate = p.etcd_client_ca_certificate.clone();
+        }
+    }
+}
+
+/// What an apply's change of stage makes of the cluster's keys, and of its CA certificates when the CAs' change.
+#[derive(Debug)]
+pub(super) struct Rotated {
+    pub keys: PrivateKeys,
+    pub certificates: Option<CaCertificates>,
+}
+
+/// Apply: the cluster's keys after these changes of stage, from those in its state (a next key made, dropped or
+/// made the key); `None` when no stage change touches them. A brought CA's key stays out of state. `generation`
+/// names the next CAs (`ha_pki::ClusterCas::generate_next`).
+pub(super) fn rotated(
     prior: &ClusterModel,
     p: &ClusterModel,
-) -> Option<Result<PrivateKeys, String>> {
-    let keys_change = change(true, stage(prior), stage(p)).ok()?;
+    generation: &str,
+) -> Option<Result<Rotated, String>> {
+    let change = |k: &Kind| k.rotation.change(true, k.stage(prior), k.stage(p)).ok();
+    let (sa, ca) = (change(&SERVICE_ACCOUNT)?, change(&CAS)?);
+    if sa == KeyChange::Keep && ca == KeyChange::Keep {
+        return None;
+    }
     let mut keys = prior.private_keys.known()?.clone();
-    match keys_change {
-        KeyChange::Keep => return None,
-        KeyChange::MakeNext => match ha_pki::service_account_key() {
-            Ok(k) => keys.next_service_account = Val::Known(k),
-            Err(e) => return Some(Err(format!("making the next service-account key: {e}"))),
-        },
+    Some(
+        rotate_service_account(&mut keys, sa)
+            .and_then(|()| rotate_cas(prior, &mut keys, ca, generation))
+            .map(|certificates| Rotated { keys, certificates }),
+    )
+}
+
+fn rotate_service_account(keys: &mut PrivateKeys, change: KeyChange) -> Result<(), String> {
+    match change {
+        KeyChange::Keep => {}
+        KeyChange::MakeNext => {
+            keys.next_service_account = Val::Known(
+                ha_pki::service_account_key()
+                    .map_err(|e| format!("making the next service-account key: {e}"))?,
+            )
+        }
         KeyChange::DropNext => keys.next_service_account = Val::Null,
         KeyChange::PromoteNext => {
             let Some(next) = keys.next_service_account.known().cloned() else {
-                return Some(Err(
+                return Err(
                     "the rotation's next service-account key is not in the cluster's state".into(),
-                ));
+                );
             };
             keys.service_account = Val::Known(next);
             keys.next_service_account = Val::Null;
         }
     }
-    Some(Ok(keys))
+    Ok(())
+}
+
+/// The CA certificate attributes after `change`, with `keys` changed to match; `None` when they stay.
+fn rotate_cas(
+    prior: &ClusterModel,
+    keys: &mut PrivateKeys,
+    change: KeyChange,
+    generation: &str,
+) -> Result<Option<CaCertificates>, String> {
+    let current = || {
+        CaCertificates::of(prior)
+            .ok_or_else(|| "the cluster's CA certificates are not in its state".to_string())
+    };
+    let next_keys = [
+        &mut keys.next_ca,
+        &mut keys.next_etcd_peer_ca,
+        &mut keys.next_etcd_client_ca,
+    ];
+    match change {
+        KeyChange::Keep => Ok(None),
+        KeyChange::MakeNext => {
+            let now = current()?;
+            let name = prior.name.known().cloned().unwrap_or_default();
+            let next = ha_pki::ClusterCas::generate_next(&name, generation)
+                .map_err(|e| format!("making the next CAs: {e}"))?;
+            let [ca, peer, client] = next_keys;
+            *ca = Val::Known(next.cluster_ca.key_pem);
+            *peer = Val::Known(next.etcd_peer_ca.key_pem);
+            *client = Val::Known(next.etcd_client_ca.key_pem);
+            let both = |a: &str, b: &str| ha_pki::bundle_of([a, b]);
+            Ok(Some(CaCertificates {
+                cluster: both(&now.cluster, &next.cluster_ca.cert_pem),
+                etcd_peer: both(&now.etcd_peer, &next.etcd_peer_ca.cert_pem),
+                etcd_client: both(&now.etcd_client, &next.etcd_client_ca.cert_pem),
+            }))
+        }
+        KeyChange::DropNext => {
+            for k in next_keys {
+                *k = Val::Null;
+            }
+            Ok(Some(current()?.one(0)))
+        }
+        KeyChange::PromoteNext => {
+            let promoted = [
+                &mut keys.ca,
+                &mut keys.etcd_peer_ca,
+                &mut keys.etcd_client_ca,
+            ];
+            for (key, next) in promoted.into_iter().zip(next_keys) {
+                let Some(k) = next.known().cloned() else {
+                    return Err("the rotation's next CA keys are not in the cluster's state".into());
+                };
+                *key = Val::Known(k);
+                *next = Val::Null;
+            }
+            Ok(Some(current()?.one(1)))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +307,7 @@ mod tests {
                 etcd_client_ca: Val::Known("client".into()),
                 service_account: Val::Known("K".into()),
                 next_service_account: next.map_or(Val::Null, |k| Val::Known(k.into())),
+                ..PrivateKeys::default()
             }),
             ..ClusterModel::default()
         }
@@ -149,7 +352,7 @@ mod tests {
                     service_account_key_rotation: after.map_or(Val::Null, |s| Val::Known(s.into())),
                     ..prior.clone()
                 };
-                rotated_keys(&prior, &p).map(Result::unwrap)
+                rotated(&prior, &p, "r1").map(|r| r.unwrap().keys)
             }
         };
         let made = with(None, None)(Some("started")).unwrap();

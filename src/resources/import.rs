@@ -145,6 +145,7 @@ pub async fn cluster(
         // configuration that names some rolls the masters to read them.
         secrets_decryption_keys: Val::Null,
         service_account_key_rotation: Val::Null,
+        ca_rotation: Val::Null,
         private_keys: Val::Null,
         timeouts: Val::Null,
     };

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use tfplugin_framework::{Val, typed_object};
 
 use ha_domain::master_spec::{DEFAULT_DATA_DISK_TYPE, MasterSpec};
+use ha_domain::rotation::{Rotation, Stage};
 use ha_ops::OpError;
 use ha_ops::spec::Spec;
 use ha_pki::{CertKey, ClusterCas};
@@ -87,6 +88,10 @@ pub struct ClusterSpec {
     /// The cluster's `service_account_key_rotation` (null when no rotation is under way, as in every spec stored
     /// before the setting): which key the masters sign service-account tokens with, and which they verify.
     pub service_account_key_rotation: Val<String>,
+    /// The cluster's `ca_rotation` (null when no rotation is under way, as in every spec stored before the
+    /// setting): which CAs issue the masters' certificates, and which they trust. While one is under way, each CA
+    /// certificate above is a bundle: the current CA, then the next.
+    pub ca_rotation: Val<String>,
 }}
 
 impl ClusterSpec {
@@ -186,13 +191,11 @@ impl ClusterSpec {
                 Val::Null => Vec::new(),
                 v => need(v, "secrets_decryption_keys")?,
             },
-            service_account_key_rotation: match &s.service_account_key_rotation {
-                Val::Null => ha_domain::service_account_rotation::Stage::Steady,
-                v => ha_domain::service_account_rotation::Stage::parse(Some(
-                    need(v, "service_account_key_rotation")?.as_str(),
-                ))
-                .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}")))?,
-            },
+            service_account_key_rotation: stage(
+                &ha_domain::service_account_rotation::ROTATION,
+                &s.service_account_key_rotation,
+            )?,
+            ca_rotation: stage(&ha_domain::ca_rotation::ROTATION, &s.ca_rotation)?,
         })
     }
 
@@ -229,6 +232,53 @@ fn need_or(v: &Val<String>, legacy: &str, what: &str) -> Result<String, OpError>
     }
 }
 
+/// The stage of a rotation a spec records (`domain::rotation`); null is none under way.
+fn stage(rotation: &Rotation, v: &Val<String>) -> Result<Stage, OpError> {
+    match v {
+        Val::Null => Ok(Stage::Steady),
+        v => rotation
+            .parse(Some(need(v, rotation.attribute)?.as_str()))
+            .map_err(|(summary, detail)| OpError::Other(format!("{summary}: {detail}"))),
+    }
+}
+
+/// The current and, while the CAs rotate, the next CA of one kind, from a CA certificate attribute (one
+/// certificate, or a bundle of two during a rotation) and the key of the current one.
+fn ca_pair(
+    v: &Val<String>,
+    key: String,
+    what: &str,
+) -> Result<(CertKey, Option<CertKey>), OpError> {
+    let bundle = need(v, what)?;
+    // What is not a bundle of certificates is taken as it is: loading the CA says what is wrong with it, where
+    // it is used, as before rotations.
+    let Ok(certs) = ha_pki::certificates_in(&bundle) else {
+        return Ok((
+            CertKey {
+                cert_pem: bundle,
+                key_pem: key,
+            },
+            None,
+        ));
+    };
+    let mut certs = certs.into_iter();
+    match (certs.next(), certs.next(), certs.next()) {
+        (Some(current), next, None) => Ok((
+            CertKey {
+                cert_pem: current,
+                key_pem: key,
+            },
+            next.map(|cert_pem| CertKey {
+                cert_pem,
+                key_pem: String::new(),
+            }),
+        )),
+        _ => Err(OpError::Other(format!(
+            "the cluster's {what} certificate holds more than a current and a next CA"
+        ))),
+    }
+}
+
 fn need<T: Clone>(v: &Val<T>, what: &str) -> Result<T, OpError> {
     v.known().cloned().ok_or_else(|| {
         OpError::Other(format!(
@@ -251,6 +301,18 @@ impl ClusterSpec {
                 need(v, what)
             }
         };
+        let (cluster_ca, next_cluster_ca) =
+            ca_pair(&s.ca_certificate, key(&s.ca_private_key, "CA key")?, "CA")?;
+        let (etcd_peer_ca, next_etcd_peer_ca) = ca_pair(
+            &s.etcd_peer_ca_certificate,
+            key(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
+            "etcd peer CA",
+        )?;
+        let (etcd_client_ca, next_etcd_client_ca) = ca_pair(
+            &s.etcd_client_ca_certificate,
+            key(&s.etcd_client_ca_private_key, "etcd client CA key")?,
+            "etcd client CA",
+        )?;
         Ok(Spec {
             id: need(&s.id, "id")?,
             name: need(&s.name, "name")?,
@@ -260,18 +322,24 @@ impl ClusterSpec {
             master: s.master()?,
             external_ip: need(&s.external_ip, "external IP")?,
             cas: ClusterCas {
-                cluster_ca: CertKey {
-                    cert_pem: need(&s.ca_certificate, "CA")?,
-                    key_pem: key(&s.ca_private_key, "CA key")?,
-                },
-                etcd_peer_ca: CertKey {
-                    cert_pem: need(&s.etcd_peer_ca_certificate, "etcd peer CA")?,
-                    key_pem: key(&s.etcd_peer_ca_private_key, "etcd peer CA key")?,
-                },
-                etcd_client_ca: CertKey {
-                    cert_pem: need(&s.etcd_client_ca_certificate, "etcd client CA")?,
-                    key_pem: key(&s.etcd_client_ca_private_key, "etcd client CA key")?,
-                },
+                cluster_ca,
+                etcd_peer_ca,
+                etcd_client_ca,
+            },
+            // While the CAs rotate each attribute holds the next CA too; its keys are only ever in the cluster's
+            // secret, which `ClusterCtx::new` or the cluster's own state fills them in from.
+            next_cas: match (next_cluster_ca, next_etcd_peer_ca, next_etcd_client_ca) {
+                (Some(cluster_ca), Some(etcd_peer_ca), Some(etcd_client_ca)) => Some(ClusterCas {
+                    cluster_ca,
+                    etcd_peer_ca,
+                    etcd_client_ca,
+                }),
+                (None, None, None) => None,
+                _ => {
+                    return Err(OpError::Other(
+                        "the cluster's CA certificates do not all hold a next CA; apply the cluster again".into(),
+                    ));
+                }
             },
             service_account_key: key(&s.service_account_key, "service account key")?,
             // Only a cluster whose keys are in its secret rotates; `ClusterCtx::new` or the cluster's own state

@@ -110,7 +110,7 @@ pub fn ca_expiry_warning(who: &str, expires_at: &str) -> Problem {
     (
         format!("The CAs of {who} expire at {expires_at}"),
         format!(
-            "Every certificate the masters run with is signed by these CAs and expires with them at the latest: renewing a replica's certificates cannot move them past {expires_at}, so the replicas are not rolled for it. After that time the masters refuse each other and every client. The provider cannot rotate the CAs yet: before then, build a new cluster (new CAs) and move to it, for instance by restoring its etcd from this cluster's snapshot (docs/guides/disaster-recovery.md)."
+            "Every certificate the masters run with is signed by these CAs and expires with them at the latest: renewing a replica's certificates cannot move them past {expires_at}, so the replicas are not rolled for it. After that time the masters refuse each other and every client. Rotate them before then: set `ca_rotation = \"started\"` on the cluster, then \"switched\", then remove it, an apply each (docs/guides/secrets.md, \"Rotating the CAs\"); a cluster whose CA you brought or imported cannot rotate it yet: build a new cluster and restore its etcd from this one's snapshot (docs/guides/disaster-recovery.md)."
         ),
     )
 }
@@ -304,7 +304,10 @@ mod tests {
         assert_eq!(ca_outlook("prod", now + 366 * day, "T", now), None);
         let (summary, detail) = ca_outlook("prod", now + 365 * day, "T", now).unwrap();
         assert_eq!(summary, "The CAs of prod expire at T");
-        assert!(detail.contains("cannot rotate the CAs yet"), "{detail}");
+        assert!(
+            detail.contains("set `ca_rotation = \"started\"`"),
+            "{detail}"
+        );
         assert!(ca_outlook("prod", now - day, "T", now).is_some());
     }
 }

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use ipnet::Ipv4Net;
 
 use super::roll::{Build, ETCD_IMAGE, KUBERNETES_VERSION};
-use super::service_account_rotation::{self, Stage};
+use super::rotation::Stage;
+use super::{ca_rotation, service_account_rotation};
 use super::{etcd_version, kubernetes_version};
 
 /// A master VM's settings, as plain values with every default applied.
@@ -50,6 +51,9 @@ pub struct MasterSpec {
     /// Where a rotation of the service-account key stands (`domain::service_account_rotation`): each stage is
     /// another build, so every replica rolls onto it.
     pub service_account_key_rotation: Stage,
+    /// Where a rotation of the cluster's CAs stands (`domain::ca_rotation`): each stage is another build, so every
+    /// replica rolls onto it.
+    pub ca_rotation: Stage,
 }
 
 /// The build setting naming the encryption key's version.
@@ -87,6 +91,7 @@ impl MasterSpec {
             secrets_encryption_key,
             secrets_decryption_keys,
             service_account_key_rotation,
+            ca_rotation,
             // Not part of a build, and why:
             // - a disk keeps the type it was made with; the setting applies to replicas created later;
             data_disk_type: _,
@@ -141,7 +146,10 @@ impl MasterSpec {
             );
         }
         if let Some(stage) = service_account_key_rotation.setting() {
-            settings.insert(service_account_rotation::SETTING.into(), stage.into());
+            settings.insert(service_account_rotation::ATTRIBUTE.into(), stage.into());
+        }
+        if let Some(stage) = ca_rotation.setting() {
+            settings.insert(ca_rotation::ATTRIBUTE.into(), stage.into());
         }
         Build {
             machine_type: machine_type.clone(),
@@ -178,6 +186,7 @@ mod tests {
             secrets_encryption_key: None,
             secrets_decryption_keys: Vec::new(),
             service_account_key_rotation: Stage::Steady,
+            ca_rotation: Stage::Steady,
         }
     }
 
@@ -204,7 +213,7 @@ mod tests {
     #[test]
     fn every_other_setting_changes_the_build() {
         let base = spec().build();
-        let changes: [fn(&mut MasterSpec); 18] = [
+        let changes: [fn(&mut MasterSpec); 20] = [
             |s| s.machine_type = "e2-standard-4".into(),
             |s| s.image = "cos-2".into(),
             |s| s.boot_disk_size_gb = 30,
@@ -226,6 +235,8 @@ mod tests {
             |s| s.secrets_decryption_keys = vec!["projects/p/secrets/k/versions/2".into()],
             |s| s.service_account_key_rotation = Stage::Started,
             |s| s.service_account_key_rotation = Stage::Switched,
+            |s| s.ca_rotation = Stage::Started,
+            |s| s.ca_rotation = Stage::Switched,
         ];
         for (i, change) in changes.into_iter().enumerate() {
             let mut s = spec();

@@ -550,7 +550,8 @@ mod tests {
             service_account_scopes: scopes.to_vec(),
             secrets_encryption_key: None,
             secrets_decryption_keys: Vec::new(),
-            service_account_key_rotation: crate::service_account_rotation::Stage::Steady,
+            service_account_key_rotation: crate::rotation::Stage::Steady,
+            ca_rotation: crate::rotation::Stage::Steady,
         }
         .build()
     }

@@ -156,7 +156,8 @@ impl InitialState {
     }
 }
 
-/// The CA certificates a master trusts. Only certificates: CA keys never go to a master.
+/// The CA certificates a master trusts. Only certificates: CA keys never go to a master. Each is one PEM
+/// certificate, or a bundle of the current and next CA while the cluster's CAs rotate (`domain::ca_rotation`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaCerts {
     pub cluster_ca: String,
@@ -291,6 +292,8 @@ pub enum MasterError {
         "a master that encrypts Secrets must fetch its keys from Secret Manager: the encryption key never goes in instance metadata"
     )]
     EncryptionKeyInMetadata,
+    #[error("the {0} a master trusts must be one CA certificate, or two while the CAs rotate")]
+    CaBundle(&'static str),
 }
 
 /// The checks [`render_user_data`] relies on; call it before rendering (at plan time where possible).
@@ -324,6 +327,17 @@ pub fn check(cfg: &MasterConfig) -> Result<(), MasterError> {
                     "a key the API servers also verify with is not one PKIX public key".into(),
                 )
             })?;
+    }
+    // Two while the CAs rotate (`domain::ca_rotation`); a bundle of anything else is a mistake the components
+    // would each report differently, or not at all.
+    for (what, bundle) in [
+        ("cluster CA", &cfg.cas.cluster_ca),
+        ("etcd peer CA", &cfg.cas.etcd_peer_ca),
+        ("etcd client CA", &cfg.cas.etcd_client_ca),
+    ] {
+        if !ha_pki::certificates_in(bundle).is_ok_and(|c| c.len() <= 2) {
+            return Err(MasterError::CaBundle(what));
+        }
     }
     let restoring = cfg.initial_state == InitialState::RestoreFromSnapshot;
     if restoring != cfg.restore.is_some() || (restoring && !cfg.data_disk) {

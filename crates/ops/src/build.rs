@@ -12,7 +12,7 @@ use super::error::Result;
 use super::shared::{JOINING_LABEL, REPLICA_LABEL, replica_labels};
 use ha_domain::roll::BUILD_LABEL;
 use ha_gce::{DataDisk, ExternalIp, InstanceInfo, InstanceSpec};
-use ha_master::{self as master, CaCerts, DATA_DEVICE, InitialState, KeyDelivery, MasterConfig};
+use ha_master::{self as master, DATA_DEVICE, InitialState, KeyDelivery, MasterConfig};
 use ha_pki::ReplicaCerts;
 
 /// A replica's etcd data disk: it outlives the VM, so the VM can be rebuilt on the same data.
@@ -63,7 +63,8 @@ pub fn master_config(
         zone: who.zone.to_string(),
         initial_cluster,
         initial_state,
-        cas: CaCerts::from(&spec.cas),
+        // While the CAs rotate, the stage says which CAs issued `certs` and which others are trusted.
+        cas: spec.trusted_cas()?,
         certs: who.certs.clone(),
         service_account_key_pem,
         service_account_also_verifies,

@@ -21,8 +21,8 @@ use super::error::{OpError, Result};
 use super::shared::replica_labels;
 use super::spec::Spec;
 
-/// The four private keys, as the secret holds them (JSON).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The four private keys, as the secret holds them (JSON); during a rotation, the next ones beside them.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterKeys {
     pub ca_key: String,
     pub etcd_peer_ca_key: String,
@@ -32,6 +32,15 @@ pub struct ClusterKeys {
     /// the key; empty otherwise, and absent from the secret then, so secrets written before rotations read the same.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub next_service_account_key: String,
+    /// The keys of the CAs a rotation of the CAs made (`domain::ca_rotation`), until they become the CAs; empty
+    /// otherwise, and absent from the secret then. Their certificates are the second of each CA certificate
+    /// attribute of the cluster while the rotation is under way.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_ca_key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_etcd_peer_ca_key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_etcd_client_ca_key: String,
 }
 
 impl std::fmt::Debug for ClusterKeys {
@@ -47,7 +56,7 @@ impl ClusterKeys {
             etcd_peer_ca_key: cas.etcd_peer_ca.key_pem.clone(),
             etcd_client_ca_key: cas.etcd_client_ca.key_pem.clone(),
             service_account_key: service_account_key.to_string(),
-            next_service_account_key: String::new(),
+            ..Default::default()
         }
     }
 
@@ -73,6 +82,25 @@ impl ClusterKeys {
             ha_pki::service_account_public_key(&self.next_service_account_key)?;
         }
         Ok(cas)
+    }
+
+    /// The next CAs whose certificates are `next_certs` (none without a rotation of the CAs), with the next keys;
+    /// an error when a key is not its certificate's, or the secret holds none for a rotation under way.
+    pub fn next_with_certs(&self, next_certs: Option<&ClusterCas>) -> Result<Option<ClusterCas>> {
+        let Some(certs) = next_certs else {
+            return Ok(None);
+        };
+        let pair = |cert: &CertKey, key: &str| CertKey {
+            cert_pem: cert.cert_pem.clone(),
+            key_pem: key.to_string(),
+        };
+        let cas = ClusterCas {
+            cluster_ca: pair(&certs.cluster_ca, &self.next_ca_key),
+            etcd_peer_ca: pair(&certs.etcd_peer_ca, &self.next_etcd_peer_ca_key),
+            etcd_client_ca: pair(&certs.etcd_client_ca, &self.next_etcd_client_ca_key),
+        };
+        cas.issuers()?;
+        Ok(Some(cas))
     }
 
     /// The cluster CA's key alone missing: a cluster CA the user brought, whose key the cluster's state does not
@@ -198,6 +226,15 @@ pub async fn fill(settings: &Settings, spec: &mut Spec) -> Result<()> {
     }
     let (cas, keys) = resolve(settings, &path, &spec.name, &spec.cas).await?;
     spec.cas = cas;
+    spec.next_cas = keys.next_with_certs(spec.next_cas.as_ref()).map_err(|e| {
+        OpError::Refused(
+            format!("Cluster {}'s next CA keys in secret {path} are not the keys of its next CA certificates", spec.name),
+            format!(
+                "The secret was overwritten ({e}). Run `terraform apply`: the cluster's refresh finds the secret \
+                 out of line and its apply writes the keys in its state back, before any replica's change."
+            ),
+        )
+    })?;
     spec.service_account_key = keys.service_account_key;
     spec.next_service_account_key = Some(keys.next_service_account_key).filter(|k| !k.is_empty());
     Ok(())
@@ -328,7 +365,7 @@ mod tests {
             etcd_peer_ca_key: String::new(),
             etcd_client_ca_key: String::new(),
             service_account_key: sa.clone(),
-            next_service_account_key: String::new(),
+            ..Default::default()
         };
         let paired = imported.with_certs(&cas).unwrap();
         for ca in [

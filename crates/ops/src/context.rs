@@ -102,7 +102,11 @@ impl ClusterCtx {
         // An imported cluster has no CA keys in state (they are never on a master): its etcd client certificate
         // comes from a replica's configuration instead of being minted.
         let dial_timeout = settings.etcd_dial_timeout.max(Duration::from_secs(1));
-        let etcd = if spec.cas.etcd_client_ca.key_pem.is_empty() {
+        // While the CAs rotate, members present certificates from either CA: both are trusted, and the
+        // provider's own certificate comes from the CAs that issue at the stage, which every member trusts.
+        let trusted = spec.trusted_cas()?.etcd_client_ca;
+        let issuing = spec.issuing_cas()?.clone();
+        let etcd = if issuing.etcd_client_ca.key_pem.is_empty() {
             let client = super::adopt::etcd_client_from_replicas(
                 settings,
                 &compute,
@@ -111,15 +115,15 @@ impl ClusterCtx {
             )
             .await?;
             let tls = EtcdTls {
-                ca_pem: spec.cas.etcd_client_ca.cert_pem.clone(),
+                ca_pem: trusted,
                 client_cert_pem: client.cert_pem,
                 client_key_pem: client.key_pem,
             };
             Etcd::new(tls, dial_timeout)
         } else {
             Etcd::renewing(
-                spec.cas.etcd_client_ca.cert_pem.clone(),
-                provider_etcd_client_mint(&spec.cas),
+                trusted,
+                provider_etcd_client_mint(&issuing),
                 PROVIDER_ETCD_CLIENT_RENEW_BEFORE,
                 dial_timeout,
             )

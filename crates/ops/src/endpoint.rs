@@ -126,7 +126,7 @@ pub async fn await_static_ip(ctx: &super::ClusterCtx, deadline: Instant) -> Resu
         ))
     })?;
     let a = await_serving(
-        &spec.cas.cluster_ca.cert_pem,
+        &spec.trusted_cas()?.cluster_ca,
         ip,
         ip,
         spec.master.api_port,

@@ -4,6 +4,7 @@
 pub mod adopt;
 pub mod backup;
 pub mod build;
+pub mod ca_rotation;
 pub mod change;
 pub mod cloud;
 pub mod cluster;

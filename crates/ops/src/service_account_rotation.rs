@@ -2,7 +2,7 @@
 //! service-account key (`domain::service_account_rotation` says which stages there are and why): every master
 //! must run the keys of the stage the cluster is at, read from its own files, before any rolls onto the next.
 
-use ha_domain::service_account_rotation::{MasterKeys, masters_ready};
+use ha_domain::service_account_rotation::{MasterKeys, ROTATION};
 use ha_master::paths;
 use tokio::time::Instant;
 
@@ -45,13 +45,14 @@ pub async fn check_stage(ctx: &ClusterCtx, deadline: Instant) -> Result<()> {
             verifies: verifies.into_iter().collect(),
         });
     }
-    masters_ready(
-        &masters,
-        spec.master.service_account_key_rotation,
-        &current,
-        next.as_deref(),
-    )
-    .map_err(|(summary, detail)| OpError::Refused(summary, detail))
+    ROTATION
+        .masters_ready(
+            &masters,
+            spec.master.service_account_key_rotation,
+            &current,
+            next.as_deref(),
+        )
+        .map_err(|(summary, detail)| OpError::Refused(summary, detail))
 }
 
 fn fingerprint_of_private(private_pem: &str) -> Result<String> {

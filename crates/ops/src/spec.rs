@@ -23,6 +23,10 @@ pub struct Spec {
     /// The key a rotation of the service-account key made, until it becomes the key
     /// (`domain::service_account_rotation`; the stage is `master.service_account_key_rotation`).
     pub next_service_account_key: Option<String>,
+    /// The CAs a rotation of the CAs made (`domain::ca_rotation`; the stage is `master.ca_rotation`), until they
+    /// become `cas`: their certificates from the cluster's (a bundle of both while a rotation is under way), their
+    /// keys as `cas`' are filled in.
+    pub next_cas: Option<ClusterCas>,
     /// The Secret Manager secret that holds the CA keys and the service-account key (`ops::cluster_keys`), when the
     /// spec carries none itself.
     pub keys_secret: Option<String>,
@@ -46,6 +50,41 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The CAs that issue every certificate at the stage of a rotation of the CAs (the current ones, or the next
+    /// once switched); refused when the stage needs next CAs the cluster does not hold.
+    pub fn issuing_cas(&self) -> Result<&ClusterCas, crate::OpError> {
+        self.cas_of(self.master.ca_rotation.key_use().signs)
+    }
+
+    /// The CA certificates a master, the provider and an admin credential trust at the stage of a rotation of the
+    /// CAs: a bundle of each kind, the issuing CA first.
+    pub fn trusted_cas(&self) -> Result<ha_master::CaCerts, crate::OpError> {
+        let mut cas = Vec::new();
+        for k in self.master.ca_rotation.key_use().verifies {
+            cas.push(self.cas_of(k)?);
+        }
+        let bundle = |f: fn(&ClusterCas) -> &ha_pki::CertKey| {
+            ha_pki::bundle_of(cas.iter().map(|c| f(c).cert_pem.as_str()))
+        };
+        Ok(ha_master::CaCerts {
+            cluster_ca: bundle(|c| &c.cluster_ca),
+            etcd_peer_ca: bundle(|c| &c.etcd_peer_ca),
+            etcd_client_ca: bundle(|c| &c.etcd_client_ca),
+        })
+    }
+
+    fn cas_of(&self, k: ha_domain::rotation::Key) -> Result<&ClusterCas, crate::OpError> {
+        match k {
+            ha_domain::rotation::Key::Current => Ok(&self.cas),
+            ha_domain::rotation::Key::Next => self.next_cas.as_ref().ok_or_else(|| {
+                crate::OpError::Other(format!(
+                    "cluster {} rotates its CAs but holds no next CAs; run `terraform apply` on the cluster                      first",
+                    self.name
+                ))
+            }),
+        }
+    }
+
     pub fn names(&self) -> DerivedNames {
         DerivedNames::for_cluster(&self.name)
     }

@@ -199,7 +199,7 @@ impl ReplicaRun<'_> {
             .as_deref()
             .ok_or_else(|| OpError::Other(format!("replica {} has no external IP", me.name)))?;
         await_serving(
-            &spec.cas.cluster_ca.cert_pem,
+            &spec.trusted_cas()?.cluster_ca,
             IpAddr::V4(ip(ext, "the replica's external IP")?),
             IpAddr::V4(me.internal_ip),
             spec.master.api_port,

@@ -279,7 +279,7 @@ impl ReplicaRun<'_> {
         if steps
             .iter()
             .any(|s| matches!(s, Step::Replica(r) if r.builds_vm()))
-            && let Err(e) = self.ctx.spec.cas.issuers()
+            && let Err(e) = self.ctx.spec.issuing_cas().and_then(|c| Ok(c.issuers()?))
         {
             return Err(OpError::Refused(
                 format!(
@@ -379,7 +379,7 @@ pub fn ip(s: &str, what: &str) -> Result<Ipv4Addr> {
 pub fn issue_certs(ctx: &ClusterCtx, me: &Replica) -> Result<ReplicaCerts> {
     let spec = &ctx.spec;
     Ok(pki::issue_replica_certs(
-        &spec.cas,
+        spec.issuing_cas()?,
         &ReplicaCertRequest {
             name: me.name.clone(),
             internal_ip: me.internal_ip,
