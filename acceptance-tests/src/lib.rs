@@ -23,6 +23,7 @@
 //! `HA_ACCEPTANCE_TF_LOG` (sets TF_LOG for the clients), `HA_ACCEPTANCE_KEEP` (keep passing workspaces; failing
 //! ones are always kept under `.work/acceptance/`).
 
+pub mod api_calls;
 mod client;
 mod command;
 mod diagnostics;

@@ -528,6 +528,29 @@ pub fn cluster_keys_secret_written(client: Client, sim: &Sim) -> String {
     payload
 }
 
+/// The walk cluster's private keys as its keys secret holds them (JSON, `ops::cluster_keys::ClusterKeys`), read
+/// with `gcloud secrets versions access` against ha-sim as the provider's credentials may.
+pub fn cluster_keys(sim: &Sim) -> Value {
+    use base64::Engine as _;
+    let access = sim
+        .gcloud(&[
+            "secrets",
+            "versions",
+            "access",
+            "latest",
+            "--secret",
+            "walk-cluster-keys",
+        ])
+        .unwrap();
+    let data = access["payload"]["data"].as_str().unwrap();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 /// PEM private keys in `text` (PKCS#8, PKCS#1 and SEC 1 alike), counted by their BEGIN lines' labels.
 pub fn private_keys_in(text: &str) -> usize {
     let begin = "-----BEGIN ";

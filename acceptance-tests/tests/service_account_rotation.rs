@@ -17,9 +17,9 @@
 
 use std::time::Duration;
 
+use acceptance_tests::api_calls::{Credential, api_ips, status_of};
 use acceptance_tests::probe::{apply_measured, apply_measured_with, assert_rolled_cleanly};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -97,48 +97,12 @@ fn ca_file(ws: &Workspace) -> PathBuf {
     ca
 }
 
-/// Each master's internal IP, where its own API server listens (it stays the same across a rebuild).
-fn api_ips(sim: &Sim, vms: &[String]) -> Vec<(String, String)> {
-    vms.iter()
-        .map(|vm| {
-            let ip = sim.instance(vm)["networkInterfaces"][0]["networkIP"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            (vm.clone(), ip)
-        })
-        .collect()
-}
-
-/// The HTTP status the API server at `ip` answers `/version` with when `token` is the bearer: `200` once it
-/// authenticates the token, `401` when it cannot, `000` when nothing answers (a VM being rebuilt).
-fn status_of(ca: &Path, ip: &str, token: &str) -> String {
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "--max-time",
-            "2",
-        ])
-        .arg("--cacert")
-        .arg(ca)
-        .args(["-H", &format!("Authorization: Bearer {token}")])
-        .arg(format!("https://{ip}/version"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("curl is on PATH");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// What each master's own API server answers `token` with, as `<vm>: <status>`.
 fn answers_to(ws: &Workspace, sim: &Sim, vms: &[String], token: &str) -> Vec<String> {
     let ca = ca_file(ws);
     api_ips(sim, vms)
         .iter()
-        .map(|(vm, ip)| format!("{vm}: {}", status_of(&ca, ip, token)))
+        .map(|(vm, ip)| format!("{vm}: {}", status_of(&ca, ip, Credential::Bearer(token))))
         .collect()
 }
 
@@ -164,7 +128,7 @@ fn apply_presenting(
         while !stop.load(Ordering::Relaxed) {
             for (vm, ip) in &ips {
                 for (name, token) in tokens {
-                    let status = status_of(&ca, ip, token);
+                    let status = status_of(&ca, ip, Credential::Bearer(token));
                     let mut s = samples.lock().unwrap();
                     match status.as_str() {
                         "200" => s.authenticated += 1,
@@ -193,25 +157,7 @@ fn none_refused(client: Client, stage: &str, t: &TokenSamples) {
 /// The next key a rotation made, from the cluster's keys secret (the provider's credentials may read it; no
 /// master holds it before the switch), for a token a switched master would mint.
 fn next_key_in_secret(sim: &Sim) -> String {
-    use base64::Engine as _;
-    let access = sim
-        .gcloud(&[
-            "secrets",
-            "versions",
-            "access",
-            "latest",
-            "--secret",
-            "walk-cluster-keys",
-        ])
-        .unwrap();
-    let data = access["payload"]["data"].as_str().unwrap();
-    let keys: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::STANDARD
-            .decode(data)
-            .unwrap(),
-    )
-    .unwrap();
-    keys["next_service_account_key"]
+    acceptance_tests::walk::cluster_keys(sim)["next_service_account_key"]
         .as_str()
         .unwrap()
         .to_string()
@@ -328,7 +274,7 @@ fn the_service_account_key_rotates_in_stages_with_no_token_refused_and_no_key_lo
         let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         refused.assert_failure();
         refused.assert_contains(
-            "does not run the service-account keys of the cluster's stage yet (no rotation under way)",
+            "does not run the service-account key of the cluster's stage yet (no rotation under way)",
         );
         every_master_runs(client, &sim, &vms, &k, &[&k, &n]);
         // Finishing the stage the cluster is at rolls them back to K alone; then `started` again makes another key.
