@@ -583,3 +583,54 @@ fn an_encryption_configuration_upstream_would_refuse_is_refused() {
         );
     }
 }
+
+/// While the CAs rotate (`domain::ca_rotation`), each CA file is a bundle of the two: every release's programs
+/// read it (client-go's parse, as the API server's CA loader and the kubeconfigs run it) with leaves still from the
+/// current CAs (`started`) or already from the next ones (`switched`). A bundle of three is refused before any
+/// program sees it.
+#[test]
+fn every_release_reads_the_ca_bundles_of_a_rotation() {
+    let next = ha_pki::ClusterCas::generate_next("t", "r1").unwrap();
+    let request = ha_pki::ReplicaCertRequest {
+        name: base().replica_name.clone(),
+        internal_ip: base().internal_ip,
+        static_ip: base().static_ip,
+        first_service_ip: ha_master::first_service_ip(&base().service_cluster_ip_range),
+        dns_domain: base().dns_domain.clone(),
+        validity: time::Duration::days(30),
+    };
+    let switched_certs = ha_pki::issue_replica_certs(&next, &request).unwrap();
+    let bundle = |current: &str, next: &ha_pki::CertKey| {
+        ha_pki::bundle_of([current, next.cert_pem.as_str()])
+    };
+    for version in kubernetes_version::pinned_versions() {
+        for etcd in etcd_version::pinned_patches() {
+            let mut cfg = master(&version, etcd);
+            cfg.cas = ha_master::CaCerts {
+                cluster_ca: bundle(&cfg.cas.cluster_ca, &next.cluster_ca),
+                etcd_peer_ca: bundle(&cfg.cas.etcd_peer_ca, &next.etcd_peer_ca),
+                etcd_client_ca: bundle(&cfg.cas.etcd_client_ca, &next.etcd_client_ca),
+            };
+            for (stage, certs) in [
+                ("started", &cfg.certs.clone()),
+                ("switched", &switched_certs),
+            ] {
+                cfg.certs = certs.clone();
+                check(&cfg).unwrap();
+                if let Err(refusal) = judge(&metadata(&cfg)) {
+                    panic!("Kubernetes {version}, etcd {etcd}, {stage}: {refusal}");
+                }
+            }
+        }
+    }
+    let mut three = base().clone();
+    three.cas.cluster_ca = ha_pki::bundle_of([
+        three.cas.cluster_ca.as_str(),
+        next.cluster_ca.cert_pem.as_str(),
+        next.etcd_peer_ca.cert_pem.as_str(),
+    ]);
+    assert!(matches!(
+        check(&three),
+        Err(ha_master::MasterError::CaBundle("cluster CA"))
+    ));
+}
