@@ -13,7 +13,7 @@
 //! - Removed: every master trusts the new CAs alone; `ca_certificate` is the new CA alone; an admin credential the
 //!   old CA issued is refused by every master, one from the new CA accepted; the state holds as many private keys
 //!   as before.
-//! - An admin credential from the old CA is presented to every master's API server every 100 ms all through the
+//! - An admin credential from the old CA is presented to every master's API server in turn (a call every 100 ms) all through the
 //!   `started` and `switched` rolls, and one from the new CA through the last: none is refused.
 //! - Every key written before is there after, and each plan after an apply is empty (`check`).
 
@@ -161,7 +161,8 @@ fn every_master_answers(
 }
 
 /// Applies (measured as every roll is) while presenting the admin credential in `cert`/`key` to every master's API
-/// server every 100 ms, verifying each under `ca`; asserts that it was authenticated and never refused.
+/// server in turn, one call every 100 ms, verifying each under `ca`; asserts that it was authenticated and never
+/// refused.
 fn apply_presenting(
     client: Client,
     ws: &Workspace,
@@ -174,17 +175,19 @@ fn apply_presenting(
     let ips = api_ips(sim, vms);
     let (authenticated, refused) = (Mutex::new(0usize), Mutex::new(Vec::new()));
     let m = apply_measured_with(ws, sim, stage, |stop: &AtomicBool| {
-        while !stop.load(Ordering::Relaxed) {
-            for (vm, ip) in &ips {
-                let (status, said) = answer(ca, ip, Credential::Certificate { cert, key });
-                match status.as_str() {
-                    "200" => *authenticated.lock().unwrap() += 1,
-                    "401" | TLS_REFUSED => refused
-                        .lock()
-                        .unwrap()
-                        .push(format!("{vm}: {status} ({said})")),
-                    _ => {}
-                }
+        // One call every 100 ms, taking the masters in turn (as the service-account rotation does).
+        for (vm, ip) in ips.iter().cycle() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let (status, said) = answer(ca, ip, Credential::Certificate { cert, key });
+            match status.as_str() {
+                "200" => *authenticated.lock().unwrap() += 1,
+                "401" | TLS_REFUSED => refused
+                    .lock()
+                    .unwrap()
+                    .push(format!("{vm}: {status} ({said})")),
+                _ => {}
             }
             std::thread::sleep(Duration::from_millis(100));
         }
