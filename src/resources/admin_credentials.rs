@@ -87,10 +87,12 @@ fn schema(kind: Kind) -> Schema {
                 .optional()
                 .description(
                     "The Kubernetes groups the certificate names (its O), at most one. Defaults to \
-                     `[\"system:masters\"]`, which the API server lets do anything and nothing can revoke. \
-                     `[\"ha-master:cluster-admins\"]` gets the same power through a binding the masters \
-                     install, which can be taken back (masters made by an earlier release get it at their \
-                     next roll); `[]` names none, so only the user's own bindings apply.",
+                     `[\"ha-master:cluster-admins\"]` for clusters made by this release or later: the masters \
+                     bind the group to `cluster-admin`, a binding that can be taken back (docs/guides/kubectl.md), \
+                     and the first replica's apply ends once it exists. Clusters made by an earlier release (and \
+                     imported ones) keep `[\"system:masters\"]`, which the API server lets do anything and \
+                     nothing can revoke; name the bound group to use it there once every master has rolled with \
+                     this release. `[]` names none, so only the user's own bindings apply.",
                 ),
         )
         .attribute(
@@ -147,7 +149,7 @@ fn validate(m: &AdminCredentialsModel, diags: &mut Diagnostics) {
         diags.attr_error(AttributePath::attr("user"), summary, detail);
     }
     if let Some(g) = m.groups.known()
-        && let Err((summary, detail)) = admin_access::groups(Some(g))
+        && let Err((summary, detail)) = admin_access::groups(Some(g), None)
     {
         diags.attr_error(AttributePath::attr("groups"), summary, detail);
     }
@@ -248,7 +250,12 @@ fn mint(
     };
     let validity = admin_access::validity(requested);
     let user = admin_access::user(m.user.known().map(String::as_str));
-    let groups = admin_access::groups(m.groups.known().map(Vec::as_slice));
+    let cluster_group = m
+        .cluster
+        .known()
+        .and_then(|c| c.admin_group.known())
+        .map(String::as_str);
+    let groups = admin_access::groups(m.groups.known().map(Vec::as_slice), cluster_group);
     let (validity, user, groups) = match (validity, user, groups) {
         (Ok(v), Ok(u), Ok(g)) => (v, u, g),
         (v, u, g) => {

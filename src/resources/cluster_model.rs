@@ -323,6 +323,11 @@ pub fn spec_of(p: &ClusterModel, prior: Option<&ClusterSpec>) -> ClusterSpec {
         },
         service_account_key_rotation: p.service_account_key_rotation.clone(),
         ca_rotation: p.ca_rotation.clone(),
+        // Set when the cluster is made, kept after: a cluster made before has none (`ClusterSpec::admin_group`).
+        admin_group: prior.map_or_else(
+            || Val::Known(ha_domain::admin_access::BOUND_GROUP.into()),
+            |s| s.admin_group.clone(),
+        ),
     }
 }
 

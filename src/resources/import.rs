@@ -150,6 +150,8 @@ pub async fn cluster(
         timeouts: Val::Null,
     };
     let mut spec = spec_of(&m, None);
+    // Whatever made the masters, nothing says they carry the admin binding: credentials stay in system:masters.
+    spec.admin_group = Val::Null;
     spec.zone = s(a.zone.as_deref().unwrap_or(&a.any_zone));
     spec.external_ip = s(&a.external_ip);
     spec.ca_certificate = s(&a.ca_certificate);

@@ -92,6 +92,11 @@ pub struct ClusterSpec {
     /// setting): which CAs issue the masters' certificates, and which they trust. While one is under way, each CA
     /// certificate above is a bundle: the current CA, then the next.
     pub ca_rotation: Val<String>,
+    /// The group `ha_admin_credentials` names when its `groups` is unset (`domain::admin_access`):
+    /// `ha-master:cluster-admins` for clusters made since their masters bind it and a founding replica waits for
+    /// the binding (`ReplicaStep::AwaitAdminBinding`); null for clusters made before and imported ones, whose
+    /// default stays `system:masters` so that an upgrade neither plans a change nor meets a refusal.
+    pub admin_group: Val<String>,
 }}
 
 impl ClusterSpec {

@@ -1,14 +1,21 @@
 //! Who an admin credential names and how long it lives: the rules behind `ha_admin_credentials`. A Kubernetes API
 //! server reads a client certificate's CN as the user and its O entries as the groups (`--client-ca-file`), so
-//! these are the certificate's subject. The default is kubeadm's `admin.conf` identity: a member of
-//! `system:masters`, which RBAC lets do anything.
+//! these are the certificate's subject. The default user is kubeadm's `admin.conf` one; the default group is the
+//! cluster's (its spec's `admin_group`): [`BOUND_GROUP`] for clusters made since the masters bind it, whose
+//! credentials can then be revoked as kubeadm's can since 1.29; [`LEGACY_GROUP`] for clusters made before, whose
+//! masters may not carry the binding until they roll.
 
 use std::time::Duration;
 
 use super::Problem;
 
 pub const DEFAULT_USER: &str = "kubernetes-admin";
-pub const DEFAULT_GROUPS: &[&str] = &["system:masters"];
+/// The group the masters bind to `cluster-admin` (`ha_master::addons::CLUSTER_ADMINS_GROUP`, the same name): a
+/// binding the user can take back, where `system:masters` cannot be.
+pub const BOUND_GROUP: &str = "ha-master:cluster-admins";
+/// The default of clusters made before their masters carried [`BOUND_GROUP`]'s binding (their spec has no
+/// `admin_group`): the API server lets its members do anything before RBAC is asked.
+pub const LEGACY_GROUP: &str = "system:masters";
 pub const DEFAULT_VALIDITY: Duration = Duration::from_secs(3600);
 /// Shorter than this and clock skew between Terraform's host and the masters eats the credential (certificates
 /// are backdated 5 minutes, and kubectl needs some time to be used at all).
@@ -42,18 +49,28 @@ pub fn user(requested: Option<&str>) -> Result<String, Problem> {
     }
 }
 
-/// The groups a credential names: the default, or at most one non-empty name without control characters. An
-/// empty list is allowed (a user that only its own RBAC bindings name). One, because the certificate is issued
-/// with rcgen, whose subject holds one value per attribute type (a second O would silently replace the first).
-pub fn groups(requested: Option<&[String]>) -> Result<Vec<String>, Problem> {
+/// The group a credential names when it names none: the cluster's `admin_group`, or [`LEGACY_GROUP`] for a
+/// cluster without one (made before the binding, or imported).
+pub fn default_group(cluster_admin_group: Option<&str>) -> &str {
+    cluster_admin_group.unwrap_or(LEGACY_GROUP)
+}
+
+/// The groups a credential names: the cluster's default ([`default_group`]), or at most one non-empty name
+/// without control characters. An empty list is allowed (a user that only its own RBAC bindings name). One,
+/// because the certificate is issued with rcgen, whose subject holds one value per attribute type (a second O
+/// would silently replace the first).
+pub fn groups(
+    requested: Option<&[String]>,
+    cluster_admin_group: Option<&str>,
+) -> Result<Vec<String>, Problem> {
     let Some(gs) = requested else {
-        return Ok(DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect());
+        return Ok(vec![default_group(cluster_admin_group).to_string()]);
     };
     if gs.len() > 1 {
         return Err((
             "Too many `groups` for an admin credential".into(),
             format!(
-                "`groups` names {} groups, but an admin credential carries at most one. Keep one (e.g. `groups = [\"system:masters\"]`) and bind further roles to the user with RBAC.",
+                "`groups` names {} groups, but an admin credential carries at most one. Keep one (e.g. `groups = [\"{BOUND_GROUP}\"]`) and bind further roles to the user with RBAC.",
                 gs.len()
             ),
         ));
@@ -71,9 +88,9 @@ fn subject_part<'a>(attribute: &str, v: &'a str) -> Result<&'a str, Problem> {
                 "{v:?} cannot name a Kubernetes {}: it must be non-empty, without control characters (the API server reads it from the client certificate's subject). Leave `{attribute}` out for the default ({}).",
                 if attribute == "user" { "user" } else { "group" },
                 if attribute == "user" {
-                    DEFAULT_USER.to_string()
+                    DEFAULT_USER
                 } else {
-                    DEFAULT_GROUPS.join(", ")
+                    "the cluster's admin group"
                 }
             ),
         ));
@@ -126,14 +143,23 @@ mod tests {
     #[test]
     fn identity_defaults_to_kubeadm_admin_and_rejects_empty_names() {
         assert_eq!(user(None).unwrap(), "kubernetes-admin");
-        assert_eq!(groups(None).unwrap(), vec!["system:masters"]);
+        // The cluster's group by default; a cluster without one (made before the binding) keeps system:masters.
+        assert_eq!(groups(None, Some(BOUND_GROUP)).unwrap(), vec![BOUND_GROUP]);
+        assert_eq!(groups(None, None).unwrap(), vec!["system:masters"]);
+        assert_eq!(
+            groups(Some(&["system:masters".into()]), Some(BOUND_GROUP)).unwrap(),
+            vec!["system:masters"]
+        );
         assert_eq!(user(Some("alice")).unwrap(), "alice");
-        assert_eq!(groups(Some(&[])).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            groups(Some(&[]), Some(BOUND_GROUP)).unwrap(),
+            Vec::<String>::new()
+        );
         let (summary, detail) = user(Some(" ")).unwrap_err();
         assert!(summary.contains("`user`") && detail.contains("kubernetes-admin"));
-        let (summary, _) = groups(Some(&["a\nb".into()])).unwrap_err();
+        let (summary, _) = groups(Some(&["a\nb".into()]), None).unwrap_err();
         assert!(summary.contains("`groups`"));
-        let (summary, detail) = groups(Some(&["ops".into(), "dev".into()])).unwrap_err();
+        let (summary, detail) = groups(Some(&["ops".into(), "dev".into()]), None).unwrap_err();
         assert!(
             summary.contains("`groups`") && detail.contains("2 groups"),
             "{detail}"

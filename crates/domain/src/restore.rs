@@ -254,7 +254,8 @@ fn minor_key(minor: &str) -> (u32, u32) {
 }
 
 /// The steps of the replica that restores: its VM with the restore on a new data disk, its member awaited as
-/// the only one, then its VM again on that disk with its normal build, its member and API awaited.
+/// the only one, then its VM again on that disk with its normal build, its member and API awaited, and the
+/// admin binding (a snapshot taken before the addon manager made it has none).
 pub fn founding_steps(with_static_ip: bool) -> Vec<Step> {
     steps![
         ReplicaStep::RestoreFromSnapshot { with_static_ip },
@@ -262,7 +263,8 @@ pub fn founding_steps(with_static_ip: bool) -> Vec<Step> {
         ReplicaStep::DeleteInstance,
         ReplicaStep::RebuildInstance,
         ReplicaStep::AwaitMember,
-        ReplicaStep::AwaitApi
+        ReplicaStep::AwaitApi,
+        ReplicaStep::AwaitAdminBinding
     ]
 }
 
@@ -707,7 +709,8 @@ mod tests {
                 ReplicaStep::DeleteInstance,
                 ReplicaStep::RebuildInstance,
                 ReplicaStep::AwaitMember,
-                ReplicaStep::AwaitApi
+                ReplicaStep::AwaitApi,
+                ReplicaStep::AwaitAdminBinding
             ]
         );
     }

@@ -99,6 +99,12 @@ pub enum ReplicaStep {
     UpdatePeerUrl,
     /// The replica's own API server answers `/healthz` over TLS.
     AwaitApi,
+    /// The replica's API server finds the `ha-master:cluster-admins` binding (`admin_access::BOUND_GROUP`):
+    /// where etcd starts new or from a snapshot, the addon manager creates it only some time after the first API
+    /// server answers (on its start, then every minute), so a new cluster's default admin credential would be
+    /// refused until then. The apply ends once a credential in the group is served, as kubeadm's init ends
+    /// once its own `kubeadm:cluster-admins` binding exists.
+    AwaitAdminBinding,
     /// The replica joins the pool, once its API server answers, so the LB never sends to it early.
     AddToPool,
     /// The replica leaves the pool, then the drain delay passes so requests in flight finish.

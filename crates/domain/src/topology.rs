@@ -130,6 +130,11 @@ pub fn join_steps(world: &Observed, me: &str) -> Result<Vec<Step>, Refusal> {
                 .into(),
             );
         }
+        // Also when the VM is there already and etcd answers: an apply killed before the binding existed resumes
+        // here. A resumed replica whose etcd does not answer has nothing to decide from, as before.
+        if !world.instances.contains(me) || world.members.is_some() {
+            steps.push(ReplicaStep::AwaitAdminBinding.into());
+        }
         return Ok(steps);
     }
 
@@ -392,11 +397,14 @@ mod tests {
         let w = Observed::default();
         assert_eq!(
             join_steps(&w, "m1").unwrap(),
-            steps![ReplicaStep::CreateFoundingInstance {
-                with_static_ip: true
-            }]
+            steps![
+                ReplicaStep::CreateFoundingInstance {
+                    with_static_ip: true
+                },
+                ReplicaStep::AwaitAdminBinding
+            ]
         );
-        // Done already: nothing to do.
+        // Done already: only the binding is looked for again.
         let w = world(
             &["m1"],
             Some(IpHolder::Instance("m1".into())),
@@ -404,7 +412,10 @@ mod tests {
             false,
             &[member("m1", 1)],
         );
-        assert_eq!(join_steps(&w, "m1").unwrap(), vec![]);
+        assert_eq!(
+            join_steps(&w, "m1").unwrap(),
+            steps![ReplicaStep::AwaitAdminBinding]
+        );
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub struct Answer {
     pub replica: Option<String>,
 }
 
-fn connector(ca_pem: &str) -> Result<TlsConnector> {
+/// A TLS connector that trusts `ca_pem` (a bundle during a CA rotation) and presents `client` (a certificate and
+/// its key, PEM) when given.
+fn connector(ca_pem: &str, client: Option<&ha_pki::CertKey>) -> Result<TlsConnector> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         let cert =
@@ -31,11 +33,23 @@ fn connector(ca_pem: &str) -> Result<TlsConnector> {
             .map_err(|e| OpError::Other(format!("the cluster CA is not usable: {e}")))?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| OpError::Other(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some(c) => {
+            let chain = CertificateDer::pem_slice_iter(c.cert_pem.as_bytes())
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| OpError::Other(format!("a client certificate is not PEM: {e}")))?;
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(c.key_pem.as_bytes())
+                .map_err(|e| OpError::Other(format!("a client key is not PEM: {e}")))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| OpError::Other(format!("a client certificate is not usable: {e}")))?
+        }
+    };
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
@@ -48,7 +62,41 @@ pub async fn probe(
     port: u16,
     timeout: Duration,
 ) -> Result<Answer> {
-    let connector = connector(ca_pem)?;
+    let at = Target {
+        ca_pem,
+        ip,
+        verify_as,
+        port,
+    };
+    get(&at, "/healthz", None, timeout).await
+}
+
+/// Where an API server is reached, and what its serving certificate is verified against.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The CA certificates the serving certificate must chain to.
+    pub ca_pem: &'a str,
+    pub ip: IpAddr,
+    /// The IP the serving certificate must name (see [`probe`]).
+    pub verify_as: IpAddr,
+    pub port: u16,
+}
+
+/// `GET path` over TLS at `at`, as `client` when given (a client certificate the API server authenticates);
+/// the answer's status, whatever it is.
+pub async fn get(
+    at: &Target<'_>,
+    path: &str,
+    client: Option<&ha_pki::CertKey>,
+    timeout: Duration,
+) -> Result<Answer> {
+    let Target {
+        ca_pem,
+        ip,
+        verify_as,
+        port,
+    } = *at;
+    let connector = connector(ca_pem, client)?;
     let attempt = async {
         let tcp = TcpStream::connect((ip, port))
             .await
@@ -57,7 +105,7 @@ pub async fn probe(
             .connect(ServerName::IpAddress(verify_as.into()), tcp)
             .await
             .map_err(|e| format!("TLS: {e}"))?;
-        let req = format!("GET /healthz HTTP/1.1\r\nHost: {ip}\r\nConnection: close\r\n\r\n");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {ip}\r\nConnection: close\r\n\r\n");
         tls.write_all(req.as_bytes())
             .await
             .map_err(|e| format!("write: {e}"))?;

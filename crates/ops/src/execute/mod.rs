@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::build::{Identity, create_instance, data_disk_name, master_config};
 use super::context::ClusterCtx;
-use super::endpoint::{await_serving, await_static_ip};
+use super::endpoint::{Target, await_serving, await_static_ip, get};
 use super::error::{OpError, Result};
 use super::observe::{Snapshot, etcd_target};
 use super::shared::{
@@ -33,6 +33,7 @@ use ha_master::{self as master, InitialState};
 use ha_pki::{self as pki, ReplicaCertRequest, ReplicaCerts};
 
 mod address;
+mod admin_binding;
 mod etcd;
 pub mod foundation;
 mod lb;
@@ -362,6 +363,7 @@ impl ReplicaRun<'_> {
                 crate::build::delete_keys(self.ctx, &me.name, &me.zone).await
             }
             AwaitApi => self.await_api().await,
+            AwaitAdminBinding => self.await_admin_binding().await,
             AddToPool => self.add_to_pool().await,
             RemoveFromPool => self.remove_from_pool().await,
             LabelVm => self.label_vm().await,
