@@ -48,6 +48,10 @@ impl SimConfig {
     }
 }
 
+/// When a real master's addon manager first applies its directory after boot, about: its pod starts with the
+/// kubelet's other static pods, waits for the API server, then applies.
+const ADDON_MANAGER_START: Duration = Duration::from_secs(30);
+
 /// How long operations take, per kind (`instances.insert`, `addresses.delete`, ...), and how long `wait` may block.
 #[derive(Clone, Debug)]
 pub struct LatencyProfile {
@@ -61,6 +65,9 @@ pub struct LatencyProfile {
     pub lb_propagation: Duration,
     /// Multiplies health-check intervals and timeouts (GCE's 5 s becomes 50 ms at 0.01).
     pub time_scale: f64,
+    /// How long after a master boots its addon manager first makes the addons' bindings (`vm::addon_manager`):
+    /// on a real master the addon manager's pod starts with the kubelet and applies on start, some 30 s in.
+    pub addon_delay: Duration,
 }
 
 impl LatencyProfile {
@@ -73,6 +80,7 @@ impl LatencyProfile {
             wait_deadline: Duration::from_secs(2),
             lb_propagation: Duration::from_millis(100),
             time_scale: 0.01,
+            addon_delay: ADDON_MANAGER_START.mul_f64(0.01),
         }
     }
 
@@ -108,6 +116,7 @@ impl LatencyProfile {
             wait_deadline: Duration::from_secs(120),
             lb_propagation: Duration::from_secs(5),
             time_scale: 0.2,
+            addon_delay: ADDON_MANAGER_START.mul_f64(0.2),
         }
     }
 

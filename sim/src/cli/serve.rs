@@ -43,6 +43,9 @@ pub struct ServeArgs {
     /// Override how long operations/wait blocks (seconds).
     #[arg(long)]
     pub wait_deadline_secs: Option<f64>,
+    /// Override how long after a master boots its addon manager makes the addons' bindings (seconds).
+    #[arg(long)]
+    pub addon_delay_secs: Option<f64>,
     /// Host port = guest port + this, for guest ports below 1024 (the API's 443). Default: 0 as root (real
     /// ports, as on GCE), 6000 otherwise (443 is served on 6443; give clusters `api_port = 6443` then).
     #[arg(long)]
@@ -86,6 +89,10 @@ pub fn config(args: &ServeArgs) -> Result<SimConfig, String> {
     if let Some(s) = args.wait_deadline_secs {
         latency.wait_deadline =
             Duration::try_from_secs_f64(s).map_err(|e| format!("--wait-deadline-secs: {e}"))?;
+    }
+    if let Some(s) = args.addon_delay_secs {
+        latency.addon_delay =
+            Duration::try_from_secs_f64(s).map_err(|e| format!("--addon-delay-secs: {e}"))?;
     }
     let mut etcd_bins = EtcdBins::default();
     for arg in &args.etcd_bin {

@@ -46,6 +46,11 @@ pub(crate) struct Grant {
     #[serde(default)]
     pub namespace: Option<String>,
     pub rules: Vec<Rule>,
+    /// For a grant of the master's own addons: the etcd key of the binding it comes from
+    /// (`/registry/clusterrolebindings/<name>`). It counts only once the addon manager made that binding; the
+    /// bootstrap policy's are there from the API server's start.
+    #[serde(skip)]
+    pub binding_key: Option<String>,
 }
 
 const BOOTSTRAP: &str = include_str!("rbac/bootstrap.yaml");
@@ -157,6 +162,7 @@ pub(crate) fn addon_grants(master: &Master<'_>, bootstrap: &[Grant]) -> Vec<Gran
             s(role, "name").unwrap_or_default(),
         );
         let rules = rules_of(&role_kind, &role_name, namespace.as_deref());
+        let binding_key = binding_key(b);
         for subject in b
             .get("subjects")
             .and_then(Value::as_sequence)
@@ -179,16 +185,38 @@ pub(crate) fn addon_grants(master: &Master<'_>, bootstrap: &[Grant]) -> Vec<Gran
                 until: None,
                 namespace: namespace.clone(),
                 rules: rules.clone(),
+                binding_key: binding_key.clone(),
             });
         }
     }
     out
 }
 
+/// Where the API server keeps an addon's binding in etcd (`/registry/<resource>/[<namespace>/]<name>`, as
+/// k8s.io/apiserver's storage names objects), so the addon manager's write and RBAC's read meet there.
+fn binding_key(binding: &serde_norway::Value) -> Option<String> {
+    let meta = binding.get("metadata")?;
+    let name = meta.get("name")?.as_str()?;
+    match binding.get("kind")?.as_str()? {
+        "ClusterRoleBinding" => Some(format!("/registry/clusterrolebindings/{name}")),
+        "RoleBinding" => Some(format!(
+            "/registry/rolebindings/{}/{name}",
+            meta.get("namespace")?.as_str()?
+        )),
+        _ => None,
+    }
+}
+
 /// Whether `who` may do `ask` under `grants`.
 pub(crate) fn allowed(grants: &[Grant], who: &Identity, ask: &Ask) -> bool {
+    allowed_with(grants, who, ask, |_| true)
+}
+
+/// [`allowed`], counting an addon's grant only when `made` says its binding exists.
+fn allowed_with(grants: &[Grant], who: &Identity, ask: &Ask, made: impl Fn(&str) -> bool) -> bool {
     grants.iter().any(|g| {
-        who.is(&g.subject)
+        g.binding_key.as_deref().is_none_or(&made)
+            && who.is(&g.subject)
             && (g.namespace.is_none() || g.namespace.as_deref() == ask.namespace)
             && g.rules.iter().any(|r| r.allows(ask))
     })
@@ -268,6 +296,8 @@ impl Identity {
 #[derive(Debug, Default)]
 pub struct Authorizer {
     grants: Vec<Grant>,
+    /// The master's addon bindings as the addon manager writes them: etcd key and JSON object.
+    bindings: Vec<(String, String)>,
 }
 
 impl Authorizer {
@@ -275,26 +305,72 @@ impl Authorizer {
         let mut grants = bootstrap(&master.release)?;
         let own = addon_grants(master, &grants);
         grants.extend(own);
-        Ok(Authorizer { grants })
+        let bindings = master
+            .addons
+            .iter()
+            .filter_map(|b| {
+                let key = binding_key(b)?;
+                let json = serde_json::to_string(b).ok()?;
+                Some((key, json))
+            })
+            .collect();
+        Ok(Authorizer { grants, bindings })
+    }
+
+    /// The master's addon bindings (etcd key, JSON object): what its addon manager makes.
+    pub fn bindings(&self) -> &[(String, String)] {
+        &self.bindings
     }
 
     /// `Ok` when `who` may `list` `resource` (core group) in `namespace` (the cluster scope when none), else the
-    /// API server's sentence for the refusal.
+    /// API server's sentence for the refusal. `made` says which addon bindings exist (by etcd key).
     pub fn may_list(
         &self,
         who: &Identity,
         resource: &'static str,
         namespace: Option<&'static str>,
+        made: impl Fn(&str) -> bool,
     ) -> Result<(), String> {
-        let ask = Ask {
-            verb: "list",
-            group: "",
-            resource,
-            name: None,
-            namespace,
-            why: "a client's request",
-        };
-        if allowed(&self.grants, who, &ask) {
+        self.may(
+            who,
+            Ask {
+                verb: "list",
+                group: "",
+                resource,
+                name: None,
+                namespace,
+                why: "a client's request",
+            },
+            made,
+        )
+    }
+
+    /// `Ok` when `who` may `get` the cluster-scoped `resource` of API group `group` named `name`, else the API
+    /// server's sentence for the refusal.
+    pub fn may_get(
+        &self,
+        who: &Identity,
+        group: &'static str,
+        resource: &'static str,
+        name: &str,
+        made: impl Fn(&str) -> bool,
+    ) -> Result<(), String> {
+        self.may(
+            who,
+            Ask {
+                verb: "get",
+                group,
+                resource,
+                name: Some(name.to_string()),
+                namespace: None,
+                why: "a client's request",
+            },
+            made,
+        )
+    }
+
+    fn may(&self, who: &Identity, ask: Ask, made: impl Fn(&str) -> bool) -> Result<(), String> {
+        if allowed_with(&self.grants, who, &ask, made) {
             Ok(())
         } else {
             Err(forbidden(who, &ask))

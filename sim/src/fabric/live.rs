@@ -120,6 +120,7 @@ impl LiveFabric {
                 },
                 peer_firewall: ingress.clone(),
                 identify: identify_vm(vms.clone()),
+                addon_delay: cfg.latency.addon_delay,
                 ..VmOptions::default()
             },
             vms: vms.clone(),

@@ -8,12 +8,15 @@
 //! `/api` (the core group's versions, what kubectl's discovery reads first), and lists of a few core resources
 //! (`GET /api/v1/namespaces/<ns>/<resource>`, `GET /api/v1/<resource>`; see [`core_list`]), authorized as RBAC would
 //! with the certificate's CN and O against the release's bootstrap policy and the master's own addons
-//! (`contract::Authorizer`): 403 with the real server's sentence, or 200 and an empty list. A bearer token is a
+//! (`contract::Authorizer`): 403 with the real server's sentence, or 200 and an empty list. The master's addon
+//! bindings count only once its addon manager made them (`addon_manager`), and a client that may read them gets
+//! one (`GET /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/<name>`) from etcd, or 404. A bearer token is a
 //! service-account token (`tokens`): one that verifies under `--service-account-key-file` authenticates its
 //! service account, as a client certificate does its subject; any other gets 401 on every path, as a real server
 //! answers a token it cannot authenticate.
 
 use super::VmError;
+use super::addon_manager::Bindings;
 use crate::net::background::{Background, bind};
 use crate::net::http;
 use rustls::pki_types::ServerName;
@@ -52,6 +55,10 @@ pub(crate) struct ApiSpec {
     pub authorizer: crate::contract::Authorizer,
     /// Service-account tokens, verified as `--service-account-key-file` and `--service-account-issuer` say.
     pub tokens: Option<super::tokens::TokenVerifier>,
+    /// How long after the master boots its addon manager first applies the addons (`addon_manager`).
+    pub addon_delay: Duration,
+    /// The API server's etcd, as the addon manager and RBAC reach it.
+    pub etcd_access: super::addon_manager::EtcdAccess,
 }
 
 /// Last known health of the local etcd, for `VmHandle::status()`.
@@ -106,7 +113,9 @@ pub(crate) fn listen(addr: SocketAddr, what: &str) -> Result<std::net::TcpListen
 }
 
 async fn serve(spec: ApiSpec, health: Arc<Health>) {
+    let bindings = Bindings::new(spec.etcd_access, spec.authorizer.bindings().to_vec());
     let ctx = Arc::new(Ctx {
+        bindings,
         name: spec.name,
         version: spec.version,
         etcd: spec.etcd,
@@ -174,7 +183,9 @@ async fn serve(spec: ApiSpec, health: Arc<Health>) {
             c.health.record(&r);
         }
     };
-    tokio::join!(secure_loop, plain_loop, monitor);
+    let c = ctx.clone();
+    let addon_manager = async move { c.bindings.run(spec.addon_delay).await };
+    tokio::join!(secure_loop, plain_loop, monitor, addon_manager);
 }
 
 /// Who is asking the secure port.
@@ -263,6 +274,7 @@ fn status_json(code: u16, reason: &str, message: &str) -> String {
 }
 
 struct Ctx {
+    bindings: Bindings,
     name: String,
     version: Version,
     etcd: EtcdProbe,
@@ -270,6 +282,9 @@ struct Ctx {
     authorizer: crate::contract::Authorizer,
     tokens: Option<super::tokens::TokenVerifier>,
 }
+
+/// Where cluster role bindings are read, one by name.
+const CLUSTER_ROLE_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/";
 
 /// A list of a core resource the stand-in serves: (resource, namespace or none for the cluster scope, the list's
 /// kind). A few resources, in the namespaces every cluster has; anything else is 404, as before.
@@ -342,6 +357,13 @@ impl Ctx {
         };
         let public = is_health || path == "/version";
         let list = core_list(&path);
+        let binding = path.strip_prefix(CLUSTER_ROLE_BINDINGS);
+        // RBAC counts the addon bindings that exist; only a request it is asked about reads etcd for them.
+        let made = match (&client, list.is_some() || binding.is_some()) {
+            (Client::Authenticated(_), true) => self.bindings.made().await,
+            _ => Default::default(),
+        };
+        let made = |key: &str| made.contains(key);
         let bearer = headers.iter().find_map(|(k, v)| {
             let token = v
                 .get(..7)
@@ -375,7 +397,7 @@ impl Ctx {
         } else if let (Some((resource, namespace, kind)), Client::Authenticated(who)) =
             (list, &client)
         {
-            match self.authorizer.may_list(who, resource, namespace) {
+            match self.authorizer.may_list(who, resource, namespace, made) {
                 Ok(()) => {
                     let body = serde_json::json!({
                         "kind": kind,
@@ -385,6 +407,18 @@ impl Ctx {
                     });
                     http::respond_json(&mut stream, 200, &replica, &body.to_string()).await
                 }
+                Err(message) => {
+                    let body = status_json(403, "Forbidden", &message);
+                    http::respond_json(&mut stream, 403, &replica, &body).await
+                }
+            }
+        } else if let (Some(name), Client::Authenticated(who)) = (binding, &client) {
+            let group = "rbac.authorization.k8s.io";
+            match self
+                .authorizer
+                .may_get(who, group, "clusterrolebindings", name, made)
+            {
+                Ok(()) => self.answer_binding(&mut stream, &replica, name).await,
                 Err(message) => {
                     let body = status_json(403, "Forbidden", &message);
                     http::respond_json(&mut stream, 403, &replica, &body).await
@@ -405,6 +439,32 @@ impl Ctx {
             );
             http::respond_json(&mut stream, 404, &replica, &body).await
         };
+    }
+
+    /// A cluster role binding as etcd holds it, or the real server's 404.
+    async fn answer_binding<S: AsyncWrite + Unpin>(
+        &self,
+        stream: &mut S,
+        replica: &[(&str, &str)],
+        name: &str,
+    ) -> std::io::Result<()> {
+        match self
+            .bindings
+            .read(&format!("/registry/clusterrolebindings/{name}"))
+            .await
+        {
+            Ok(Some(object)) => http::respond_json(stream, 200, replica, &object).await,
+            Ok(None) => {
+                let message =
+                    format!("clusterrolebindings.rbac.authorization.k8s.io {name:?} not found");
+                let body = status_json(404, "NotFound", &message);
+                http::respond_json(stream, 404, replica, &body).await
+            }
+            Err(e) => {
+                let body = status_json(500, "InternalError", &format!("etcd: {e}"));
+                http::respond_json(stream, 500, replica, &body).await
+            }
+        }
     }
 
     /// The apiserver's health answer: live, like the real /healthz (give or take FRESH), since a stale answer

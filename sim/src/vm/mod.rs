@@ -2,6 +2,7 @@
 //! keeps its disk under its own folder, and plays kubelet for the two things the sim runs for real: the etcd static pod
 //! (the real binary, restarted on exit) and an API-server stand-in whose /healthz tracks that etcd.
 
+mod addon_manager;
 mod api;
 pub(crate) mod config;
 mod etcd;
@@ -71,6 +72,9 @@ pub struct VmOptions {
     /// which etcd process belongs to which VM). Default: admit everyone.
     pub peer_firewall: SharedIngress,
     pub identify: Identify,
+    /// How long after boot the master's addon manager first applies its addons (`addon_manager`): kube-up's
+    /// starts with the kubelet and applies on start, then every minute.
+    pub addon_delay: Duration,
 }
 
 impl Default for VmOptions {
@@ -82,6 +86,7 @@ impl Default for VmOptions {
             health_interval: Duration::from_secs(1),
             peer_firewall: crate::net::admit_all(),
             identify: crate::net::from_host(),
+            addon_delay: Duration::ZERO,
         }
     }
 }
@@ -226,6 +231,7 @@ impl Vm {
             _ => None,
         };
         let apiserver_etcd = ApiserverEtcd::of(api, &map)?;
+        let etcd_access = apiserver_etcd.access()?;
         let bind_ip: Ipv4Addr = parse_flag(c, "bind-address", &bind_host)?;
         let secure_addr = SocketAddr::from((bind_ip, opts.port_map.host_port(secure_port)));
         let secure = api::listen(
@@ -266,6 +272,8 @@ impl Vm {
                 health_interval: opts.health_interval,
                 authorizer,
                 tokens,
+                addon_delay: opts.addon_delay,
+                etcd_access,
             },
             health.clone(),
         )?;
@@ -384,6 +392,26 @@ struct ApiserverEtcd {
 }
 
 impl ApiserverEtcd {
+    /// What the stand-in addon manager needs to reach this etcd as the API server does.
+    fn access(&self) -> Result<addon_manager::EtcdAccess, VmError> {
+        let read = |p: &PathBuf| {
+            std::fs::read_to_string(p).map_err(io_err(format!("read {}", p.display())))
+        };
+        let tls = match self.probe.tls {
+            Some(_) => Some((read(&self.cacert)?, read(&self.cert)?, read(&self.key)?)),
+            None => None,
+        };
+        Ok(addon_manager::EtcdAccess {
+            url: self.endpoints.clone(),
+            server_name: match &self.probe.server_name {
+                ServerName::IpAddress(ip) => std::net::IpAddr::from(*ip).to_string(),
+                ServerName::DnsName(name) => name.as_ref().to_string(),
+                other => format!("{other:?}"),
+            },
+            tls,
+        })
+    }
+
     fn of(api: &config::Flags, map: &HostMap) -> Result<ApiserverEtcd, VmError> {
         let c = "kube-apiserver";
         let etcd_url = api
