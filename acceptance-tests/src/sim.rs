@@ -43,6 +43,11 @@ impl Sim {
 
     /// Starts a sim with a named latency profile (`test`: near zero; `demo`: seconds, as GCE's proportions).
     pub fn start_with_profile(scenario: &str, profile: &str) -> Sim {
+        Sim::start_with_args(scenario, profile, &[])
+    }
+
+    /// [`Sim::start_with_profile`] with more `ha-sim serve` arguments (e.g. `--addon-delay-secs 15`).
+    pub fn start_with_args(scenario: &str, profile: &str, more: &[&str]) -> Sim {
         let block = NetworkBlock::take();
         let state_dir = tempfile::Builder::new()
             .prefix(&format!("sim-{scenario}-"))
@@ -65,6 +70,7 @@ impl Sim {
             .args(["--network-block", &block.n.to_string()])
             .arg("--stop-with-parent")
             .args(etcd_bin_args())
+            .args(more)
             .env(
                 "PATH",
                 format!(

@@ -7,9 +7,12 @@
 //! a client certificate (a bearer token the cluster does not know) is refused with 401, a client with no
 //! credential at all is anonymous (it may read `/version`, as on a real API server, but is forbidden `/api`), and
 //! kubectl with a certificate from another CA is refused at the handshake. What a credential may read is RBAC's
-//! call from its group: in `system:masters` (the default) or in `ha-master:cluster-admins` (bound by the masters'
-//! addon) it lists kube-system's Secrets; in no group it is refused with the API server's sentence. A too long or too short `validity`
-//! is refused at validate, naming the attribute.
+//! call from its group: in `ha-master:cluster-admins` (a new cluster's default, bound by the masters' addon) or in
+//! `system:masters` it lists kube-system's Secrets; in no group it is refused with the API server's sentence. The
+//! sim's addon manager makes that binding only 15 s after the master boots, as a real one does some time after
+//! the API server answers: the default credential is served the moment the apply ends all the same, because the
+//! founding replica's apply waited for the binding. A too long or too short `validity` is refused at validate,
+//! naming the attribute.
 
 use std::path::Path;
 use std::process::Command;
@@ -62,12 +65,13 @@ output "vm" {{
 }
 
 /// How each client gets the kubeconfigs out: Terraform's ephemeral resource into a file, OpenTofu's data source
-/// into a sensitive output. Three credentials: `admin` with the default group (`system:masters`), `bound` in the
-/// group the masters bind to cluster-admin, `nogroup` in none.
+/// into a sensitive output. Three credentials: `admin` with the default group (a new cluster's:
+/// `ha-master:cluster-admins`, which the masters bind to cluster-admin), `masters` in `system:masters`, `nogroup`
+/// in none.
 fn credentials(client: Client, validity: &str) -> String {
     [
         ("admin", ""),
-        ("bound", "groups = [\"ha-master:cluster-admins\"]"),
+        ("masters", "groups = [\"system:masters\"]"),
         ("nogroup", "groups = []"),
     ]
     .iter()
@@ -174,7 +178,11 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
     for_each_client(|client| {
         // Bounds first: refused at validate, at the attribute, before anything exists.
         let bad = Workspace::new(client, "creds-bad");
-        let sim_for_config = Sim::start(&format!("creds-{client}"));
+        let sim_for_config = Sim::start_with_args(
+            &format!("creds-{client}"),
+            "test",
+            &["--addon-delay-secs", &ADDON_DELAY.as_secs().to_string()],
+        );
         bad.write_main_tf(&(provider(&sim_for_config) + &credentials(client, "1m")));
         bad.init();
         let refused = bad.run(&["validate", "-no-color"]);
@@ -209,7 +217,7 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         );
         let dir = ws.path();
         if client == Client::OpenTofu {
-            for label in ["admin", "bound", "nogroup"] {
+            for label in ["admin", "masters", "nogroup"] {
                 let out = ws.run(&["output", "-raw", &format!("{label}_kubeconfig")]);
                 out.assert_success();
                 ws.write_file(&format!("{label}.kubeconfig"), &out.stdout);
@@ -219,6 +227,23 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         assert!(
             kubeconfig.contains("client-key-data"),
             "[{client}] {kubeconfig}"
+        );
+        // A new cluster's default credential is in the group the masters bind, which can be revoked.
+        assert_eq!(
+            subject_of(&kubeconfig),
+            "O=ha-master:cluster-admins, CN=kubernetes-admin",
+            "[{client}]"
+        );
+        // Its first use, right after the apply, well inside the addon manager's delay: served (the apply waited
+        // for the binding), where without the wait RBAC would refuse it.
+        let secrets = ["get", "--raw", "/api/v1/namespaces/kube-system/secrets"];
+        let (ok, stdout, stderr) = kubectl(
+            dir,
+            &[&["--kubeconfig=admin.kubeconfig"][..], &secrets].concat(),
+        );
+        assert!(
+            ok && stdout.contains("SecretList"),
+            "[{client}] the default credential is served when the apply ends: {stdout}{stderr}"
         );
 
         // The minted credential reaches the API server, which reports the version its manifest runs.
@@ -247,8 +272,7 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
 
         // What each may read is RBAC's call, from the certificate's group: system:masters and the group the
         // masters' addon binds to cluster-admin may list Secrets; a credential in no group may not.
-        let secrets = ["get", "--raw", "/api/v1/namespaces/kube-system/secrets"];
-        for label in ["admin", "bound"] {
+        for label in ["admin", "masters"] {
             let kubeconfig = format!("--kubeconfig={label}.kubeconfig");
             let (ok, stdout, stderr) =
                 kubectl(dir, &[&[kubeconfig.as_str()][..], &secrets].concat());
@@ -361,6 +385,28 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
         }
         ws.destroy();
     });
+}
+
+/// How long after boot the sim's addon manager makes the masters' bindings: longer than an apply's end and the
+/// checks before the first `kubectl` take, so a credential used without the founding replica's wait is refused.
+const ADDON_DELAY: Duration = Duration::from_secs(15);
+
+/// The subject of the client certificate in a kubeconfig, as `O=..., CN=...`.
+fn subject_of(kubeconfig: &str) -> String {
+    use base64::Engine;
+    let data = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("client-certificate-data: "))
+        .expect("a client certificate in the kubeconfig");
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64 certificate data");
+    let (_, block) = x509_parser::pem::parse_x509_pem(&pem).expect("a PEM certificate");
+    block
+        .parse_x509()
+        .expect("a certificate")
+        .subject()
+        .to_string()
 }
 
 /// What a new cluster's API servers report: the provider's default release for new clusters.
