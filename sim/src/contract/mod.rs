@@ -31,6 +31,7 @@ mod release;
 pub use exposure::{Exposure, exposures};
 pub use filecheck::program as filecheck_program;
 pub use rbac::{Authorizer, Identity};
+pub(crate) use rbac::{Subject, subjects_of};
 
 use crate::vm::config;
 use crate::vm::guest_file::GuestFile;

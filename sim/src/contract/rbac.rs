@@ -47,7 +47,8 @@ pub(crate) struct Grant {
     pub namespace: Option<String>,
     pub rules: Vec<Rule>,
     /// For a grant of the master's own addons: the etcd key of the binding it comes from
-    /// (`/registry/clusterrolebindings/<name>`). It counts only once the addon manager made that binding; the
+    /// (`/registry/clusterrolebindings/<name>`). It counts only while that binding, as etcd has it, names the
+    /// subject: once the addon manager made it, and until someone takes the subject out; the
     /// bootstrap policy's are there from the API server's start.
     #[serde(skip)]
     pub binding_key: Option<String>,
@@ -163,23 +164,12 @@ pub(crate) fn addon_grants(master: &Master<'_>, bootstrap: &[Grant]) -> Vec<Gran
         );
         let rules = rules_of(&role_kind, &role_name, namespace.as_deref());
         let binding_key = binding_key(b);
-        for subject in b
-            .get("subjects")
-            .and_then(Value::as_sequence)
-            .into_iter()
-            .flatten()
-        {
-            let kind = s(subject, "kind").unwrap_or_default();
-            let name = match kind.as_str() {
-                "ServiceAccount" => format!(
-                    "{}:{}",
-                    s(subject, "namespace").unwrap_or_default(),
-                    s(subject, "name").unwrap_or_default()
-                ),
-                _ => s(subject, "name").unwrap_or_default(),
-            };
+        let subjects = serde_json::to_value(b)
+            .map(|b| subjects_of(&b))
+            .unwrap_or_default();
+        for subject in subjects {
             out.push(Grant {
-                subject: Subject { kind, name },
+                subject,
                 role: Some(format!("{role_kind}/{role_name}")),
                 since: None,
                 until: None,
@@ -190,6 +180,30 @@ pub(crate) fn addon_grants(master: &Master<'_>, bootstrap: &[Grant]) -> Vec<Gran
         }
     }
     out
+}
+
+/// The subjects a binding (as JSON) names, as grants name them (a service account as `namespace:name`).
+pub(crate) fn subjects_of(binding: &serde_json::Value) -> Vec<Subject> {
+    let s = |v: &serde_json::Value, k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    binding
+        .get("subjects")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|subject| {
+            let kind = s(subject, "kind");
+            let name = match kind.as_str() {
+                "ServiceAccount" => format!("{}:{}", s(subject, "namespace"), s(subject, "name")),
+                _ => s(subject, "name"),
+            };
+            Subject { kind, name }
+        })
+        .collect()
 }
 
 /// Where the API server keeps an addon's binding in etcd (`/registry/<resource>/[<namespace>/]<name>`, as
@@ -209,13 +223,21 @@ fn binding_key(binding: &serde_norway::Value) -> Option<String> {
 
 /// Whether `who` may do `ask` under `grants`.
 pub(crate) fn allowed(grants: &[Grant], who: &Identity, ask: &Ask) -> bool {
-    allowed_with(grants, who, ask, |_| true)
+    allowed_with(grants, who, ask, |_, _| true)
 }
 
-/// [`allowed`], counting an addon's grant only when `made` says its binding exists.
-fn allowed_with(grants: &[Grant], who: &Identity, ask: &Ask, made: impl Fn(&str) -> bool) -> bool {
+/// [`allowed`], counting an addon's grant only when `held` says the binding as the cluster has it (by etcd key)
+/// still names the grant's subject: it exists, and nobody took the subject out (a revocation).
+fn allowed_with(
+    grants: &[Grant],
+    who: &Identity,
+    ask: &Ask,
+    held: impl Fn(&str, &Subject) -> bool,
+) -> bool {
     grants.iter().any(|g| {
-        g.binding_key.as_deref().is_none_or(&made)
+        g.binding_key
+            .as_deref()
+            .is_none_or(|key| held(key, &g.subject))
             && who.is(&g.subject)
             && (g.namespace.is_none() || g.namespace.as_deref() == ask.namespace)
             && g.rules.iter().any(|r| r.allows(ask))
@@ -318,18 +340,19 @@ impl Authorizer {
     }
 
     /// The master's addon bindings (etcd key, JSON object): what its addon manager makes.
-    pub fn bindings(&self) -> &[(String, String)] {
+    pub(crate) fn bindings(&self) -> &[(String, String)] {
         &self.bindings
     }
 
     /// `Ok` when `who` may `list` `resource` (core group) in `namespace` (the cluster scope when none), else the
-    /// API server's sentence for the refusal. `made` says which addon bindings exist (by etcd key).
-    pub fn may_list(
+    /// API server's sentence for the refusal. `held` says whether an addon's binding, as the cluster has it (by
+    /// etcd key), names a subject.
+    pub(crate) fn may_list(
         &self,
         who: &Identity,
         resource: &'static str,
         namespace: Option<&'static str>,
-        made: impl Fn(&str) -> bool,
+        held: impl Fn(&str, &Subject) -> bool,
     ) -> Result<(), String> {
         self.may(
             who,
@@ -341,19 +364,19 @@ impl Authorizer {
                 namespace,
                 why: "a client's request",
             },
-            made,
+            held,
         )
     }
 
     /// `Ok` when `who` may `get` the cluster-scoped `resource` of API group `group` named `name`, else the API
     /// server's sentence for the refusal.
-    pub fn may_get(
+    pub(crate) fn may_get(
         &self,
         who: &Identity,
         group: &'static str,
         resource: &'static str,
         name: &str,
-        made: impl Fn(&str) -> bool,
+        held: impl Fn(&str, &Subject) -> bool,
     ) -> Result<(), String> {
         self.may(
             who,
@@ -365,12 +388,38 @@ impl Authorizer {
                 namespace: None,
                 why: "a client's request",
             },
-            made,
+            held,
         )
     }
 
-    fn may(&self, who: &Identity, ask: Ask, made: impl Fn(&str) -> bool) -> Result<(), String> {
-        if allowed_with(&self.grants, who, &ask, made) {
+    /// `Ok` when `who` may `patch` the cluster role binding `name`, else the API server's sentence.
+    pub(crate) fn may_patch_binding(
+        &self,
+        who: &Identity,
+        name: &str,
+        held: impl Fn(&str, &Subject) -> bool,
+    ) -> Result<(), String> {
+        self.may(
+            who,
+            Ask {
+                verb: "patch",
+                group: "rbac.authorization.k8s.io",
+                resource: "clusterrolebindings",
+                name: Some(name.to_string()),
+                namespace: None,
+                why: "a client's request",
+            },
+            held,
+        )
+    }
+
+    fn may(
+        &self,
+        who: &Identity,
+        ask: Ask,
+        held: impl Fn(&str, &Subject) -> bool,
+    ) -> Result<(), String> {
+        if allowed_with(&self.grants, who, &ask, held) {
             Ok(())
         } else {
             Err(forbidden(who, &ask))
@@ -407,4 +456,77 @@ pub(crate) fn check(master: &Master<'_>) -> Result<(), Refusal> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// An addon's grant counts while the binding, as the cluster has it, names the subject: not before the addon
+    /// manager made it, not after the subject was taken out; the bootstrap policy's always.
+    #[test]
+    fn an_addon_grant_counts_only_while_its_binding_names_the_subject() {
+        let binding = serde_json::json!({
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "ha-master:cluster-admins"},
+            "subjects": [{"kind": "Group", "name": "ha-master:cluster-admins"}],
+        });
+        let key = "/registry/clusterrolebindings/ha-master:cluster-admins";
+        let everything = Rule {
+            api_groups: vec!["*".into()],
+            resources: vec!["*".into()],
+            verbs: vec!["*".into()],
+            resource_names: vec![],
+        };
+        let grant = |subject: Subject, binding_key: Option<&str>| Grant {
+            subject,
+            role: None,
+            since: None,
+            until: None,
+            namespace: None,
+            rules: vec![everything.clone()],
+            binding_key: binding_key.map(str::to_string),
+        };
+        let bound = subjects_of(&binding).remove(0);
+        let masters = Subject {
+            kind: "Group".into(),
+            name: "system:masters".into(),
+        };
+        let grants = [grant(bound.clone(), Some(key)), grant(masters, None)];
+        let who = |group: &str| Identity {
+            user: "kubernetes-admin".into(),
+            groups: vec![group.into(), "system:authenticated".into()],
+        };
+        let ask = Ask {
+            verb: "list",
+            group: "",
+            resource: "secrets",
+            name: None,
+            namespace: Some("kube-system"),
+            why: "a test",
+        };
+        let none: BTreeMap<String, Vec<Subject>> = BTreeMap::new();
+        let made = BTreeMap::from([(key.to_string(), vec![bound.clone()])]);
+        let revoked = BTreeMap::from([(key.to_string(), vec![])]);
+        for (why, held, group, want) in [
+            ("not made yet", &none, "ha-master:cluster-admins", false),
+            ("made", &made, "ha-master:cluster-admins", true),
+            (
+                "subjects emptied",
+                &revoked,
+                "ha-master:cluster-admins",
+                false,
+            ),
+            ("system:masters, not made", &none, "system:masters", true),
+            ("system:masters, emptied", &revoked, "system:masters", true),
+        ] {
+            let held = |k: &str, s: &Subject| held.get(k).is_some_and(|subs| subs.contains(s));
+            assert_eq!(
+                allowed_with(&grants, &who(group), &ask, held),
+                want,
+                "{why}"
+            );
+        }
+    }
 }

@@ -141,6 +141,44 @@ pub type RequestHead = (String, String, Vec<(String, String)>);
 
 /// Reads a request head with its headers. The body, if any, is ignored.
 pub async fn read_request_head<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<RequestHead> {
+    read_head(stream).await.map(|(head, _)| head)
+}
+
+/// Reads a request head and its body: `Content-Length` bytes, none without the header (the API stand-in's one
+/// write, a JSON patch, is small).
+pub async fn read_request_with_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
+) -> io::Result<(RequestHead, Vec<u8>)> {
+    let (head, mut body) = read_head(stream).await?;
+    let length = head
+        .2
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    if length > MAX_MESSAGE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "request body too large",
+        ));
+    }
+    while body.len() < length {
+        let mut chunk = [0u8; 2048];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "client closed before sending the whole body",
+            ));
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Ok((head, body))
+}
+
+/// The head, and what arrived of the body with it.
+async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<(RequestHead, Vec<u8>)> {
     let mut buf = Vec::new();
     loop {
         let mut chunk = [0u8; 2048];
@@ -152,11 +190,11 @@ pub async fn read_request_head<S: AsyncRead + Unpin>(stream: &mut S) -> io::Resu
             ));
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some((start, headers, _)) = split_head(&buf) {
+        if let Some((start, headers, body_at)) = split_head(&buf) {
             let mut parts = start.split_whitespace();
             let method = parts.next().unwrap_or_default().to_string();
             let path = parts.next().unwrap_or("/").to_string();
-            return Ok((method, path, headers));
+            return Ok(((method, path, headers), buf[body_at..].to_vec()));
         }
         if buf.len() > MAX_MESSAGE {
             return Err(io::Error::new(

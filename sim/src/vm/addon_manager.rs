@@ -1,16 +1,21 @@
 //! The part of kube-addon-manager the API stand-in models: the master's addon bindings come into being in etcd,
 //! where the API server keeps them (`/registry/clusterrolebindings/<name>`), some time after the master boots
-//! (the addon manager applies its directory on start, then every minute: `addon_delay`), and only once there do
-//! they grant anything (`contract::Authorizer`). Another master's addon manager may have made them first: they
-//! live in etcd, so a master that joins a cluster finds them, and a cluster restored from a snapshot has them
-//! when the snapshot did. Each is created when absent (`EnsureExists`); the sim changes none afterwards. The
+//! (the addon manager applies its directory on start, then every minute: `addon_delay`), and only what they say
+//! there grants anything (`contract::Authorizer`): a binding not made yet grants nothing, and one whose subjects
+//! a user took out (`PATCH`, the documented revocation) no longer grants them. RBAC reads them as the API server's
+//! informers do, from a copy kept fresh in the background that outlives a moment without etcd. Another master's
+//! addon manager may have made them first: they live in etcd, so a master that joins a cluster finds them, and a
+//! cluster restored from a snapshot has them when the snapshot did. Each is created when absent and never
+//! written back (`EnsureExists`), so an edit stays. The
 //! stand-in talks to etcd as the API server does, over gRPC with its `--etcd-*` files (etcd's JSON gateway would
 //! need a serving certificate that is also a client one, which masters do not have).
 
+use crate::contract::{Subject, subjects_of};
 use etcd_client::{
     Certificate, Client, Compare, CompareOp, ConnectOptions, Identity, TlsOptions, Txn, TxnOp,
 };
-use std::collections::BTreeSet;
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -23,45 +28,35 @@ pub(crate) struct EtcdAccess {
     pub tls: Option<(String, String, String)>,
 }
 
-/// How often an addon manager that has not made every binding yet tries again (etcd not ready, no quorum).
-const RETRY: Duration = Duration::from_millis(200);
+/// How often the copy RBAC reads is refreshed from etcd, and the absent bindings made once `addon_delay` passed.
+const REFRESH: Duration = Duration::from_millis(250);
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub(crate) struct Bindings {
     etcd: EtcdAccess,
     /// The master's addon bindings: etcd key and JSON object.
     wanted: Vec<(String, String)>,
-    /// Keys seen in etcd: a binding, once made, is not deleted by anything the sim models.
-    made: Mutex<BTreeSet<String>>,
+    /// The bindings as etcd last said (key → subjects): what RBAC counts.
+    held: Mutex<BTreeMap<String, Vec<Subject>>>,
+    client: tokio::sync::Mutex<Option<Client>>,
 }
+
+/// Why a patch was not applied, as the API server's status code and sentence.
+pub(crate) type Refused = (u16, String);
 
 impl Bindings {
     pub(crate) fn new(etcd: EtcdAccess, wanted: Vec<(String, String)>) -> Bindings {
         Bindings {
             etcd,
             wanted,
-            made: Mutex::default(),
+            held: Mutex::default(),
+            client: tokio::sync::Mutex::default(),
         }
     }
 
-    /// The keys of the bindings that exist: those seen before, and the others as etcd has them now (a read each;
-    /// one that fails counts as absent, as RBAC cannot see what its storage does not answer).
-    pub(crate) async fn made(&self) -> BTreeSet<String> {
-        let mut made = self.seen();
-        for (key, _) in &self.wanted {
-            if !made.contains(key) && matches!(self.read(key).await, Ok(Some(_))) {
-                made.insert(key.clone());
-            }
-        }
-        self.made
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(made.iter().cloned());
-        made
-    }
-
-    fn seen(&self) -> BTreeSet<String> {
-        self.made.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The master's bindings RBAC counts now (key → subjects).
+    pub(crate) fn held(&self) -> BTreeMap<String, Vec<Subject>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The object stored at `key`, if any.
@@ -77,32 +72,102 @@ impl Bindings {
             .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()))
     }
 
-    /// The addon manager: after `delay`, creates each binding etcd does not have, and tries again until all are
-    /// there.
+    /// Keeps RBAC's copy fresh and, from `delay` after boot on, makes each binding etcd does not have.
     pub(crate) async fn run(&self, delay: Duration) {
-        tokio::time::sleep(delay).await;
+        let started = tokio::time::Instant::now();
         loop {
-            let seen = self.seen();
-            let mut missing = 0;
-            for (key, object) in self.wanted.iter().filter(|(k, _)| !seen.contains(k)) {
-                match self.create(key, object).await {
-                    Ok(()) => {
-                        self.made
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(key.clone());
-                    }
-                    Err(e) => {
-                        tracing::debug!("addon manager: {key}: {e}");
-                        missing += 1;
+            let missing = self.refresh().await;
+            if started.elapsed() >= delay {
+                for (key, object) in self.wanted.iter().filter(|(k, _)| missing.contains(k)) {
+                    match self.create(key, object).await {
+                        Ok(()) => self.remember(key, Some(object)),
+                        Err(e) => tracing::debug!("addon manager: {key}: {e}"),
                     }
                 }
             }
-            if missing == 0 {
-                return;
-            }
-            tokio::time::sleep(RETRY).await;
+            tokio::time::sleep(REFRESH).await;
         }
+    }
+
+    /// Reads every binding into RBAC's copy; the keys etcd said it does not have. One that cannot be read keeps
+    /// what was known of it.
+    async fn refresh(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        for (key, _) in &self.wanted {
+            match self.read(key).await {
+                Ok(Some(object)) => self.remember(key, Some(&object)),
+                Ok(None) => {
+                    self.remember(key, None);
+                    missing.push(key.clone());
+                }
+                Err(e) => tracing::debug!("addon manager: read {key}: {e}"),
+            }
+        }
+        missing
+    }
+
+    fn remember(&self, key: &str, object: Option<&str>) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        match object.map(serde_json::from_str::<Value>) {
+            Some(Ok(v)) => {
+                held.insert(key.to_string(), subjects_of(&v));
+            }
+            Some(Err(_)) | None => {
+                held.remove(key);
+            }
+        }
+    }
+
+    /// Applies a JSON patch (RFC 6902) to the cluster role binding stored at `key` and stores the result; the
+    /// stand-in takes the operations on `/subjects` alone (`remove`, `add`, `replace`), which is what taking a
+    /// group's access back and giving it again need. The new object, or why not.
+    pub(crate) async fn patch(
+        &self,
+        key: &str,
+        name: &str,
+        patch: &[u8],
+    ) -> Result<String, Refused> {
+        let ops: Vec<Value> = serde_json::from_slice(patch)
+            .map_err(|e| (400, format!("the request body is not a JSON patch: {e}")))?;
+        let current = self
+            .read(key)
+            .await
+            .map_err(|e| (500, format!("etcd: {e}")))?;
+        let Some(current) = current else {
+            return Err((
+                404,
+                format!("clusterrolebindings.rbac.authorization.k8s.io {name:?} not found"),
+            ));
+        };
+        let mut object: Value =
+            serde_json::from_str(&current).map_err(|e| (500, format!("stored object: {e}")))?;
+        for op in &ops {
+            let (kind, path) = (op["op"].as_str(), op["path"].as_str());
+            match (kind, path, object.as_object_mut()) {
+                (Some("remove"), Some("/subjects"), Some(o)) => {
+                    o.remove("subjects");
+                }
+                (Some("add" | "replace"), Some("/subjects"), Some(o)) if op["value"].is_array() => {
+                    o.insert("subjects".into(), op["value"].clone());
+                }
+                _ => {
+                    return Err((
+                        422,
+                        format!(
+                            "ha-sim applies only remove, add and replace of /subjects, not {op}"
+                        ),
+                    ));
+                }
+            }
+        }
+        let text = object.to_string();
+        let mut c = self.client().await.map_err(|e| (500, e))?;
+        tokio::time::timeout(CALL_TIMEOUT, c.put(key, text.as_str(), None))
+            .await
+            .map_err(|_| (504, format!("etcd put {key}: timed out")))?
+            .map_err(|e| (500, format!("etcd put {key}: {e}")))?;
+        self.remember(key, Some(&text));
+        Ok(text)
     }
 
     /// Puts `object` at `key` unless something is there already (a transaction on the key's create revision).
@@ -118,9 +183,12 @@ impl Bindings {
         Ok(())
     }
 
-    /// A client for one call (etcd-client connects lazily; the calls are few: until the bindings exist, and
-    /// reads of one by name).
+    /// The client, connected once (etcd-client connects lazily and reconnects on its own).
     async fn client(&self) -> Result<Client, String> {
+        let mut cached = self.client.lock().await;
+        if let Some(c) = cached.as_ref() {
+            return Ok(c.clone());
+        }
         let e = &self.etcd;
         let mut options = ConnectOptions::new()
             .with_connect_timeout(CALL_TIMEOUT)
@@ -133,8 +201,10 @@ impl Bindings {
                     .domain_name(e.server_name.clone()),
             );
         }
-        Client::connect([e.url.clone()], Some(options))
+        let client = Client::connect([e.url.clone()], Some(options))
             .await
-            .map_err(|e| format!("connect to etcd: {e}"))
+            .map_err(|e| format!("connect to etcd: {e}"))?;
+        *cached = Some(client.clone());
+        Ok(client)
     }
 }

@@ -9,8 +9,9 @@
 //! (`GET /api/v1/namespaces/<ns>/<resource>`, `GET /api/v1/<resource>`; see [`core_list`]), authorized as RBAC would
 //! with the certificate's CN and O against the release's bootstrap policy and the master's own addons
 //! (`contract::Authorizer`): 403 with the real server's sentence, or 200 and an empty list. The master's addon
-//! bindings count only once its addon manager made them (`addon_manager`), and a client that may read them gets
-//! one (`GET /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/<name>`) from etcd, or 404. A bearer token is a
+//! bindings count only as etcd has them (`addon_manager`): once its addon manager made them, and for the subjects
+//! they still name. A client that may gets one (`GET /apis/rbac.authorization.k8s.io/v1/clusterrolebindings/
+//! <name>`) from etcd, or 404, and may change its subjects with a JSON patch (`PATCH`, the documented revocation). A bearer token is a
 //! service-account token (`tokens`): one that verifies under `--service-account-key-file` authenticates its
 //! service account, as a client certificate does its subject; any other gets 401 on every path, as a real server
 //! answers a token it cannot authenticate.
@@ -332,7 +333,8 @@ impl Ctx {
     /// `/.kube-apiserver-healthcheck/healthz`, GET `/healthz`, `/livez`, `/readyz` proxied (502 when the upstream
     /// does not answer), 404 for anything else, whatever the method. The secure port: see the module's doc.
     async fn handle<S: AsyncRead + AsyncWrite + Unpin>(&self, mut stream: S, role: Role) {
-        let Ok((method, path, headers)) = http::read_request_head(&mut stream).await else {
+        let Ok(((method, path, headers), body)) = http::read_request_with_body(&mut stream).await
+        else {
             return;
         };
         let path = path.split('?').next().unwrap_or_default().to_string();
@@ -358,12 +360,12 @@ impl Ctx {
         let public = is_health || path == "/version";
         let list = core_list(&path);
         let binding = path.strip_prefix(CLUSTER_ROLE_BINDINGS);
-        // RBAC counts the addon bindings that exist; only a request it is asked about reads etcd for them.
-        let made = match (&client, list.is_some() || binding.is_some()) {
-            (Client::Authenticated(_), true) => self.bindings.made().await,
-            _ => Default::default(),
+        // RBAC counts the addon bindings as the cluster has them (etcd, through the copy kept fresh).
+        let held = self.bindings.held();
+        let held = |key: &str, subject: &crate::contract::Subject| {
+            held.get(key)
+                .is_some_and(|subjects| subjects.contains(subject))
         };
-        let made = |key: &str| made.contains(key);
         let bearer = headers.iter().find_map(|(k, v)| {
             let token = v
                 .get(..7)
@@ -383,6 +385,37 @@ impl Ctx {
             // A token the server cannot authenticate is refused on every path, before authorization.
             let body = status_json(401, "Unauthorized", "Unauthorized");
             http::respond_json(&mut stream, 401, &replica, &body).await
+        } else if let (Some(name), Client::Authenticated(who), "PATCH") =
+            (binding, &client, method.as_str())
+        {
+            let json_patch = headers.iter().any(|(k, v)| {
+                k.eq_ignore_ascii_case("content-type")
+                    && v.starts_with("application/json-patch+json")
+            });
+            let answer = match self.authorizer.may_patch_binding(who, name, held) {
+                Err(message) => Err((403, "Forbidden", message)),
+                Ok(()) if !json_patch => Err((
+                    415,
+                    "UnsupportedMediaType",
+                    "ha-sim takes a JSON patch (application/json-patch+json) alone".to_string(),
+                )),
+                Ok(()) => self
+                    .bindings
+                    .patch(
+                        &format!("/registry/clusterrolebindings/{name}"),
+                        name,
+                        &body,
+                    )
+                    .await
+                    .map_err(|(code, message)| (code, "Invalid", message)),
+            };
+            match answer {
+                Ok(object) => http::respond_json(&mut stream, 200, &replica, &object).await,
+                Err((code, reason, message)) => {
+                    let body = status_json(code, reason, &message);
+                    http::respond_json(&mut stream, code, &replica, &body).await
+                }
+            }
         } else if method != "GET" && method != "HEAD" {
             http::respond(&mut stream, 405, &replica, "method not allowed\n").await
         } else if client == Client::Anonymous && !public {
@@ -397,7 +430,7 @@ impl Ctx {
         } else if let (Some((resource, namespace, kind)), Client::Authenticated(who)) =
             (list, &client)
         {
-            match self.authorizer.may_list(who, resource, namespace, made) {
+            match self.authorizer.may_list(who, resource, namespace, held) {
                 Ok(()) => {
                     let body = serde_json::json!({
                         "kind": kind,
@@ -416,7 +449,7 @@ impl Ctx {
             let group = "rbac.authorization.k8s.io";
             match self
                 .authorizer
-                .may_get(who, group, "clusterrolebindings", name, made)
+                .may_get(who, group, "clusterrolebindings", name, held)
             {
                 Ok(()) => self.answer_binding(&mut stream, &replica, name).await,
                 Err(message) => {
