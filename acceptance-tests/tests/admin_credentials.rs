@@ -11,7 +11,8 @@
 //! `system:masters` it lists kube-system's Secrets; in no group it is refused with the API server's sentence. The
 //! sim's addon manager makes that binding only 15 s after the master boots, as a real one does some time after
 //! the API server answers: the default credential is served the moment the apply ends all the same, because the
-//! founding replica's apply waited for the binding. A too long or too short `validity` is refused at validate,
+//! founding replica's apply waited for the binding. Emptying the binding's subjects (the documented revocation)
+//! refuses it while `system:masters` still reads, and putting the subject back serves it again. A too long or too short `validity` is refused at validate,
 //! naming the attribute.
 
 use std::path::Path;
@@ -341,6 +342,65 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
             "[{client}] {api}"
         );
 
+        // Revocation, as docs/guides/kubectl.md says it: empty the binding's subjects (with the system:masters
+        // credential) and the default credential is refused while system:masters still reads; put the subject
+        // back and it is served again. The addon manager never writes the binding back (EnsureExists).
+        let masters = ws.read_file("masters.kubeconfig");
+        ws.write_file(
+            "masters.crt",
+            &kubeconfig_data(&masters, "client-certificate-data"),
+        );
+        ws.write_file("masters.key", &kubeconfig_data(&masters, "client-key-data"));
+        let patch = |ops: &str| {
+            let out = Command::new("curl")
+                .args([
+                    "-sS",
+                    "--cacert",
+                    "ca.pem",
+                    "--cert",
+                    "masters.crt",
+                    "--key",
+                    "masters.key",
+                ])
+                .args([
+                    "-X",
+                    "PATCH",
+                    "-H",
+                    "Content-Type: application/json-patch+json",
+                ])
+                .args(["--data", ops, "-w", "\n%{http_code}"])
+                .arg(format!("{server}{BINDING}"))
+                .current_dir(dir)
+                .output()
+                .expect("curl is on PATH");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let revoked = patch(r#"[{"op":"remove","path":"/subjects"}]"#);
+        assert!(revoked.ends_with("\n200"), "[{client}] revoking: {revoked}");
+        let lists = |label: &str| {
+            let kubeconfig = format!("--kubeconfig={label}.kubeconfig");
+            kubectl(dir, &[&[kubeconfig.as_str()][..], &secrets].concat())
+        };
+        let (ok, stdout, stderr) = lists("admin");
+        assert!(
+            !ok && stderr.contains(r#"User "kubernetes-admin" cannot list resource "secrets""#),
+            "[{client}] the default credential is refused once its group's binding is emptied: {stdout}{stderr}"
+        );
+        let (ok, _, stderr) = lists("masters");
+        assert!(ok, "[{client}] system:masters is not a binding: {stderr}");
+        // Still refused a while later: nothing writes the subjects back.
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(!lists("admin").0, "[{client}] the revocation stays");
+        let granted = patch(
+            r#"[{"op":"add","path":"/subjects","value":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"ha-master:cluster-admins"}]}]"#,
+        );
+        assert!(
+            granted.ends_with("\n200"),
+            "[{client}] granting again: {granted}"
+        );
+        let (ok, stdout, stderr) = lists("admin");
+        assert!(ok, "[{client}] granted again: {stdout}{stderr}");
+
         // A certificate from another CA (another cluster's admin) fails the TLS handshake.
         let other = ClusterCas::generate("other").unwrap();
         let foreign = issue_admin_cert(
@@ -391,17 +451,27 @@ fn kubectl_reaches_the_api_with_the_minted_credentials_and_nothing_else() {
 /// checks before the first `kubectl` take, so a credential used without the founding replica's wait is refused.
 const ADDON_DELAY: Duration = Duration::from_secs(15);
 
-/// The subject of the client certificate in a kubeconfig, as `O=..., CN=...`.
-fn subject_of(kubeconfig: &str) -> String {
+/// The binding admin credentials in `ha-master:cluster-admins` act through.
+const BINDING: &str =
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/ha-master:cluster-admins";
+
+/// A kubeconfig's `field` (`client-certificate-data`, `client-key-data`), decoded.
+fn kubeconfig_data(kubeconfig: &str, field: &str) -> String {
     use base64::Engine;
     let data = kubeconfig
         .lines()
-        .find_map(|l| l.trim().strip_prefix("client-certificate-data: "))
-        .expect("a client certificate in the kubeconfig");
-    let pem = base64::engine::general_purpose::STANDARD
+        .find_map(|l| l.trim().strip_prefix(&format!("{field}: ")))
+        .unwrap_or_else(|| panic!("{field} in the kubeconfig"));
+    let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
-        .expect("base64 certificate data");
-    let (_, block) = x509_parser::pem::parse_x509_pem(&pem).expect("a PEM certificate");
+        .expect("base64 kubeconfig data");
+    String::from_utf8(bytes).expect("PEM text")
+}
+
+/// The subject of the client certificate in a kubeconfig, as `O=..., CN=...`.
+fn subject_of(kubeconfig: &str) -> String {
+    let pem = kubeconfig_data(kubeconfig, "client-certificate-data");
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).expect("a PEM certificate");
     block
         .parse_x509()
         .expect("a certificate")
