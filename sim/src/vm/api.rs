@@ -388,27 +388,7 @@ impl Ctx {
         } else if let (Some(name), Client::Authenticated(who), "PATCH") =
             (binding, &client, method.as_str())
         {
-            let json_patch = headers.iter().any(|(k, v)| {
-                k.eq_ignore_ascii_case("content-type")
-                    && v.starts_with("application/json-patch+json")
-            });
-            let answer = match self.authorizer.may_patch_binding(who, name, held) {
-                Err(message) => Err((403, "Forbidden", message)),
-                Ok(()) if !json_patch => Err((
-                    415,
-                    "UnsupportedMediaType",
-                    "ha-sim takes a JSON patch (application/json-patch+json) alone".to_string(),
-                )),
-                Ok(()) => self
-                    .bindings
-                    .patch(
-                        &format!("/registry/clusterrolebindings/{name}"),
-                        name,
-                        &body,
-                    )
-                    .await
-                    .map_err(|(code, message)| (code, "Invalid", message)),
-            };
+            let answer = self.patch_binding(who, name, &headers, &body, held).await;
             match answer {
                 Ok(object) => http::respond_json(&mut stream, 200, &replica, &object).await,
                 Err((code, reason, message)) => {
@@ -446,17 +426,8 @@ impl Ctx {
                 }
             }
         } else if let (Some(name), Client::Authenticated(who)) = (binding, &client) {
-            let group = "rbac.authorization.k8s.io";
-            match self
-                .authorizer
-                .may_get(who, group, "clusterrolebindings", name, held)
-            {
-                Ok(()) => self.answer_binding(&mut stream, &replica, name).await,
-                Err(message) => {
-                    let body = status_json(403, "Forbidden", &message);
-                    http::respond_json(&mut stream, 403, &replica, &body).await
-                }
-            }
+            self.answer_binding(&mut stream, &replica, who, name, held)
+                .await
         } else if path == "/api" {
             let body = serde_json::json!({
                 "kind": "APIVersions",
@@ -474,13 +445,52 @@ impl Ctx {
         };
     }
 
-    /// A cluster role binding as etcd holds it, or the real server's 404.
+    /// `PATCH` of a cluster role binding: authorized by RBAC, a JSON patch of its subjects, stored in etcd. The
+    /// new object, or the status code, reason and sentence of the refusal.
+    async fn patch_binding(
+        &self,
+        who: &crate::contract::Identity,
+        name: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        held: impl Fn(&str, &crate::contract::Subject) -> bool,
+    ) -> Result<String, (u16, &'static str, String)> {
+        let json_patch = headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("content-type") && v.starts_with("application/json-patch+json")
+        });
+        self.authorizer
+            .may_patch_binding(who, name, held)
+            .map_err(|message| (403, "Forbidden", message))?;
+        if !json_patch {
+            return Err((
+                415,
+                "UnsupportedMediaType",
+                "ha-sim takes a JSON patch (application/json-patch+json) alone".to_string(),
+            ));
+        }
+        self.bindings
+            .patch(&format!("/registry/clusterrolebindings/{name}"), name, body)
+            .await
+            .map_err(|(code, message)| (code, "Invalid", message))
+    }
+
+    /// A cluster role binding as etcd holds it, to a client RBAC lets read it; or the real server's 404.
     async fn answer_binding<S: AsyncWrite + Unpin>(
         &self,
         stream: &mut S,
         replica: &[(&str, &str)],
+        who: &crate::contract::Identity,
         name: &str,
+        held: impl Fn(&str, &crate::contract::Subject) -> bool,
     ) -> std::io::Result<()> {
+        let group = "rbac.authorization.k8s.io";
+        if let Err(message) = self
+            .authorizer
+            .may_get(who, group, "clusterrolebindings", name, held)
+        {
+            let body = status_json(403, "Forbidden", &message);
+            return http::respond_json(stream, 403, replica, &body).await;
+        }
         match self
             .bindings
             .read(&format!("/registry/clusterrolebindings/{name}"))
