@@ -310,9 +310,10 @@ fn certificates_and_keys(schema: Schema) -> Schema {
             .description(
                 "PEM of the cluster CA that signs API server, kubelet and client certificates (public). Left \
                  unset, the provider makes it. Set it with `ca_private_key_wo` at create to bring a CA of \
-                 your own (docs/guides/secrets.md); it cannot change on a running cluster. While the CAs \
-                 rotate (`ca_rotation`), the current CA then the next one: the bundle clients and nodes must \
-                 trust.",
+                 your own (docs/guides/secrets.md); on a running cluster it changes only as a rotation of a \
+                 brought CA ends (`next_ca_certificate`). While the CAs the provider made rotate \
+                 (`ca_rotation`), the current CA then the next one: the bundle clients and nodes must trust; a \
+                 brought CA's stays the current one, and the bundle is `spec`'s.",
             )
             .modifier(use_state_for_unknown()),
     )
@@ -491,8 +492,34 @@ fn secrets_encryption(schema: Schema) -> Schema {
                  kubelet client certificates, older admin credentials) are then refused. Plan refuses \
                  `\"switched\"` before `\"started\"`, and the apply refuses to change the stage until every \
                  master runs the CAs of the current one. Going back (`\"switched\"` to `\"started\"`, \
-                 `\"started\"` to unset) is always safe. Only for CAs the provider made, kept in Secret Manager \
-                 (`ca_key_store`). See docs/guides/secrets.md.",
+                 `\"started\"` to unset) is always safe. For a cluster whose keys are in Secret Manager \
+                 (`ca_key_store`). A cluster CA you brought rotates to a next one you bring (`next_ca_certificate`): \
+                 its `ca_certificate` stays the current CA until the rotation ends, the bundle being in `spec`. \
+                 See docs/guides/secrets.md.",
+            ),
+    )
+    .attribute(
+        Attribute::string("next_ca_certificate")
+            .optional()
+            .description(
+                "For a cluster CA you brought (`ca_certificate`): the next CA a rotation (`ca_rotation`) moves \
+                 to, PEM, made by the PKI that made the current one; with `next_ca_private_key_wo`. Set with \
+                 `ca_rotation = \"started\"` and left as it is through `\"switched\"`; the rotation ends by \
+                 removing it and `ca_rotation` together and setting `ca_certificate` to it. Going back from \
+                 `\"started\"` (both removed, `ca_certificate` unchanged) drops it. The provider makes the \
+                 next CAs of those it made, and refuses this for them.",
+            ),
+    )
+    .attribute(
+        Attribute::string("next_ca_private_key_wo")
+            .optional()
+            .sensitive()
+            .write_only()
+            .description(
+                "Write-only (Terraform 1.11 or later): the private key of the CA in `next_ca_certificate`, PEM \
+                 PKCS#8. Required in the apply that sets `ca_rotation = \"started\"`; the provider keeps it in \
+                 the cluster's Secret Manager secret, never in a plan or the state, and moves it there to be the \
+                 CA's key as the rotation ends. Give it again only when an apply must write that secret back.",
             ),
     )
 }
@@ -1402,6 +1429,7 @@ impl Resource for ClusterResource {
         plan_key_store(change.config, change.prior, p, diags);
         super::cluster_rotation::plan(change.prior, p, change.requires_replace, diags);
         super::cluster_ca::plan(change.config, change.prior, diags);
+        super::brought_ca_rotation::plan(change.config, change.prior, diags);
         // Every create and update leaves the cluster in shape. A prior with drift therefore plans an in-place update
         // that lists what is wrong; `spec` above stays as it was, so replicas see no change from a repair.
         p.drift = Val::Known(Vec::new());

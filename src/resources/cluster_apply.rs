@@ -327,10 +327,13 @@ pub async fn update(
         return Some(prior);
     }
     // The keys first: replicas planned with this spec read them from the secret.
-    match objects::update(&c, &net, keys_to_hold(&p).as_ref(), until).await {
+    let certificates = super::cluster_rotation::CaCertificates::of(&p)
+        .and_then(|c| ha_pki::certificates_in(&c.cluster).ok())
+        .unwrap_or_default();
+    match objects::update(&c, &net, keys_to_hold(&p).as_ref(), &certificates, until).await {
         Ok(()) => {}
-        Err(ha_ops::OpError::BroughtCaKeyNeeded { .. }) => {
-            super::cluster_ca::key_needed_at_apply(&name, diags);
+        Err(ha_ops::OpError::BroughtCaKeyNeeded { which, .. }) => {
+            super::cluster_ca::key_needed_at_apply(&name, which, diags);
             return Some(prior);
         }
         Err(e) => {
@@ -441,7 +444,8 @@ async fn rotate_keys(
         Some(Ok(rotated)) => {
             p.private_keys = Val::Known(rotated.keys);
             if let Some(certificates) = &rotated.certificates {
-                super::cluster_rotation::CaCertificates::set(p, Some(certificates));
+                let brought = prior.brings_own_ca();
+                super::cluster_rotation::CaCertificates::set(p, Some(certificates), brought);
             }
         }
         Some(Err(e)) => {

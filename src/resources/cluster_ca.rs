@@ -9,8 +9,8 @@
 //! again (gone or overwritten) or rebuild a master from the cluster (a recovery) needs it given once more.
 //! OpenTofu 1.6 does not declare write-only support, so the framework refuses the attribute there at validate.
 //!
-//! Changing the CA of a running cluster is a CA rotation (trust both, re-issue, drop the old), which this provider
-//! does not do yet: plan refuses a different `ca_certificate` on an existing cluster.
+//! Changing the CA of a running cluster is a CA rotation (trust both, re-issue, drop the old) to a next CA the user
+//! brings as well (`brought_ca_rotation`): plan refuses any other change of `ca_certificate` on a running cluster.
 
 use tfplugin::diag::{AttributePath, Diagnostics};
 use tfplugin_framework::Val;
@@ -19,12 +19,11 @@ use super::cluster_model::{ClusterModel, PrivateKeys};
 use ha_ops::cluster_keys::ClusterKeys;
 use ha_pki::{CertKey, ClusterCas, PkiError};
 
+use super::brought_ca_check::{check_at, now};
+use super::brought_ca_rotation::NEXT_KEY;
+
 const CERT: &str = "ca_certificate";
 const KEY: &str = "ca_private_key_wo";
-
-/// What the key must look like, for every refusal that names it.
-const KEY_FORMAT: &str = "The key must be the CA certificate's own, PEM PKCS#8 (`-----BEGIN PRIVATE KEY-----`, \
-     ECDSA P-256/P-384, Ed25519 or RSA); convert another form with `openssl pkcs8 -topk8 -nocrypt -in ca.key`.";
 
 /// The brought CA of a configuration or planned model: its certificate and key, when both are known.
 fn brought(m: &ClusterModel) -> Option<CertKey> {
@@ -32,10 +31,6 @@ fn brought(m: &ClusterModel) -> Option<CertKey> {
         cert_pem: m.ca_certificate.known()?.clone(),
         key_pem: m.ca_private_key_wo.known()?.clone(),
     })
-}
-
-fn now() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
 /// `validate`: a key needs the certificate it belongs to.
@@ -46,6 +41,14 @@ pub(super) fn validate(c: &ClusterModel, diags: &mut Diagnostics) {
             "ca_private_key_wo is set without ca_certificate",
             "A cluster CA you bring is its certificate (`ca_certificate`) and its key (`ca_private_key_wo`). Set \
              both, or neither to let the provider make the cluster CA.",
+        );
+    }
+    if !c.next_ca_private_key_wo.is_null() && c.next_ca_certificate.is_null() {
+        diags.attr_error(
+            AttributePath::attr(NEXT_KEY),
+            "next_ca_private_key_wo is set without next_ca_certificate",
+            "A next cluster CA you bring is its certificate (`next_ca_certificate`) and its key \
+             (`next_ca_private_key_wo`). Set both with `ca_rotation = \"started\"`, or neither.",
         );
     }
 }
@@ -65,58 +68,35 @@ pub(super) fn plan(config: &ClusterModel, prior: Option<&ClusterModel>, diags: &
             );
         }
         if let Some(ca) = brought(config) {
-            check(&ca, diags);
+            check_at(&ca.cert_pem, &ca.key_pem, (CERT, KEY), diags);
         }
         return;
     };
+    // The end of a brought CA's rotation names the next CA: the one change of it a running cluster takes.
+    let promoted = super::brought_ca_rotation::promotes(config, prior);
     if let (Some(was), Some(asked)) = (prior.ca_certificate.known(), config.ca_certificate.known())
         && was != asked
+        && !promoted
     {
         let name = prior.name.known().cloned().unwrap_or_default();
         diags.attr_error(
             AttributePath::attr(CERT),
             format!("The cluster CA of running cluster {name} cannot change"),
             "Every master, kubelet and kubeconfig trusts the CA it was made with; another CA is a rotation (trust \
-             both, issue every certificate again, then drop the old one), which this provider does not do yet. \
-             Set `ca_certificate` to the cluster's current CA (its `ca_certificate` output), or remove it.",
+             both, issue every certificate again, then drop the old one): `ca_rotation`, with the next CA in \
+             `next_ca_certificate` for a CA you brought, and `ca_certificate` set to it only as the rotation \
+             ends (docs/guides/secrets.md). Set `ca_certificate` to the cluster's current CA (its \
+             `ca_certificate` output), or remove it.",
         );
         return;
     }
-    if let (Some(cert), Some(key)) = (
-        prior.ca_certificate.known(),
-        config.ca_private_key_wo.known(),
-    ) {
-        check(
-            &CertKey {
-                cert_pem: cert.clone(),
-                key_pem: key.clone(),
-            },
-            diags,
-        );
-    }
-}
-
-/// A brought CA as plan and apply check it, reported at the attribute at fault.
-fn check(ca: &CertKey, diags: &mut Diagnostics) {
-    if let Err(e) = ha_pki::check_brought_ca(ca, now()) {
-        let (at, what) = match &e {
-            PkiError::LoadCa { reason, .. }
-                if reason.starts_with("private key") || reason.contains("match") =>
-            {
-                (KEY, format!("{e}. {KEY_FORMAT}"))
-            }
-            _ => (
-                CERT,
-                format!(
-                    "{e}. It must be a CA certificate (basicConstraints CA:TRUE) that has not expired, PEM."
-                ),
-            ),
-        };
-        diags.attr_error(
-            AttributePath::attr(at),
-            "The cluster CA you brought cannot sign",
-            what,
-        );
+    let cert = if promoted {
+        config.ca_certificate.known()
+    } else {
+        prior.ca_certificate.known()
+    };
+    if let (Some(cert), Some(key)) = (cert, config.ca_private_key_wo.known()) {
+        check_at(cert, key, (CERT, KEY), diags);
     }
 }
 
@@ -146,14 +126,25 @@ pub(super) fn check_key_needed(
     p: &ClusterModel,
     diags: &mut Diagnostics,
 ) {
-    let brought = prior
+    // The key of each brought CA the cluster runs on that the configuration does not give again.
+    let next_brought = prior
         .private_keys
         .known()
         .and_then(PrivateKeys::keys)
-        .is_some_and(|k| k.brings_own_ca());
-    if !brought || !config.ca_private_key_wo.is_null() {
+        .is_some_and(|k| k.brings_own_next_ca());
+    let missing = [
+        (
+            prior.brings_own_ca() && config.ca_private_key_wo.is_null(),
+            KEY,
+        ),
+        (
+            next_brought && config.next_ca_private_key_wo.is_null(),
+            NEXT_KEY,
+        ),
+    ];
+    let Some(attribute) = missing.iter().find(|(m, _)| *m).map(|(_, a)| *a) else {
         return;
-    }
+    };
     let name = prior.name.known().cloned().unwrap_or_default();
     let secret = ha_domain::names::cluster_keys_secret(&name);
     let rewrites = prior
@@ -168,11 +159,11 @@ pub(super) fn check_key_needed(
             "recovers etcd, which builds a master again".to_string()
         };
         diags.attr_error(
-            AttributePath::attr(KEY),
+            AttributePath::attr(attribute),
             format!("This apply needs the key of cluster {name}'s CA"),
             format!(
                 "The apply {why}, and the key of the CA you brought is kept only in that secret and in your \
-                 configuration, never in state. Give it in `ca_private_key_wo` for this apply."
+                 configuration, never in state. Give it in `{attribute}` for this apply."
             ),
         );
     }
@@ -181,15 +172,23 @@ pub(super) fn check_key_needed(
 /// The apply found the keys secret to write again and was not given the brought CA's key (`ha_ops` refused before
 /// changing anything): plan asks first ([`check_key_needed`]), so this meets only a secret lost between plan and
 /// apply.
-pub(super) fn key_needed_at_apply(name: &str, diags: &mut Diagnostics) {
+pub(super) fn key_needed_at_apply(
+    name: &str,
+    which: ha_ops::cluster_keys::BroughtKey,
+    diags: &mut Diagnostics,
+) {
     let secret = ha_domain::names::cluster_keys_secret(name);
+    let attribute = match which {
+        ha_ops::cluster_keys::BroughtKey::Current => KEY,
+        ha_ops::cluster_keys::BroughtKey::Next => NEXT_KEY,
+    };
     diags.attr_error(
-        AttributePath::attr(KEY),
+        AttributePath::attr(attribute),
         format!("This apply needs the key of cluster {name}'s CA"),
         format!(
             "Secret {secret} must be written again (it is gone or holds other keys), and the key of the CA you \
              brought is kept only in that secret and in your configuration, never in state: nothing can be signed \
-             for a replica until it is written. Give the key in `ca_private_key_wo` and apply again. Nothing was \
+             for a replica until it is written. Give the key in `{attribute}` and apply again. Nothing was \
              changed."
         ),
     );

@@ -59,6 +59,8 @@ pub struct ClusterModel {
     pub secrets_decryption_keys: Val<Vec<String>>,
     pub service_account_key_rotation: Val<String>,
     pub ca_rotation: Val<String>,
+    pub next_ca_certificate: Val<String>,
+    pub next_ca_private_key_wo: Val<String>,
     pub private_keys: Val<PrivateKeys>,
     pub timeouts: Val<Timeouts>,
 }
@@ -207,7 +209,8 @@ impl ClusterModel {
     }
 
     /// The keys the cluster holds: those in its state, with the key of a cluster CA the user brought from this
-    /// apply's configuration when it was given (`ca_private_key_wo`; empty otherwise).
+    /// apply's configuration when it was given (`ca_private_key_wo`, and `next_ca_private_key_wo` for the next
+    /// one while the CAs rotate; empty otherwise).
     pub fn keys_held(&self) -> Option<ha_ops::cluster_keys::ClusterKeys> {
         let mut keys = self.private_keys.known().and_then(PrivateKeys::keys)?;
         if keys.brings_own_ca()
@@ -215,7 +218,21 @@ impl ClusterModel {
         {
             keys.ca_key = key.clone();
         }
+        if keys.brings_own_next_ca()
+            && let Some(key) = self.next_ca_private_key_wo.known()
+        {
+            keys.next_ca_key = key.clone();
+        }
         Some(keys)
+    }
+
+    /// Whether the cluster runs on a cluster CA its user brought (`ca_certificate` with `ca_private_key_wo`): its
+    /// state keeps the other CA keys and that one's as an empty string.
+    pub fn brings_own_ca(&self) -> bool {
+        self.private_keys
+            .known()
+            .and_then(PrivateKeys::keys)
+            .is_some_and(|k| k.brings_own_ca())
     }
 
     /// Whether the cluster keeps its keys in its own secret (`ca_key_store = "secret_manager"`).

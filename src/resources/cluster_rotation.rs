@@ -86,18 +86,20 @@ impl Kind {
                     .to_string(),
             ));
         }
-        // A brought cluster CA's key is not the provider's to replace, and an imported cluster has no CA key at all.
-        let made_here = p
+        // An imported cluster has no CA key at all: it cannot build a master, and a rotation builds every one.
+        // (A brought cluster CA rotates to a next CA its user brings: `brought_ca_rotation`.)
+        let holds_ca_keys = p
             .private_keys
             .known()
-            .and_then(|k| k.ca.known())
-            .is_some_and(|k| !k.is_empty());
-        if self.rotation.attribute == ca_rotation::ATTRIBUTE && !made_here {
+            .and_then(PrivateKeys::keys)
+            .is_some_and(|k| !k.ca_key.is_empty() || k.brings_own_ca());
+        if self.rotation.attribute == ca_rotation::ATTRIBUTE && !holds_ca_keys {
             return Some((
-                format!("Cluster {name}'s CAs cannot rotate: the provider did not make its cluster CA"),
-                "The cluster CA was brought (`ca_certificate`) or the cluster was imported, so the provider \
-                 holds no key of it to replace, and a next CA of its own would not be the one your clients and \
-                 nodes are set up to trust. Rotating a brought CA is not supported yet."
+                format!("Cluster {name}'s CAs cannot rotate: it holds no CA key"),
+                "The cluster was imported, and its CA keys are nowhere the provider can read (masters never \
+                 hold them), so it cannot sign a certificate for a master, and each stage of a rotation builds \
+                 every master again. Rotate its CAs the way they were made, or move the workload to a cluster \
+                 made by this provider."
                     .to_string(),
             ));
         }
@@ -115,6 +117,7 @@ pub(super) fn plan(
     diags: &mut Diagnostics,
 ) {
     let prior = prior.filter(|m| !replaces(*m, p, requires_replace));
+    let brought = prior.is_some_and(ClusterModel::brings_own_ca);
     let service_account = SERVICE_ACCOUNT.plan(prior, p, diags);
     let cas = CAS.plan(prior, p, diags);
     if [service_account, cas]
@@ -130,11 +133,13 @@ pub(super) fn plan(
             KeyChange::DropNext => CaCertificates::of(prior).map(|c| c.one(0)),
             KeyChange::PromoteNext => CaCertificates::of(prior).map(|c| c.one(1)),
         };
-        CaCertificates::set(p, certificates.as_ref());
+        CaCertificates::set(p, certificates.as_ref(), brought);
     }
 }
 
-/// The cluster's three CA certificate attributes, each one certificate or, while the CAs rotate, a bundle of two.
+/// The cluster's three CA certificates as its spec carries them, each one certificate or, while the CAs rotate, a
+/// bundle of two (the current CA, then the next). The cluster's attributes are the same, but for a brought cluster
+/// CA: Terraform holds `ca_certificate` to the configuration, so it stays the current CA alone.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct CaCertificates {
     pub cluster: String,
@@ -143,11 +148,12 @@ pub(super) struct CaCertificates {
 }
 
 impl CaCertificates {
-    fn of(m: &ClusterModel) -> Option<CaCertificates> {
+    pub(super) fn of(m: &ClusterModel) -> Option<CaCertificates> {
+        let spec = m.spec.known()?;
         Some(CaCertificates {
-            cluster: m.ca_certificate.known()?.clone(),
-            etcd_peer: m.etcd_peer_ca_certificate.known()?.clone(),
-            etcd_client: m.etcd_client_ca_certificate.known()?.clone(),
+            cluster: spec.ca_certificate.known()?.clone(),
+            etcd_peer: spec.etcd_peer_ca_certificate.known()?.clone(),
+            etcd_client: spec.etcd_client_ca_certificate.known()?.clone(),
         })
     }
 
@@ -167,16 +173,19 @@ impl CaCertificates {
         }
     }
 
-    /// Sets the cluster's attributes and its spec's to `c` (unknown when `None`: made by the apply).
-    pub(super) fn set(p: &mut ClusterModel, c: Option<&CaCertificates>) {
+    /// Sets the cluster's spec and attributes to `c` (unknown when `None`: made by the apply); `ca_certificate`
+    /// only when the provider made the cluster CA (`brought` is false): a brought one's is the configuration's.
+    pub(super) fn set(p: &mut ClusterModel, c: Option<&CaCertificates>, brought: bool) {
         let v = |f: fn(&CaCertificates) -> &String| {
             c.map_or(Val::Unknown, |c| Val::Known(f(c).clone()))
         };
-        p.ca_certificate = v(|c| &c.cluster);
+        if !brought {
+            p.ca_certificate = v(|c| &c.cluster);
+        }
         p.etcd_peer_ca_certificate = v(|c| &c.etcd_peer);
         p.etcd_client_ca_certificate = v(|c| &c.etcd_client);
         if let Val::Known(spec) = &mut p.spec {
-            spec.ca_certificate = p.ca_certificate.clone();
+            spec.ca_certificate = v(|c| &c.cluster);
             spec.etcd_peer_ca_certificate = p.etcd_peer_ca_certificate.clone();
             spec.etcd_client_ca_certificate = p.etcd_client_ca_certificate.clone();
         }
@@ -204,9 +213,10 @@ pub(super) fn rotated(
         return None;
     }
     let mut keys = prior.private_keys.known()?.clone();
+    let next = super::brought_ca_rotation::next_of(prior, p);
     Some(
         rotate_service_account(&mut keys, sa)
-            .and_then(|()| rotate_cas(prior, &mut keys, ca, generation))
+            .and_then(|()| rotate_cas(prior, &mut keys, ca, generation, next))
             .map(|certificates| Rotated { keys, certificates }),
     )
 }
@@ -234,12 +244,14 @@ fn rotate_service_account(keys: &mut PrivateKeys, change: KeyChange) -> Result<(
     Ok(())
 }
 
-/// The CA certificate attributes after `change`, with `keys` changed to match; `None` when they stay.
+/// The CA certificates after `change`, with `keys` changed to match; `None` when they stay. `brought_next` is the
+/// next cluster CA of a brought one (`brought_ca_rotation::next_of`): its key stays out of state, as the CA's.
 fn rotate_cas(
     prior: &ClusterModel,
     keys: &mut PrivateKeys,
     change: KeyChange,
     generation: &str,
+    brought_next: Option<Result<ha_pki::CertKey, String>>,
 ) -> Result<Option<CaCertificates>, String> {
     let current = || {
         CaCertificates::of(prior)
@@ -255,8 +267,14 @@ fn rotate_cas(
         KeyChange::MakeNext => {
             let now = current()?;
             let name = prior.name.known().cloned().unwrap_or_default();
-            let next = ha_pki::ClusterCas::generate_next(&name, generation)
+            let mut next = ha_pki::ClusterCas::generate_next(&name, generation)
                 .map_err(|e| format!("making the next CAs: {e}"))?;
+            if let Some(brought) = brought_next {
+                next.cluster_ca = ha_pki::CertKey {
+                    key_pem: String::new(),
+                    ..brought?
+                };
+            }
             let [ca, peer, client] = next_keys;
             *ca = Val::Known(next.cluster_ca.key_pem);
             *peer = Val::Known(next.etcd_peer_ca.key_pem);
@@ -341,6 +359,97 @@ mod tests {
             Val::Known(super::super::cluster_model::key_store::TERRAFORM_STATE.into());
         let (_, diags) = planned(&in_state, Some("started"));
         assert!(diags.has_error());
+    }
+
+    /// A brought cluster CA rotates to the next CA its user gave (its key out of state, as the CA's), beside next
+    /// etcd CAs the provider makes; the model's `ca_certificate` stays the configuration's while the spec's is the
+    /// bundle. An imported cluster, with no CA key at all, is refused.
+    #[test]
+    fn a_brought_ca_rotates_to_the_given_next_ca_and_an_imported_one_not_at_all() {
+        let cas = ha_pki::ClusterCas::generate("prod").unwrap();
+        let (_, next) = ha_pki::Issuer::generate("corp2").unwrap();
+        let mut prior = model(None, None);
+        prior.private_keys = Val::Known(PrivateKeys {
+            ca: Val::Known(String::new()),
+            etcd_peer_ca: Val::Known(cas.etcd_peer_ca.key_pem.clone()),
+            etcd_client_ca: Val::Known(cas.etcd_client_ca.key_pem.clone()),
+            service_account: Val::Known("K".into()),
+            ..PrivateKeys::default()
+        });
+        prior.ca_certificate = Val::Known(cas.cluster_ca.cert_pem.clone());
+        let mut spec = super::super::cluster_model::spec_of(&prior, None);
+        spec.ca_certificate = prior.ca_certificate.clone();
+        spec.etcd_peer_ca_certificate = Val::Known(cas.etcd_peer_ca.cert_pem.clone());
+        spec.etcd_client_ca_certificate = Val::Known(cas.etcd_client_ca.cert_pem.clone());
+        prior.spec = Val::Known(spec);
+        let mut p = ClusterModel {
+            ca_rotation: Val::Known("started".into()),
+            next_ca_certificate: Val::Known(next.cert_pem.clone()),
+            next_ca_private_key_wo: Val::Known(next.key_pem.clone()),
+            ..prior.clone()
+        };
+        let rotated = rotated(&prior, &p, "r1").unwrap().unwrap();
+        assert_eq!(
+            rotated.keys.next_ca,
+            Val::Known(String::new()),
+            "the next CA's key stays out of state"
+        );
+        assert!(
+            rotated
+                .keys
+                .next_etcd_peer_ca
+                .known()
+                .is_some_and(|k| k.contains("PRIVATE KEY"))
+        );
+        let certificates = rotated.certificates.unwrap();
+        assert_eq!(
+            ha_pki::certificates_in(&certificates.cluster).unwrap(),
+            vec![cas.cluster_ca.cert_pem.clone(), next.cert_pem.clone()]
+        );
+        CaCertificates::set(&mut p, Some(&certificates), true);
+        assert_eq!(
+            p.ca_certificate, prior.ca_certificate,
+            "the configuration's"
+        );
+        assert_eq!(
+            p.spec.known().unwrap().ca_certificate,
+            Val::Known(certificates.cluster.clone())
+        );
+        // Without the next key, the apply stops before anything changes.
+        let no_key = ClusterModel {
+            next_ca_private_key_wo: Val::Null,
+            ..p.clone()
+        };
+        assert!(rotated_err(&prior, &no_key).contains("next_ca_private_key_wo"));
+
+        let mut imported = model(None, None);
+        imported.private_keys = Val::Known(PrivateKeys {
+            ca: Val::Known(String::new()),
+            etcd_peer_ca: Val::Known(String::new()),
+            etcd_client_ca: Val::Known(String::new()),
+            service_account: Val::Known("K".into()),
+            ..PrivateKeys::default()
+        });
+        let mut p = ClusterModel {
+            ca_rotation: Val::Known("started".into()),
+            ..imported.clone()
+        };
+        let mut diags = Diagnostics::new();
+        plan(Some(&imported), &mut p, &[], &mut diags);
+        assert!(
+            format!("{diags:?}").contains("it holds no CA key"),
+            "{diags:?}"
+        );
+    }
+
+    fn rotated_err(prior: &ClusterModel, p: &ClusterModel) -> String {
+        match rotated(prior, p, "r1") {
+            Some(Err(e)) => e,
+            other => panic!(
+                "not refused: {:?}",
+                other.map(|r| r.map(|r| r.certificates))
+            ),
+        }
     }
 
     #[test]

@@ -146,6 +146,8 @@ pub async fn cluster(
         secrets_decryption_keys: Val::Null,
         service_account_key_rotation: Val::Null,
         ca_rotation: Val::Null,
+        next_ca_certificate: Val::Null,
+        next_ca_private_key_wo: Val::Null,
         private_keys: Val::Null,
         timeouts: Val::Null,
     };

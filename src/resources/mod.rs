@@ -2,6 +2,8 @@
 
 pub mod admin_credentials;
 mod advice;
+mod brought_ca_check;
+mod brought_ca_rotation;
 mod cancel;
 pub mod cluster;
 mod cluster_apply;

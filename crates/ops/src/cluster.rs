@@ -101,28 +101,40 @@ pub async fn create(
 /// Makes the keys' secret hold `keys` when it does not (reads before it writes, so an update of another setting
 /// writes nothing), then brings the firewall rules in line with the configuration (ranges and ports change in
 /// place) and puts back a rule deleted or edited by hand; a rule already right is not touched.
+/// `cluster_ca_certificates` are the cluster CA's (current, then the next while the CAs rotate): a brought CA's
+/// key that `keys` lack is kept from the secret when it holds that CA's.
 pub async fn update(
     cloud: &Cloud,
     n: &ClusterNetwork<'_>,
     keys: Option<&ClusterKeys>,
+    cluster_ca_certificates: &[String],
     deadline: Instant,
 ) -> Result<()> {
-    let keys_stale = match keys {
-        Some(k) => !cluster_keys::holds(cloud, n.name, k).await?,
-        None => false,
+    let keys = match keys {
+        Some(k) => {
+            let found = cluster_keys::found(cloud, n.name).await?;
+            if found.as_ref().is_some_and(|f| k.held_by(f)) {
+                None
+            } else {
+                // Written without the key of a CA the user brought, the secret could sign nothing again.
+                let whole = k
+                    .completed_from(found.as_ref(), cluster_ca_certificates)
+                    .map_err(|which| OpError::BroughtCaKeyNeeded {
+                        cluster: n.name.to_string(),
+                        which,
+                    })?;
+                Some(whole)
+            }
+        }
+        None => None,
     };
-    // Written without the key of a CA the user brought, the secret could sign nothing again.
-    if keys_stale && keys.is_some_and(ClusterKeys::brings_own_ca) {
-        return Err(OpError::BroughtCaKeyNeeded {
-            cluster: n.name.to_string(),
-        });
-    }
     let (want, found, _) = rules_to_keep(cloud, n, deadline).await?;
     let mut run = FoundationRun::new(cloud, n.name, n.region, deadline);
-    if let Some(k) = keys {
+    if let Some(k) = &keys {
         run = run.with_keys(k);
     }
-    run.execute(&update_steps(&want, &found, keys_stale)).await
+    run.execute(&update_steps(&want, &found, keys.is_some()))
+        .await
 }
 
 /// What is wrong with the cluster's firewall rules, as `drift` sentences; while some masters lack the cluster's

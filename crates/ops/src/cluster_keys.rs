@@ -17,6 +17,7 @@ use ha_pki::{CertKey, ClusterCas};
 use ha_settings::Settings;
 
 use super::cloud::Cloud;
+pub use super::error::BroughtKey;
 use super::error::{OpError, Result};
 use super::shared::replica_labels;
 use super::spec::Spec;
@@ -109,18 +110,66 @@ impl ClusterKeys {
         self.ca_key.is_empty() && !self.imported()
     }
 
-    /// Whether `found` (what the secret holds) is these keys; for a cluster CA the user brought and whose key is
-    /// not at hand, whether it holds the others and a key for that CA (`with_certs` checks it pairs at use).
+    /// While the CAs rotate, the next cluster CA's key alone missing: a next CA the user brought
+    /// (`next_ca_certificate`), whose key the state does not keep either.
+    pub fn brings_own_next_ca(&self) -> bool {
+        self.next_ca_key.is_empty() && !self.next_etcd_peer_ca_key.is_empty()
+    }
+
+    /// Whether `found` (what the secret holds) is these keys; for a cluster CA the user brought (current or next)
+    /// and whose key is not at hand, whether it holds the others and a key for that CA (`with_certs` and
+    /// `next_with_certs` check it pairs at use).
     pub fn held_by(&self, found: &ClusterKeys) -> bool {
-        if self.brings_own_ca() {
-            !found.ca_key.is_empty()
-                && ClusterKeys {
-                    ca_key: String::new(),
-                    ..found.clone()
-                } == *self
-        } else {
-            found == self
+        let (current, next) = (self.brings_own_ca(), self.brings_own_next_ca());
+        let blanked = ClusterKeys {
+            ca_key: if current {
+                String::new()
+            } else {
+                found.ca_key.clone()
+            },
+            next_ca_key: if next {
+                String::new()
+            } else {
+                found.next_ca_key.clone()
+            },
+            ..found.clone()
+        };
+        (!current || !found.ca_key.is_empty())
+            && (!next || !found.next_ca_key.is_empty())
+            && blanked == *self
+    }
+
+    /// These keys, with the key of each brought cluster CA they lack taken from `found` (what the secret holds
+    /// now) when it holds one that is that CA's, under either name: the end of a rotation makes the next CA's key
+    /// the CA's. `certificates` are the cluster CA's, the current then, while the CAs rotate, the next. So a
+    /// secret written again for another reason (a stage of a rotation) keeps a brought key the user did not give
+    /// again; `Err` says which one is nowhere.
+    pub fn completed_from(
+        &self,
+        found: Option<&ClusterKeys>,
+        certificates: &[String],
+    ) -> std::result::Result<ClusterKeys, BroughtKey> {
+        let mut keys = self.clone();
+        let slots = [
+            (self.brings_own_ca(), BroughtKey::Current, 0),
+            (self.brings_own_next_ca(), BroughtKey::Next, 1),
+        ];
+        for (missing, which, i) in slots {
+            if !missing {
+                continue;
+            }
+            let cert = certificates.get(i).ok_or(which)?;
+            let key = found
+                .into_iter()
+                .flat_map(|f| [&f.ca_key, &f.next_ca_key])
+                .find(|k| !k.is_empty() && ha_pki::is_key_of(cert, k))
+                .ok_or(which)?;
+            match which {
+                BroughtKey::Current => keys.ca_key = key.clone(),
+                BroughtKey::Next => keys.next_ca_key = key.clone(),
+            }
         }
+        Ok(keys)
     }
 
     /// No CA key at all: an imported cluster's, whose secret keeps its service-account key alone.
@@ -273,11 +322,20 @@ async fn resolve(
 
 /// Whether the cluster's secret holds exactly `keys`; read fresh, never from this process's memory (refresh).
 pub async fn holds(cloud: &Cloud, cluster: &str, keys: &ClusterKeys) -> Result<bool> {
+    Ok(found(cloud, cluster)
+        .await?
+        .is_some_and(|found| keys.held_by(&found)))
+}
+
+/// What the cluster's secret holds now, read fresh; `None` when it is gone or holds no keys as this provider
+/// writes them.
+pub async fn found(cloud: &Cloud, cluster: &str) -> Result<Option<ClusterKeys>> {
     let secrets = cloud.secrets().await?;
     let id = ha_domain::names::cluster_keys_secret(cluster);
-    Ok(secrets.read(&id, None).await?.is_some_and(|payload| {
-        serde_json::from_slice::<ClusterKeys>(&payload).is_ok_and(|found| keys.held_by(&found))
-    }))
+    Ok(secrets
+        .read(&id, None)
+        .await?
+        .and_then(|payload| serde_json::from_slice::<ClusterKeys>(&payload).ok()))
 }
 
 /// `projects/<project>/secrets/<id>` into the project and the id.
@@ -352,6 +410,71 @@ mod tests {
             ..full.clone()
         };
         assert!(!state.held_by(&other_sa));
+    }
+
+    /// While a brought CA rotates, the state lacks the next CA's key too: the secret holds the keys when it holds
+    /// some key for each. Written again (a stage of the rotation), each missing key is taken from what the secret
+    /// holds under either name, only when it is that CA's: the end of the rotation finds the CA's key under
+    /// `next_ca_key`; a secret with neither, or another CA's key, leaves the write refused, naming which.
+    #[test]
+    fn a_brought_next_cas_key_is_kept_from_the_secret_under_either_name() {
+        let cas = ClusterCas::generate("prod").unwrap();
+        let next = ClusterCas::generate_next("prod", "1").unwrap();
+        let sa = ha_pki::service_account_key().unwrap();
+        let full = ClusterKeys {
+            next_ca_key: next.cluster_ca.key_pem.clone(),
+            next_etcd_peer_ca_key: next.etcd_peer_ca.key_pem.clone(),
+            next_etcd_client_ca_key: next.etcd_client_ca.key_pem.clone(),
+            ..ClusterKeys::of(&cas, &sa)
+        };
+        let state = ClusterKeys {
+            ca_key: String::new(),
+            next_ca_key: String::new(),
+            ..full.clone()
+        };
+        assert!(state.brings_own_ca() && state.brings_own_next_ca());
+        assert!(!full.brings_own_next_ca() && !ClusterKeys::of(&cas, &sa).brings_own_next_ca());
+        assert!(state.held_by(&full));
+        let without_next = ClusterKeys {
+            next_ca_key: String::new(),
+            ..full.clone()
+        };
+        assert!(
+            !state.held_by(&without_next),
+            "a secret without the next CA's key"
+        );
+        let certs = [
+            cas.cluster_ca.cert_pem.clone(),
+            next.cluster_ca.cert_pem.clone(),
+        ];
+        assert_eq!(state.completed_from(Some(&full), &certs), Ok(full.clone()));
+        assert_eq!(
+            state.completed_from(Some(&without_next), &certs),
+            Err(BroughtKey::Next)
+        );
+        assert_eq!(state.completed_from(None, &certs), Err(BroughtKey::Current));
+        // The end: the next CA is the CA, its key found where the rotation kept it.
+        let promoted = ClusterKeys {
+            ca_key: String::new(),
+            next_ca_key: String::new(),
+            next_etcd_peer_ca_key: String::new(),
+            next_etcd_client_ca_key: String::new(),
+            ..state.clone()
+        };
+        let whole = promoted.completed_from(Some(&full), &certs[1..]).unwrap();
+        assert_eq!(whole.ca_key, next.cluster_ca.key_pem);
+        // Another CA's key under the right name is no key of this CA.
+        let swapped = ClusterKeys {
+            ca_key: next.cluster_ca.key_pem.clone(),
+            next_ca_key: String::new(),
+            ..full.clone()
+        };
+        assert_eq!(
+            promoted.completed_from(Some(&swapped), &certs[..1]),
+            Err(BroughtKey::Current)
+        );
+        // Keys the state holds whole are written as they are.
+        assert_eq!(full.completed_from(None, &[]), Ok(full.clone()));
     }
 
     /// An imported cluster's secret holds its service-account key alone: its CAs pair with no key, and only the

@@ -29,11 +29,19 @@ pub enum OpError {
     /// signed with it until it is. The resource names where to give it.
     #[error(
         "cluster {cluster}'s keys secret must be written again, and the private key of the CA its user brought \
-         was not given; nothing was changed"
+         ({which:?}) was not given and is not in the secret; nothing was changed"
     )]
-    BroughtCaKeyNeeded { cluster: String },
+    BroughtCaKeyNeeded { cluster: String, which: BroughtKey },
     #[error("{0}")]
     Other(String),
+}
+
+/// Which brought cluster CA's key a write of the keys secret lacks (`cluster_keys::ClusterKeys::completed_from`):
+/// the CA's (`ca_private_key_wo`), or the next one's while the CAs rotate (`next_ca_private_key_wo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BroughtKey {
+    Current,
+    Next,
 }
 
 impl OpError {

@@ -137,6 +137,11 @@ pub fn check_brought_ca(ca: &CertKey, now: i64) -> Result<i64> {
     Ok(expires)
 }
 
+/// Whether `key_pem` is the private key of the CA certificate `cert_pem` (a CA, and the key its own).
+pub fn is_key_of(cert_pem: &str, key_pem: &str) -> bool {
+    Issuer::from_pem(cert_pem, key_pem).is_ok()
+}
+
 fn load(which: &str, ca: &CertKey) -> Result<Issuer> {
     Issuer::from_pem(&ca.cert_pem, &ca.key_pem).map_err(|e| match e {
         PkiError::LoadCa { reason, .. } => PkiError::LoadCa {
