@@ -35,6 +35,7 @@ mod index;
 mod lockfile;
 mod mirror;
 mod network_block;
+pub mod openssl;
 mod paths;
 pub mod probe;
 mod provider;

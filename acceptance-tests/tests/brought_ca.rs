@@ -7,9 +7,9 @@
 //! refused at plan until the key is given again, then written back. Under OpenTofu 1.6, which has no write-only
 //! attributes, the key is refused at validate, naming it, and nothing is made.
 
-use std::process::Command;
 use std::time::Duration;
 
+use acceptance_tests::openssl::{key_material, openssl_ca};
 use acceptance_tests::walk::{
     assert_private_keys_only_in_the_cluster, check, cluster_keys_secret_written, edit_config,
     replicas_by_zone, set_zones, walk_config, write_keys,
@@ -18,46 +18,6 @@ use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
 const B: &str = "europe-west1-b";
 const C: &str = "europe-west1-c";
-
-/// A CA as `openssl req -x509` makes one (P-256, PKCS#8 key, CA:TRUE), written into the workspace as
-/// `<name>.crt` and `<name>.key`; returns the key's PEM.
-fn openssl_ca(ws: &Workspace, name: &str) -> String {
-    let out = Command::new("openssl")
-        .current_dir(ws.path())
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ])
-        .args([
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.crt"),
-            "-days",
-            "3650",
-        ])
-        .args(["-subj", &format!("/O=Corp/CN={name}")])
-        .args(["-addext", "basicConstraints=critical,CA:TRUE"])
-        .args([
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
-        ])
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = ws.read_file(&format!("{name}.key"));
-    assert!(key.contains("BEGIN PRIVATE KEY"), "openssl wrote PKCS#8");
-    key
-}
 
 /// The walk-through's cluster with the CA in `corp.crt` and, when `with_key`, its key.
 fn config(sim: &Sim, ca: &str, with_key: bool) -> String {
@@ -106,12 +66,7 @@ fn a_cluster_runs_on_a_ca_of_its_users_own_and_no_state_holds_its_key() {
         // The static IP answers with a certificate that verifies under the brought CA (`check` probes with it).
         write_keys(&sim, &replicas_by_zone(&ws)[B]);
         check(client, &ws, &sim, 1);
-        // The PEM's second line, past the ASN.1 header every P-256 PKCS#8 key shares: private key material, and
-        // whole on one line in any file that holds the PEM (a JSON string escapes only the line breaks).
-        let scalar = key
-            .lines()
-            .nth(2)
-            .expect("a PEM key of three lines or more");
+        let scalar = key_material(&key);
         let holding = ws.files_holding(scalar, &["corp.key"]);
         assert!(
             holding.is_empty(),

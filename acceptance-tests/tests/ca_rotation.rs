@@ -362,3 +362,205 @@ fn the_cas_rotate_in_stages_with_no_certificate_refused_and_no_key_lost() {
         );
     });
 }
+
+/// The cluster with a CA of its user's own (`corp.crt`, made with openssl), and the variables a rotation of it sets:
+/// the CA's files, the next CA's, and the stage. Its `ca` output, which the probes and `check` verify the API
+/// under, is what clients trust: a brought CA's `ca_certificate` stays the configured CA through a rotation, so
+/// the bundle is the spec's (the same as every admin credential's `ca_certificate_pem`).
+fn brought_config(sim: &Sim) -> String {
+    edit_config(
+        config(sim),
+        &[
+            (
+                "output \"ca\" {\n  value = ha_master_cluster.c.ca_certificate\n}",
+                "output \"ca\" {\n  value     = ha_master_cluster.c.spec.ca_certificate\n  sensitive = true\n}",
+            ),
+            (
+                "variable \"zones\" {",
+                "variable \"ca\" {\n  type = string\n}\n\n\
+                 variable \"ca_key\" {\n  type    = string\n  default = null\n}\n\n\
+                 variable \"next_ca\" {\n  type    = string\n  default = null\n}\n\n\
+                 variable \"next_ca_key\" {\n  type    = string\n  default = null\n}\n\n\
+                 variable \"zones\" {",
+            ),
+            (
+                "  ca_rotation               = var.ca_rotation\n",
+                "  ca_rotation               = var.ca_rotation\n\
+                 \x20 ca_certificate            = file(var.ca)\n\
+                 \x20 ca_private_key_wo         = var.ca_key == null ? null : file(var.ca_key)\n\
+                 \x20 next_ca_certificate       = var.next_ca == null ? null : file(var.next_ca)\n\
+                 \x20 next_ca_private_key_wo    = var.next_ca_key == null ? null : file(var.next_ca_key)\n",
+            ),
+        ],
+    )
+}
+
+/// The brought rotation's variables: the stage, the CA named by `ca` (its key given when `with_key`), and the next
+/// CA named by `next` (its key given when the flag is set).
+fn set_brought(
+    ws: &Workspace,
+    stage: Option<&str>,
+    (ca, with_key): (&str, bool),
+    next: Option<(&str, bool)>,
+) {
+    let (ca_file, ca_key) = (format!("{ca}.crt"), format!("{ca}.key"));
+    let mut vars = vec![("ca", ca_file.as_str())];
+    if with_key {
+        vars.push(("ca_key", &ca_key));
+    }
+    let next_files = next.map(|(n, with_key)| (format!("{n}.crt"), format!("{n}.key"), with_key));
+    if let Some((cert, key, with_key)) = &next_files {
+        vars.push(("next_ca", cert));
+        if *with_key {
+            vars.push(("next_ca_key", key));
+        }
+    }
+    if let Some(s) = stage {
+        vars.push(("ca_rotation", s));
+    }
+    set_vars(ws, &THREE_ZONES, &vars);
+}
+
+/// A cluster CA its user brought rotates to a next one the user brings (`next_ca_certificate` with the write-only
+/// `next_ca_private_key_wo`), under Terraform (OpenTofu 1.6 has no write-only attributes, and refuses the key at
+/// validate, naming it). The etcd CAs rotate with it as the provider's always do. `ca_certificate` stays the
+/// configured CA until the end, the masters trusting both; the next CA's key is given once, in the apply that
+/// starts the rotation, and never lands in a file of the workspace; the end names the next CA as `ca_certificate`
+/// with no key given (the secret moves it). Each stage is a measured roll with an admin credential presented all
+/// through, and every key written before is there after.
+#[test]
+fn a_brought_ca_rotates_to_the_next_ca_its_user_brings() {
+    use acceptance_tests::openssl::{key_material, openssl_ca};
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("brought-ca-rotation-{client}"));
+        let ws =
+            Workspace::new(client, "brought-ca-rotation").with_timeout(Duration::from_secs(600));
+        let corp_key = openssl_ca(&ws, "corp");
+        let next_key = openssl_ca(&ws, "corp2");
+        let (corp, corp2) = (ws.read_file("corp.crt"), ws.read_file("corp2.crt"));
+        ws.write_main_tf(&brought_config(&sim));
+        ws.init();
+        if client == Client::OpenTofu {
+            set_brought(&ws, Some("started"), ("corp", false), Some(("corp2", true)));
+            let refused = ws.run(&["plan", "-input=false", "-no-color"]);
+            refused.assert_failure();
+            refused.assert_contains("`next_ca_private_key_wo` is write-only");
+            assert!(
+                sim.names("instances").is_empty(),
+                "[{client}] nothing was made"
+            );
+            return;
+        }
+        set_brought(&ws, None, ("corp", true), None);
+        ws.apply();
+        let vms: Vec<String> = acceptance_tests::walk::replicas_by_zone(&ws)
+            .into_values()
+            .collect();
+        write_keys(&sim, &vms[0]);
+        let old = split(&ca_outputs(&ws));
+        assert_eq!(old[0], vec![corp.clone()], "[{client}] the brought CA");
+        let old_cas: [&str; 3] = [&old[0][0], &old[1][0], &old[2][0]];
+        let ca_old = ca_file(&ws, "old");
+        let (cert, key) = admin_credential(&ws, &sim, &corp, "ca_key", "admin-old");
+        let admin_old = (cert.as_path(), key.as_path());
+
+        // The provider cannot make the next CA of one it did not make: refused at plan, naming the attribute.
+        set_brought(&ws, Some("started"), ("corp", false), None);
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains("Cluster walk's CA rotates to a CA you bring");
+
+        // Started: the next CA brought, its key given this once; every master trusts both of each kind.
+        set_brought(&ws, Some("started"), ("corp", false), Some(("corp2", true)));
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_success()
+            .assert_contains("changes its CAs");
+        let m = apply_presenting(client, &ws, &sim, &vms, "started", &ca_old, admin_old);
+        assert_rolled_cleanly(client, &sim, &vms, "started", &m);
+        let now = split(&ca_outputs(&ws));
+        let cluster_both = vec![corp.clone(), corp2.clone()];
+        assert_eq!(now[0], cluster_both, "[{client}] the bundle clients trust");
+        assert_eq!(
+            ws.state_values("ha_master_cluster.c")["ca_certificate"],
+            serde_json::json!(corp),
+            "[{client}] ca_certificate stays the configured CA"
+        );
+        every_master_runs(
+            client,
+            &sim,
+            &vms,
+            old_cas,
+            [&cluster_both, &now[1], &now[2]],
+        );
+        check(client, &ws, &sim, 3);
+
+        // Switched, the next key no longer given: the secret has it, and the next CAs issue.
+        let ca_both = ws.path().join("ca-both.pem");
+        std::fs::write(&ca_both, ha_pki::bundle_of([corp.as_str(), corp2.as_str()])).unwrap();
+        set_brought(
+            &ws,
+            Some("switched"),
+            ("corp", false),
+            Some(("corp2", false)),
+        );
+        let m = apply_presenting(client, &ws, &sim, &vms, "switched", &ca_both, admin_old);
+        assert_rolled_cleanly(client, &sim, &vms, "switched", &m);
+        let next_cas: [&str; 3] = [&corp2, &now[1][1], &now[2][1]];
+        every_master_runs(
+            client,
+            &sim,
+            &vms,
+            next_cas,
+            [&cluster_both, &now[1], &now[2]],
+        );
+        let (cert, key) = admin_credential(&ws, &sim, &corp2, "next_ca_key", "admin-new");
+        let admin_new = (cert.as_path(), key.as_path());
+        every_master_answers(client, &sim, &vms, &ca_both, admin_new, "200");
+        check(client, &ws, &sim, 3);
+
+        // The end must name the next CA as the CA: refused at plan while `ca_certificate` is the old one.
+        set_brought(&ws, None, ("corp", false), None);
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_failure()
+            .assert_contains("Cluster walk's rotation ends with the next CA as its CA");
+
+        // Done: the next CA is the CA, named so in the configuration, with no key given.
+        set_brought(&ws, None, ("corp2", false), None);
+        ws.run(&["plan", "-input=false", "-no-color"])
+            .assert_success()
+            .assert_contains("refused from then on");
+        let m = apply_presenting(client, &ws, &sim, &vms, "done", &ca_both, admin_new);
+        assert_rolled_cleanly(client, &sim, &vms, "done", &m);
+        let new = split(&ca_outputs(&ws));
+        let want = [
+            vec![corp2.clone()],
+            vec![now[1][1].clone()],
+            vec![now[2][1].clone()],
+        ];
+        assert_eq!(new, want, "[{client}] the new CAs alone");
+        every_master_runs(client, &sim, &vms, next_cas, [&new[0], &new[1], &new[2]]);
+        let ca_new = ca_file(&ws, "new");
+        every_master_answers(client, &sim, &vms, &ca_new, admin_new, "200");
+        every_master_answers(client, &sim, &vms, &ca_new, admin_old, TLS_REFUSED);
+        check(client, &ws, &sim, 3);
+        let keys = acceptance_tests::walk::cluster_keys(&sim);
+        assert!(
+            ha_pki::is_key_of(&corp2, keys["ca_key"].as_str().unwrap()),
+            "[{client}] the secret's CA key is the new CA's"
+        );
+        assert!(
+            keys.get("next_ca_key").is_none(),
+            "[{client}] no next CA key left in the secret"
+        );
+        // The state keeps the three keys the provider made (the etcd CAs', the service account's), neither
+        // brought key, and no file of the workspace holds one but the user's own.
+        assert_private_keys_only_in_the_cluster(client, &ws, 3);
+        for (key, file) in [(&corp_key, "corp.key"), (&next_key, "corp2.key")] {
+            let holding = ws.files_holding(key_material(key), &[file]);
+            assert!(
+                holding.is_empty(),
+                "[{client}] {file}'s key is in {holding:?}"
+            );
+        }
+    });
+}
