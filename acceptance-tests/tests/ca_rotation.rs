@@ -16,6 +16,9 @@
 //! - An admin credential from the old CA is presented to every master's API server in turn (a call every 100 ms) all through the
 //!   `started` and `switched` rolls, and one from the new CA through the last: none is refused.
 //! - Every key written before is there after, and each plan after an apply is empty (`check`).
+//!
+//! The second scenario rotates a cluster CA its user brought to a next one the user brings
+//! (`a_brought_ca_rotates_to_the_next_ca_its_user_brings`), measured the same way.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -110,7 +110,7 @@ pub fn ca_expiry_warning(who: &str, expires_at: &str) -> Problem {
     (
         format!("The CAs of {who} expire at {expires_at}"),
         format!(
-            "Every certificate the masters run with is signed by these CAs and expires with them at the latest: renewing a replica's certificates cannot move them past {expires_at}, so the replicas are not rolled for it. After that time the masters refuse each other and every client. Rotate them before then: set `ca_rotation = \"started\"` on the cluster, then \"switched\", then remove it, an apply each (docs/guides/secrets.md, \"Rotating the CAs\"); a cluster whose CA you brought or imported cannot rotate it yet: build a new cluster and restore its etcd from this one's snapshot (docs/guides/disaster-recovery.md)."
+            "Every certificate the masters run with is signed by these CAs and expires with them at the latest: renewing a replica's certificates cannot move them past {expires_at}, so the replicas are not rolled for it. After that time the masters refuse each other and every client. Rotate them before then: set `ca_rotation = \"started\"` on the cluster, then \"switched\", then remove it, an apply each (docs/guides/secrets.md, \"Rotating the CAs\"); a CA you brought rotates to a next one you bring (`next_ca_certificate`, \"Rotating a CA you brought\"); an imported cluster cannot rotate its CAs: build a new cluster and restore its etcd from this one's snapshot (docs/guides/disaster-recovery.md)."
         ),
     )
 }
