@@ -368,41 +368,19 @@ impl Authorizer {
         )
     }
 
-    /// `Ok` when `who` may `get` the cluster-scoped `resource` of API group `group` named `name`, else the API
-    /// server's sentence for the refusal.
-    pub(crate) fn may_get(
+    /// `Ok` when `who` may `verb` (`get`, `patch`) the cluster role binding `name`, else the API server's sentence
+    /// for the refusal.
+    pub(crate) fn may_on_binding(
         &self,
         who: &Identity,
-        group: &'static str,
-        resource: &'static str,
+        verb: &'static str,
         name: &str,
         held: impl Fn(&str, &Subject) -> bool,
     ) -> Result<(), String> {
         self.may(
             who,
             Ask {
-                verb: "get",
-                group,
-                resource,
-                name: Some(name.to_string()),
-                namespace: None,
-                why: "a client's request",
-            },
-            held,
-        )
-    }
-
-    /// `Ok` when `who` may `patch` the cluster role binding `name`, else the API server's sentence.
-    pub(crate) fn may_patch_binding(
-        &self,
-        who: &Identity,
-        name: &str,
-        held: impl Fn(&str, &Subject) -> bool,
-    ) -> Result<(), String> {
-        self.may(
-            who,
-            Ask {
-                verb: "patch",
+                verb,
                 group: "rbac.authorization.k8s.io",
                 resource: "clusterrolebindings",
                 name: Some(name.to_string()),

@@ -162,18 +162,10 @@ pub async fn read_request_with_body<S: AsyncRead + Unpin>(
             "request body too large",
         ));
     }
-    while body.len() < length {
-        let mut chunk = [0u8; 2048];
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "client closed before sending the whole body",
-            ));
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    body.truncate(length);
+    // What the head's reads did not bring; `read_exact` says UnexpectedEof when the client closes early.
+    let arrived = body.len().min(length);
+    body.resize(length, 0);
+    stream.read_exact(&mut body[arrived..]).await?;
     Ok((head, body))
 }
 

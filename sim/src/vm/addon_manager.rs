@@ -48,6 +48,19 @@ pub(crate) struct Bindings {
 /// Why a patch was not applied, as the API server's status code and sentence.
 pub(crate) type Refused = (u16, String);
 
+/// One etcd call within `CALL_TIMEOUT`; a failure says `what` failed, with the code the API server answers for it
+/// (504 when etcd did not answer in time, else 500).
+async fn within<T>(
+    what: String,
+    call: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, Refused> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Err(_) => Err((504, format!("{what}: timed out"))),
+        Ok(Err(e)) => Err((500, format!("{what}: {e}"))),
+        Ok(Ok(v)) => Ok(v),
+    }
+}
+
 impl Bindings {
     pub(crate) fn new(etcd: EtcdAccess, wanted: Vec<(String, String)>) -> Bindings {
         Bindings {
@@ -66,10 +79,9 @@ impl Bindings {
     /// The object stored at `key`, if any.
     pub(crate) async fn read(&self, key: &str) -> Result<Option<String>, String> {
         let mut c = self.client().await?;
-        let got = tokio::time::timeout(CALL_TIMEOUT, c.get(key, None))
+        let got = within(format!("etcd get {key}"), c.get(key, None))
             .await
-            .map_err(|_| format!("etcd get {key}: timed out"))?
-            .map_err(|e| format!("etcd get {key}: {e}"))?;
+            .map_err(|(_, e)| e)?;
         Ok(got
             .kvs()
             .first()
@@ -132,10 +144,9 @@ impl Bindings {
     async fn read_dir(&self, prefix: &str) -> Result<BTreeMap<String, String>, String> {
         let mut c = self.client().await?;
         let options = GetOptions::new().with_prefix().with_serializable();
-        let got = tokio::time::timeout(CALL_TIMEOUT, c.get(prefix, Some(options)))
+        let got = within(format!("etcd get {prefix}"), c.get(prefix, Some(options)))
             .await
-            .map_err(|_| format!("etcd get {prefix}: timed out"))?
-            .map_err(|e| format!("etcd get {prefix}: {e}"))?;
+            .map_err(|(_, e)| e)?;
         Ok(got
             .kvs()
             .iter()
@@ -204,10 +215,7 @@ impl Bindings {
         }
         let text = object.to_string();
         let mut c = self.client().await.map_err(|e| (500, e))?;
-        tokio::time::timeout(CALL_TIMEOUT, c.put(key, text.as_str(), None))
-            .await
-            .map_err(|_| (504, format!("etcd put {key}: timed out")))?
-            .map_err(|e| (500, format!("etcd put {key}: {e}")))?;
+        within(format!("etcd put {key}"), c.put(key, text.as_str(), None)).await?;
         self.remember(key, Some(&text));
         Ok(text)
     }
@@ -218,10 +226,9 @@ impl Bindings {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, object, None)]);
-        tokio::time::timeout(CALL_TIMEOUT, c.txn(txn))
+        within(format!("etcd txn on {key}"), c.txn(txn))
             .await
-            .map_err(|_| format!("etcd txn on {key}: timed out"))?
-            .map_err(|e| format!("etcd txn on {key}: {e}"))?;
+            .map_err(|(_, e)| e)?;
         Ok(())
     }
 

@@ -459,7 +459,7 @@ impl Ctx {
             k.eq_ignore_ascii_case("content-type") && v.starts_with("application/json-patch+json")
         });
         self.authorizer
-            .may_patch_binding(who, name, held)
+            .may_on_binding(who, "patch", name, held)
             .map_err(|message| (403, "Forbidden", message))?;
         if !json_patch {
             return Err((
@@ -483,11 +483,7 @@ impl Ctx {
         name: &str,
         held: impl Fn(&str, &crate::contract::Subject) -> bool,
     ) -> std::io::Result<()> {
-        let group = "rbac.authorization.k8s.io";
-        if let Err(message) = self
-            .authorizer
-            .may_get(who, group, "clusterrolebindings", name, held)
-        {
+        if let Err(message) = self.authorizer.may_on_binding(who, "get", name, held) {
             let body = status_json(403, "Forbidden", &message);
             return http::respond_json(stream, 403, replica, &body).await;
         }
