@@ -141,13 +141,13 @@ pub async fn get(
 }
 
 /// Probes until `/healthz` answers 200 or the deadline passes; the error says what the last probe saw.
-pub async fn await_serving(
-    ca_pem: &str,
-    ip: IpAddr,
-    verify_as: IpAddr,
-    port: u16,
-    deadline: Instant,
-) -> Result<Answer> {
+pub async fn await_serving(at: &Target<'_>, deadline: Instant) -> Result<Answer> {
+    let Target {
+        ca_pem,
+        ip,
+        verify_as,
+        port,
+    } = *at;
     loop {
         let last = match probe(ca_pem, ip, verify_as, port, Duration::from_secs(2)).await {
             Ok(a) if a.status == 200 => return Ok(a),
@@ -173,14 +173,14 @@ pub async fn await_static_ip(ctx: &super::ClusterCtx, deadline: Instant) -> Resu
             spec.external_ip
         ))
     })?;
-    let a = await_serving(
-        &spec.trusted_cas()?.cluster_ca,
+    let cas = spec.trusted_cas()?;
+    let at = Target {
+        ca_pem: &cas.cluster_ca,
         ip,
-        ip,
-        spec.master.api_port,
-        deadline,
-    )
-    .await?;
+        verify_as: ip,
+        port: spec.master.api_port,
+    };
+    let a = await_serving(&at, deadline).await?;
     tracing::info!(
         "the static IP serves the API (answered by {})",
         a.replica.as_deref().unwrap_or("?")

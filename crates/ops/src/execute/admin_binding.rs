@@ -36,17 +36,8 @@ impl ReplicaRun<'_> {
             },
         )?;
         let vm = self.fresh_vm(&me.name).await?;
-        let ext = vm
-            .external_ip
-            .as_deref()
-            .ok_or_else(|| OpError::Other(format!("replica {} has no external IP", me.name)))?;
         let cas = spec.trusted_cas()?;
-        let at = Target {
-            ca_pem: &cas.cluster_ca,
-            ip: IpAddr::V4(ip(ext, "the replica's external IP")?),
-            verify_as: IpAddr::V4(me.internal_ip),
-            port: spec.master.api_port,
-        };
+        let at = own_api(&me, &vm, &cas.cluster_ca, spec.master.api_port)?;
         let path = format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{BOUND_GROUP}");
         loop {
             let last = match get(&at, &path, Some(&looker.cert), READ_TIMEOUT).await {

@@ -194,15 +194,9 @@ impl ReplicaRun<'_> {
         until: Instant,
     ) -> Result<()> {
         let spec = &self.ctx.spec;
-        let ext = vm
-            .external_ip
-            .as_deref()
-            .ok_or_else(|| OpError::Other(format!("replica {} has no external IP", me.name)))?;
+        let cas = spec.trusted_cas()?;
         await_serving(
-            &spec.trusted_cas()?.cluster_ca,
-            IpAddr::V4(ip(ext, "the replica's external IP")?),
-            IpAddr::V4(me.internal_ip),
-            spec.master.api_port,
+            &own_api(me, vm, &cas.cluster_ca, spec.master.api_port)?,
             until,
         )
         .await?;

@@ -376,6 +376,22 @@ pub fn ip(s: &str, what: &str) -> Result<Ipv4Addr> {
         .map_err(|_| OpError::Other(format!("{what} {s:?} is not an IPv4 address")))
 }
 
+/// Where the provider reaches replica `me`'s own API server, not the load balancer's: its VM's external IP, the
+/// serving certificate verified for the internal IP it was issued for, under `ca_pem` (every cluster CA the
+/// masters trust: both while the CAs rotate).
+fn own_api<'a>(me: &Replica, vm: &InstanceInfo, ca_pem: &'a str, port: u16) -> Result<Target<'a>> {
+    let ext = vm
+        .external_ip
+        .as_deref()
+        .ok_or_else(|| OpError::Other(format!("replica {} has no external IP", me.name)))?;
+    Ok(Target {
+        ca_pem,
+        ip: IpAddr::V4(ip(ext, "the replica's external IP")?),
+        verify_as: IpAddr::V4(me.internal_ip),
+        port,
+    })
+}
+
 /// The replica's certificates, from the cluster's CAs: they name its internal IP, the static IP, the first
 /// service IP and the DNS domain.
 pub fn issue_certs(ctx: &ClusterCtx, me: &Replica) -> Result<ReplicaCerts> {
