@@ -213,11 +213,7 @@ fn signs_with_next(cluster: &ClusterSpec) -> bool {
 /// The certificate of the CA that issues at the cluster's stage, from its `ca_certificate` (a bundle while the
 /// CAs rotate; as it is otherwise, for loading the CA to judge).
 fn issuing_certificate(cluster: &ClusterSpec, bundle: &str) -> String {
-    let nth = usize::from(signs_with_next(cluster));
-    ha_pki::certificates_in(bundle)
-        .ok()
-        .and_then(|certs| certs.into_iter().nth(nth))
-        .unwrap_or_else(|| bundle.to_string())
+    ha_pki::certificate_of_bundle(bundle, usize::from(signs_with_next(cluster)))
 }
 
 /// The configuration with the credential filled in. Runs only on known configuration (both clients defer a read

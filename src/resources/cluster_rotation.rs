@@ -160,12 +160,7 @@ impl CaCertificates {
     /// The `i`th certificate of each bundle (0: the current CAs, 1: the next ones); each bundle as it is when it
     /// holds no such certificate, which loading the CAs then refuses.
     fn one(&self, i: usize) -> CaCertificates {
-        let pick = |bundle: &str| {
-            ha_pki::certificates_in(bundle)
-                .ok()
-                .and_then(|certs| certs.into_iter().nth(i))
-                .unwrap_or_else(|| bundle.to_string())
-        };
+        let pick = |bundle: &str| ha_pki::certificate_of_bundle(bundle, i);
         CaCertificates {
             cluster: pick(&self.cluster),
             etcd_peer: pick(&self.etcd_peer),

@@ -31,6 +31,15 @@ pub fn certificates_in(bundle: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The `i`th CA of a bundle (0: the current CA; 1, while the CAs rotate: the next); the text as it is when it is no
+/// bundle of certificates or has no such one, so that loading it as a CA says what is wrong where it is used.
+pub fn certificate_of_bundle(bundle: &str, i: usize) -> String {
+    certificates_in(bundle)
+        .ok()
+        .and_then(|certs| certs.into_iter().nth(i))
+        .unwrap_or_else(|| bundle.to_string())
+}
+
 /// The certificates as one bundle, in the order given.
 pub fn bundle_of<'a>(certs: impl IntoIterator<Item = &'a str>) -> String {
     certs
@@ -96,6 +105,11 @@ mod tests {
         let with_key = format!("{}{}", a.cert_pem, a.key_pem);
         assert!(certificates_in(&with_key).is_err());
         assert!(certificates_in("").is_err());
+        // The current and the next CA by place; what is no such CA comes back as it is, for loading to refuse.
+        assert_eq!(certificate_of_bundle(&bundle, 0).trim(), a.cert_pem.trim());
+        assert_eq!(certificate_of_bundle(&bundle, 1).trim(), b.cert_pem.trim());
+        assert_eq!(certificate_of_bundle(&a.cert_pem, 1), a.cert_pem);
+        assert_eq!(certificate_of_bundle("not a CA", 0), "not a CA");
     }
 
     /// Two CAs of one name (a rotation that reused it) are still told apart by the signature.

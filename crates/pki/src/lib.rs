@@ -9,7 +9,9 @@ mod issuer;
 mod tests;
 
 pub use admin::{AdminCert, AdminCertRequest, issue_admin_cert};
-pub use bundle::{bundle_of, certificate_fingerprints, certificates_in, issued_by};
+pub use bundle::{
+    bundle_of, certificate_fingerprints, certificate_of_bundle, certificates_in, issued_by,
+};
 pub use issuer::{Issuer, LeafSpec, Usage};
 
 use std::net::Ipv4Addr;
