@@ -14,6 +14,15 @@ pub(super) fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
+/// The attributes a plan's errors are said at, for tests that check each refusal lands where the user fixes it.
+#[cfg(test)]
+pub(super) fn errors_at(d: &Diagnostics) -> Vec<String> {
+    d.iter()
+        .filter(|d| d.severity == tfplugin::diag::Severity::Error)
+        .map(|d| format!("{:?}", d.attribute))
+        .collect()
+}
+
 /// A brought CA (`cert` and `key`, given at `attributes`: the certificate's, the key's) as plan checks it,
 /// reported at the attribute at fault.
 pub(super) fn check_at(

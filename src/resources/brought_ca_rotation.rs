@@ -195,6 +195,7 @@ fn plan_steady(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::brought_ca_check::errors_at;
     use crate::resources::cluster_model::PrivateKeys;
 
     /// A running cluster on the brought CA `ca` at `stage`, its spec's bundle `ca` then `next` while one rotates;
@@ -247,13 +248,6 @@ mod tests {
                 .map_or(Val::Null, |(n, _)| v(&n.key_pem)),
             ..ClusterModel::default()
         }
-    }
-
-    fn errors_at(d: &Diagnostics) -> Vec<String> {
-        d.iter()
-            .filter(|d| d.severity == tfplugin::diag::Severity::Error)
-            .map(|d| format!("{:?}", d.attribute))
-            .collect()
     }
 
     /// Each stage's rule for the next CA, and the end's for `ca_certificate`: an error at the attribute to fix,

@@ -197,6 +197,7 @@ pub(super) fn key_needed_at_apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::brought_ca_check::errors_at;
 
     fn model(cert: Option<&str>, key: Option<&str>) -> ClusterModel {
         let v = |s: Option<&str>| s.map_or(Val::Null, |s| Val::Known(s.to_string()));
@@ -206,13 +207,6 @@ mod tests {
             ca_private_key_wo: v(key),
             ..ClusterModel::default()
         }
-    }
-
-    fn errors_at(d: &Diagnostics) -> Vec<String> {
-        d.iter()
-            .filter(|d| d.severity == tfplugin::diag::Severity::Error)
-            .map(|d| format!("{:?}", d.attribute))
-            .collect()
     }
 
     /// Each way a brought CA can be wrong is an error at the attribute to fix; a sound one is none.
