@@ -1423,6 +1423,17 @@ impl Resource for ClusterResource {
                 .requires_replace
                 .retain(|path| *path != AttributePath::attr("zone"));
         }
+        if let Some(prior) = change.prior
+            && !change.requires_replace.is_empty()
+        {
+            super::cluster_replacement::check(
+                &self.settings(),
+                prior,
+                change.requires_replace,
+                diags,
+            )
+            .await;
+        }
         plan_unset_settings(change.config, change.prior, p);
         let prior_spec = change.prior.and_then(|m| m.spec.known());
         p.spec = Val::Known(spec_of(p, prior_spec));

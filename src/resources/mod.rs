@@ -11,6 +11,7 @@ mod cluster_ca;
 mod cluster_encryption;
 pub mod cluster_health;
 pub mod cluster_model;
+mod cluster_replacement;
 mod cluster_rotation;
 mod cluster_validate;
 #[cfg(test)]

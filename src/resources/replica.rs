@@ -609,6 +609,8 @@ impl Resource for ReplicaResource {
         // The framework's replacement paths (a changed name or zone); what the repairs below add is a
         // replacement refresh called for, which has its own guard.
         let framework_paths = change.requires_replace.len();
+        // Replaced by the configuration (another name, zone or cluster), not by a repair: its destroy half leaves.
+        let mut moved = framework_paths > 0;
         // The declared state has no drift: a create starts without it, and an update writes the metadata back.
         p.drift = Val::Known(Vec::new());
         if let Some(cluster) = p.cluster.known().cloned() {
@@ -633,6 +635,7 @@ impl Resource for ReplicaResource {
                     );
                 }
                 change.requires_replace.push(AttributePath::attr("cluster"));
+                moved = true;
             }
             p.master_settings = match cluster.build() {
                 // Just imported: the VM's build is recorded at its first update, not announced as a change.
@@ -650,6 +653,9 @@ impl Resource for ReplicaResource {
             plan_repairs(prior, p, change.requires_replace, diags);
             if change.requires_replace.len() > framework_paths {
                 super::replica_guard::check_replace(&self.settings(), prior, diags).await;
+            }
+            if moved {
+                super::replica_guard::check_moved(&self.settings(), prior, p, diags).await;
             }
             if change.requires_replace.len() == framework_paths {
                 plan_roll(prior, p);

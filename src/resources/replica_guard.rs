@@ -7,10 +7,15 @@ use tfplugin::diag::{AttributePath, Diagnostics};
 
 use super::replica_model::ReplicaModel;
 use crate::config::Settings;
+use std::sync::Arc;
+
 use ha_domain::guard::{Verdict, check_join, check_leave};
+use ha_domain::protection::check_leaves;
 use ha_domain::roll::{Build, plan_preflight, roll_warning};
 use ha_domain::start_empty::{Evidence, check, founds};
 use ha_domain::topology::Observed;
+use ha_ops::observe::Snapshot;
+use ha_ops::plan_leaves::Leave;
 use ha_ops::refresh::observe_shared;
 use ha_ops::{ClusterCtx, OpError};
 
@@ -28,32 +33,44 @@ fn report(v: Verdict, diags: &mut Diagnostics) {
     }
 }
 
+/// The cluster's shared snapshot for a plan-time judgement; `None` when there is nothing to judge now: the cluster
+/// is not created yet, or a change of it is under way (Terraform plans again during apply; a sibling's change, or
+/// another state's apply with split states, is running, and apply judges for itself under the lock).
+async fn look(
+    settings: &Settings,
+    r: &ReplicaModel,
+) -> Option<Result<(String, Arc<Snapshot>), OpError>> {
+    let ctx = match context(settings, r).await? {
+        Ok(ctx) => ctx,
+        Err(e) => return Some(Err(e)),
+    };
+    if ha_ops::lock::busy(&ctx.spec.id) || ha_ops::lock::held_anywhere(&ctx).await {
+        return None;
+    }
+    Some(
+        observe_shared(&ctx)
+            .await
+            .map(|snap| (ctx.spec.id.clone(), snap)),
+    )
+}
+
+fn could_not_look(e: OpError, diags: &mut Diagnostics) {
+    diags.warning(
+        "Could not check etcd's quorum while planning",
+        format!("{e}. Apply checks again before it changes membership."),
+    );
+}
+
 async fn observe_and_judge(
     settings: &Settings,
     r: &ReplicaModel,
     diags: &mut Diagnostics,
     judge: impl FnOnce(&ha_domain::topology::Observed) -> Verdict,
 ) {
-    let Some(ctx) = context(settings, r).await else {
-        return;
-    };
-    if let Ok(ctx) = &ctx
-        && (ha_ops::lock::busy(&ctx.spec.id) || ha_ops::lock::held_anywhere(ctx).await)
-    {
-        // Terraform plans again during apply; a sibling's change (or another state's apply, split states) is under
-        // way and apply judges for itself under the lock.
-        return;
-    }
-    let snap = match ctx {
-        Ok(ctx) => observe_shared(&ctx).await,
-        Err(e) => Err(e),
-    };
-    match snap {
-        Ok(snap) => report(judge(&snap.observed), diags),
-        Err(e) => diags.warning(
-            "Could not check etcd's quorum while planning",
-            format!("{e}. Apply checks again before it changes membership."),
-        ),
+    match look(settings, r).await {
+        None => {}
+        Some(Ok((_, snap))) => report(judge(&snap.observed), diags),
+        Some(Err(e)) => could_not_look(e, diags),
     }
 }
 
@@ -169,6 +186,38 @@ async fn check_founding(
 
 /// A replica to be destroyed.
 pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mut Diagnostics) {
+    check_leave_of_plan(settings, prior, Leave::Removed, diags).await;
+}
+
+/// A replica the plan replaces because its name or zone changed, or it moves to another cluster (which, for the
+/// cluster it leaves, is a removal): the destroy half is a leave like any other.
+pub async fn check_moved(
+    settings: &Settings,
+    prior: &ReplicaModel,
+    planned: &ReplicaModel,
+    diags: &mut Diagnostics,
+) {
+    let other_cluster = match (prior.cluster.known(), planned.cluster.known()) {
+        (Some(old), Some(new)) => old.id != new.id,
+        _ => false,
+    };
+    let how = if other_cluster {
+        Leave::Removed
+    } else {
+        Leave::Replaced
+    };
+    check_leave_of_plan(settings, prior, how, diags).await;
+}
+
+/// A leave judged with every other leave of the same plan (`ha_ops::plan_leaves`): the quorum guard for this
+/// member, deletion protection for all of them together (`domain::protection::check_leaves`), and the plan's
+/// fault-tolerance notes, said once for the whole set.
+async fn check_leave_of_plan(
+    settings: &Settings,
+    prior: &ReplicaModel,
+    how: Leave,
+    diags: &mut Diagnostics,
+) {
     let Some(name) = prior.name.known().filter(|n| !n.is_empty()).cloned() else {
         return;
     };
@@ -176,28 +225,29 @@ pub async fn check_destroy(settings: &Settings, prior: &ReplicaModel, diags: &mu
         .cluster
         .known()
         .is_none_or(|c| c.deletion_protection.known() != Some(&false));
-    let mut leaves_members = false;
-    let mut notes = Vec::new();
-    observe_and_judge(settings, prior, diags, |w| {
-        notes = ha_domain::availability::leave_notes(w, &name);
-        // Only a member's removal takes a backup (`domain::backup::before`).
-        leaves_members = has_voter(w)
-            && w.members
-                .as_ref()
-                .is_some_and(|m| m.iter().any(|m| m.name == name));
-        match check_leave(w, &name) {
-            Verdict::Fine => match ha_domain::protection::check_leave(w, &name, protected) {
-                Ok(()) => Verdict::Fine,
-                Err(refusal) => Verdict::Refuse(refusal),
-            },
-            other => other,
+    let (cluster_id, snap) = match look(settings, prior).await {
+        None => return,
+        Some(Err(e)) => return could_not_look(e, diags),
+        Some(Ok(found)) => found,
+    };
+    let leaving = ha_ops::plan_leaves::record(&cluster_id, &name, how).await;
+    let w = &snap.observed;
+    let verdict = match check_leave(w, &name) {
+        Verdict::Fine => check_leaves(w, &leaving, protected),
+        other => other,
+    };
+    report(verdict, diags);
+    if ha_ops::plan_leaves::first_to_tell(&cluster_id, &leaving) {
+        for (summary, detail) in ha_domain::availability::leave_notes(w, &leaving) {
+            diags.warning(summary, detail);
         }
-    })
-    .await;
-    for (summary, detail) in notes {
-        diags.warning(summary, detail);
     }
-    if leaves_members {
+    // Only a member's removal takes a backup (`domain::backup::before`).
+    let leaves_member = has_voter(w)
+        && w.members
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m.name == name));
+    if leaves_member && how == Leave::Removed {
         backup_note(prior, &format!("removal of replica {name}"), diags);
     }
 }

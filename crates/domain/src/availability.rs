@@ -3,10 +3,11 @@
 //! VM and the load balancer (`topology::join_steps` / `leave_steps` move it; the API at that IP does not answer
 //! in between).
 //!
-//! Terraform plans each replica on its own, so a removal speaks for itself: when others leave in the same apply,
-//! the cluster ends smaller than one replica's plan can see, and the warning says so.
+//! Terraform plans each replica on its own, but one plan's removals and replacements are counted together
+//! (`protection::Leaving`, gathered by `ops::plan_leaves`), so the numbers are those of the whole apply.
 
 use super::Problem;
+use super::protection::{Leaving, listed};
 use super::topology::{IpHolder, Observed};
 
 /// How many of `voters` members may fail while the rest keep etcd's majority (`quorum::fault_tolerance`).
@@ -48,49 +49,88 @@ pub fn join_notes(world: &Observed, joining: &str) -> Vec<Problem> {
     out
 }
 
-/// The removal of `leaving` from a cluster of `world`: the drop in fault tolerance, and the static IP's move back
-/// to the last VM when one replica remains.
-pub fn leave_notes(world: &Observed, leaving: &str) -> Vec<Problem> {
+fn is_are(n: usize) -> &'static str {
+    if n == 1 { "is" } else { "are" }
+}
+
+/// What one plan's leaves do to a cluster of `world`: the drop in fault tolerance once the removed replicas are
+/// gone, the dip while replaced ones are rebuilt (a replacement deletes the member before its new VM joins), and
+/// the static IP's move back to the last VM when one replica remains.
+pub fn leave_notes(world: &Observed, leaving: &Leaving) -> Vec<Problem> {
     let voters = voters(world);
-    if !voters.contains(&leaving) {
-        return Vec::new();
-    }
-    let (before, after) = (voters.len(), voters.len() - 1);
-    let mut out = Vec::new();
-    let (was, will) = (fault_tolerance(before), fault_tolerance(after));
-    let others_note = if after >= 2 {
-        " If other replicas leave in the same apply, the cluster ends smaller and tolerates fewer; down to one replica, the static IP also moves from the load balancer to the last VM, with a short outage of the API."
-    } else {
-        ""
+    // In name order, as the sets hold them.
+    let of = |set: &'_ std::collections::BTreeSet<String>| -> Vec<String> {
+        set.iter()
+            .filter(|n| voters.contains(&n.as_str()))
+            .cloned()
+            .collect()
     };
-    if will < was {
+    let (removed, replaced) = (of(&leaving.removed), of(&leaving.replaced));
+    let before = voters.len();
+    let after = before - removed.len();
+    let was = fault_tolerance(before);
+    let mut out = Vec::new();
+    if !removed.is_empty() {
+        let will = fault_tolerance(after);
+        let who = listed(&removed);
+        let verb = if removed.len() == 1 {
+            "leaves"
+        } else {
+            "leave"
+        };
+        if after == 0 {
+            out.push((
+                format!("Every voting etcd member leaves: {who} {verb}"),
+                "With no member left, etcd's data (every Kubernetes object) is deleted with the last replica."
+                    .to_string(),
+            ));
+        } else if will < was {
+            out.push((
+                format!("Fault tolerance drops from {was} to {will} when {who} {verb}"),
+                format!(
+                    "With {before} voting members etcd tolerates {}; with {after} it tolerates {}{}.",
+                    failures(was),
+                    failures(will),
+                    if will == 0 {
+                        ": losing any replica (a VM, a zone) stops the control plane"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    }
+    // Replacements run after or between the removals: at worst every replaced member is gone at once.
+    let fewest = after - replaced.len().min(after);
+    if !replaced.is_empty() && fewest > 0 && fault_tolerance(fewest) < fault_tolerance(after) {
+        let who = listed(&replaced);
         out.push((
-            format!("Fault tolerance drops from {was} to {will} when {leaving} leaves"),
             format!(
-                "With {before} voting members etcd tolerates {}; with {after} it tolerates {}{}.{others_note}",
-                failures(was),
-                failures(will),
-                if will == 0 {
-                    ": losing any replica (a VM, a zone) stops the control plane"
-                } else {
-                    ""
-                }
+                "Fault tolerance drops from {} to {} while {who} {} replaced",
+                fault_tolerance(after),
+                fault_tolerance(fewest),
+                is_are(replaced.len())
             ),
-        ));
-    } else if !others_note.is_empty() {
-        out.push((
-            format!("{leaving} leaves; {after} replicas remain"),
-            others_note.trim_start().to_string(),
+            format!(
+                "A replacement deletes the replica's etcd member before its new VM joins: until the new member has joined, etcd may have as few as {fewest} voting members and tolerates {}.",
+                failures(fault_tolerance(fewest))
+            ),
         ));
     }
     if after == 1
+        && !removed.is_empty()
         && world.forwarding_rule
-        && let Some(last) = voters.iter().find(|v| **v != leaving)
+        && let Some(last) = voters.iter().find(|v| !leaving.removed.contains(**v))
     {
         out.push((
             format!("The static IP moves from the load balancer to {last}"),
             format!(
-                "{leaving} leaves and {last} is the last replica: the load balancer is deleted and the static IP is attached to the VM of {last}. {IP_MOVE_OUTAGE}"
+                "{} and {last} is the last replica: the load balancer is deleted and the static IP is attached to the VM of {last}. {IP_MOVE_OUTAGE}",
+                if removed.len() == 1 {
+                    format!("{} leaves", removed[0])
+                } else {
+                    format!("{} leave", listed(&removed))
+                }
             ),
         ));
     }
@@ -145,48 +185,100 @@ mod tests {
         assert!(join_notes(&none, "a").is_empty());
     }
 
+    fn leaving(removed: &[&str], replaced: &[&str]) -> Leaving {
+        Leaving {
+            removed: removed.iter().map(|s| s.to_string()).collect(),
+            replaced: replaced.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
     #[test]
-    fn a_removal_says_what_fault_tolerance_it_leaves_and_when_the_ip_moves_back() {
+    fn one_plans_leaves_say_together_what_fault_tolerance_is_left_and_when_the_ip_moves_back() {
         let lb = Some(IpHolder::ForwardingRule);
-        let cases: &[(&[&str], &str, &[&str])] = &[
-            // 3 → 2: one failure tolerated → none; others leaving would go further.
+        let abc: &[&str] = &["a", "b", "c"];
+        let abcde: &[&str] = &["a", "b", "c", "d", "e"];
+        // (voters, removed, replaced, summaries)
+        type Case<'a> = (&'a [&'a str], &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+        let cases: &[Case] = &[
+            // 3 → 2: one failure tolerated → none.
             (
-                &["a", "b", "c"],
-                "c",
+                abc,
+                &["c"],
+                &[],
                 &["Fault tolerance drops from 1 to 0 when c leaves"],
+            ),
+            // 3 → 1: counted together, and the static IP moves back to the last VM.
+            (
+                abc,
+                &["b", "c"],
+                &[],
+                &[
+                    "Fault tolerance drops from 1 to 0 when b and c leave",
+                    "The static IP moves from the load balancer to a",
+                ],
             ),
             // 2 → 1: no tolerance to lose, but the static IP moves back.
             (
                 &["a", "b"],
-                "b",
+                &["b"],
+                &[],
                 &["The static IP moves from the load balancer to a"],
             ),
-            // 5 → 4: 2 → 1.
+            // 5 → 4 and 5 → 3.
             (
-                &["a", "b", "c", "d", "e"],
-                "e",
+                abcde,
+                &["e"],
+                &[],
                 &["Fault tolerance drops from 2 to 1 when e leaves"],
             ),
-            // 4 → 3: the same tolerance; a note only because others may leave too.
-            (&["a", "b", "c", "d"], "d", &["d leaves; 3 replicas remain"]),
+            (
+                abcde,
+                &["d", "e"],
+                &[],
+                &["Fault tolerance drops from 2 to 1 when d and e leave"],
+            ),
+            // 4 → 3: the same tolerance, nothing to say.
+            (&["a", "b", "c", "d"], &["d"], &[], &[]),
+            // Every member removed (an unprotected cluster's teardown).
+            (
+                abc,
+                &["a", "b", "c"],
+                &[],
+                &["Every voting etcd member leaves: a, b and c leave"],
+            ),
+            // A zone move: the member leaves before its replacement joins.
+            (
+                abc,
+                &[],
+                &["a"],
+                &["Fault tolerance drops from 1 to 0 while a is replaced"],
+            ),
+            (
+                abcde,
+                &["e"],
+                &["a", "b"],
+                &[
+                    "Fault tolerance drops from 2 to 1 when e leaves",
+                    "Fault tolerance drops from 1 to 0 while a and b are replaced",
+                ],
+            ),
             // Not a voter (a learner, or gone already): nothing to say.
-            (&["a", "b", "c"], "x", &[]),
+            (abc, &["x"], &["y"], &[]),
         ];
-        for (voters, leaving, want) in cases {
-            let notes = leave_notes(&world(voters, lb.clone(), true), leaving);
-            assert_eq!(summaries(&notes), *want, "{voters:?} - {leaving}");
+        for (voters, removed, replaced, want) in cases {
+            let notes = leave_notes(
+                &world(voters, lb.clone(), true),
+                &leaving(removed, replaced),
+            );
+            assert_eq!(
+                summaries(&notes),
+                *want,
+                "{voters:?} -{removed:?} ~{replaced:?}"
+            );
         }
-        let three = leave_notes(&world(&["a", "b", "c"], lb.clone(), true), "c");
-        assert!(
-            three[0].1.contains("losing any replica")
-                && three[0].1.contains("static IP also moves"),
-            "{}",
-            three[0].1
-        );
-        let two = leave_notes(&world(&["a", "b"], lb, true), "b");
-        assert!(
-            !two.iter().any(|(_, d)| d.contains("other replicas leave")),
-            "{two:?}"
-        );
+        let three = leave_notes(&world(abc, lb.clone(), true), &leaving(&["c"], &[]));
+        assert!(three[0].1.contains("losing any replica"), "{}", three[0].1);
+        let moved = leave_notes(&world(abc, lb, true), &leaving(&[], &["a"]));
+        assert!(moved[0].1.contains("as few as 2"), "{}", moved[0].1);
     }
 }

@@ -159,18 +159,7 @@ pub async fn drift(
 /// and an interrupted shrink left behind.
 pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) -> Result<()> {
     let c = &cloud.compute;
-    let region = c.get_region(n.region, deadline).await?;
-    let labels = [(CLUSTER_LABEL.to_string(), n.name.to_string())].into();
-    let mut replicas = Vec::new();
-    for zone in &region.zones {
-        let zone = zone.rsplit('/').next().unwrap_or(zone);
-        replicas.extend(
-            c.list_instances(zone, &labels, deadline)
-                .await?
-                .into_iter()
-                .map(|i| i.name),
-        );
-    }
+    let replicas = replicas(cloud, n.region, n.name, deadline).await?;
     if !replicas.is_empty() {
         return Err(OpError::Refused(
             format!("Cluster {} still has replicas: {}", n.name, replicas.join(", ")),
@@ -194,6 +183,31 @@ pub async fn delete(cloud: &Cloud, n: &ClusterNetwork<'_>, deadline: Instant) ->
     FoundationRun::new(cloud, n.name, n.region, deadline)
         .execute(&delete_steps(n.name, &firewall_rules(n), &left))
         .await
+}
+
+/// The cluster's replica VMs (those labelled with its name) in every zone of its region: what its delete, or a
+/// replacement, would leave without a cluster.
+pub async fn replicas(
+    cloud: &Cloud,
+    region: &str,
+    name: &str,
+    deadline: Instant,
+) -> Result<Vec<String>> {
+    let c = &cloud.compute;
+    let region = c.get_region(region, deadline).await?;
+    let labels = [(CLUSTER_LABEL.to_string(), name.to_string())].into();
+    let mut replicas = Vec::new();
+    for zone in &region.zones {
+        let zone = zone.rsplit('/').next().unwrap_or(zone);
+        replicas.extend(
+            c.list_instances(zone, &labels, deadline)
+                .await?
+                .into_iter()
+                .map(|i| i.name),
+        );
+    }
+    replicas.sort();
+    Ok(replicas)
 }
 
 /// Whether the cluster's static address exists: it is the cluster's identity, so without it the cluster is gone.

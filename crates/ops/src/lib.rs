@@ -27,6 +27,7 @@ pub mod observe;
 pub mod orphans;
 pub mod placement;
 pub mod plan_check;
+pub mod plan_leaves;
 pub mod recover;
 pub mod refresh;
 pub mod repair;
