@@ -1,12 +1,13 @@
 //! ha-sim enforces the cluster's firewall rules, so a Terraform host outside `etcd_client_source_ranges` is as cut
 //! off as it would be on GCE: its connections to etcd's client port are dropped (they time out, nothing refuses
-//! them). A grow and a shrink are refused at plan and at apply with a sentence that names the cause and the
+//! them). A plan with no change says it could not read etcd (a drift job there sees nothing) and costs one dial
+//! timeout. A grow and a shrink are refused at plan and at apply with a sentence that names the cause and the
 //! attribute, and nothing is half done: the same VMs, the same etcd members, the data intact. Once the range admits
 //! the host (the cluster's rule widened first, since the replicas' plan reads etcd before the rule changes), a plain
 //! apply converges.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use acceptance_tests::faults::Event;
 use acceptance_tests::walk::{
@@ -37,6 +38,34 @@ fn vms(sim: &Sim) -> BTreeMap<String, String> {
 fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_admits_it() {
     for_each_client(|client| {
         let (sim, ws, by_zone) = three_replicas(client, "firewall", Duration::from_secs(400));
+        let b = &by_zone[THREE_ZONES[1]];
+        write_keys(&sim, b);
+
+        // A drift job outside the range: its plan cannot read etcd, and says so instead of a silent "no changes".
+        // Every member is asked at once and the refresh's look serves the whole plan, so with the default dial
+        // timeout (10 s) the plan costs one timeout, not one per member and per look (60 s before).
+        sim.event(Event::SetClientIp {
+            ip: Some(OUTSIDE.parse().unwrap()),
+        });
+        let started = Instant::now();
+        let drift = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+        let took = started.elapsed();
+        eprintln!("[{client}] a plan from outside etcd's source ranges took {took:.1?}");
+        assert_eq!(
+            drift.code,
+            Some(0),
+            "[{client}] nothing changed, and the plan says what it could not see:\n{drift}"
+        );
+        drift.assert_contains(
+            "etcd of cluster walk could not be read: this plan cannot see drift in etcd",
+        );
+        drift.assert_contains("etcd_client_source_ranges");
+        assert!(
+            took < Duration::from_secs(25),
+            "[{client}] the plan waited {took:?} on etcd that cannot answer"
+        );
+        sim.event(Event::SetClientIp { ip: None });
+
         // A dropped connection costs the whole dial timeout: short here, so each refusal comes quickly.
         let anchor = "  drain_delay";
         let tf = ws.read_file("main.tf");
@@ -46,8 +75,7 @@ fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_adm
             "  etcd_dial_timeout       = \"1s\"\n  drain_delay",
             1,
         ));
-        let (a, b) = (&by_zone[THREE_ZONES[0]], &by_zone[THREE_ZONES[1]]);
-        write_keys(&sim, b);
+        let a = &by_zone[THREE_ZONES[0]];
         let before_members = member_names(&sim, b);
         let before_vms = vms(&sim);
         assert_eq!(before_members.len(), 3, "[{client}] {before_members:?}");

@@ -321,6 +321,11 @@ pub async fn read(
             return Some(s);
         }
     };
+    if let Some((summary, detail)) =
+        ha_domain::topology::unread_etcd(&snap.observed, &ctx.spec.name)
+    {
+        diags.warning(summary, detail);
+    }
     let listed = snap
         .instances
         .get(&name)

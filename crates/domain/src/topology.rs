@@ -82,6 +82,29 @@ pub fn unknown_membership(world: &Observed, change: &str) -> Option<Refusal> {
     ))
 }
 
+/// What a refresh says when etcd did not answer: the state then holds what Compute Engine shows, and nothing of
+/// etcd's membership or health, so a plan from here (a drift job outside the network) would report "no changes"
+/// without having looked. `None` when etcd answered, or no replica runs to ask.
+pub fn unread_etcd(world: &Observed, cluster: &str) -> Option<Refusal> {
+    let why = world.etcd_unreachable.as_ref()?;
+    let running: Vec<&str> = world
+        .instances
+        .iter()
+        .filter(|n| !world.stopped.contains(*n))
+        .map(String::as_str)
+        .collect();
+    if running.is_empty() {
+        return None;
+    }
+    Some((
+        format!("etcd of cluster {cluster} could not be read: this plan cannot see drift in etcd"),
+        format!(
+            "No etcd member of the running replicas ({}) answered on its client port (2379): {why}. The refresh recorded what Compute Engine shows (VMs, load balancer, metadata) but not etcd's members or their health, so a removed, stopped or unhealthy member does not show in this plan, and any change of membership would be refused at apply. Run plans from a host whose address is in the cluster's `etcd_client_source_ranges` (or inside the VPC with the provider's `etcd_via_internal_ip = true`); `ha_cluster_health` names each fault once it can look.",
+            running.join(", ")
+        ),
+    ))
+}
+
 fn unhealthy(members: &[MemberView]) -> Vec<&str> {
     members
         .iter()
@@ -377,6 +400,25 @@ mod tests {
         sole.etcd_unreachable = Some("connection refused".into());
         assert_eq!(join_steps(&sole, "a"), Ok(vec![]));
         assert!(leave_steps(&sole, "a").is_ok());
+    }
+
+    #[test]
+    fn a_refresh_that_could_not_read_etcd_says_so_and_names_the_running_replicas() {
+        let mut w = world(&["a", "b"], Some(IpHolder::ForwardingRule), None, true, &[]);
+        w.members = None;
+        assert_eq!(unread_etcd(&w, "walk"), None, "etcd answered");
+        w.etcd_unreachable = Some("tried a, b; connection refused".into());
+        let (summary, detail) = unread_etcd(&w, "walk").expect("a warning");
+        assert!(
+            summary.contains("etcd of cluster walk could not be read"),
+            "{summary}"
+        );
+        assert!(
+            detail.contains("(a, b)") && detail.contains("etcd_client_source_ranges"),
+            "{detail}"
+        );
+        w.stopped = ["a", "b"].map(String::from).into();
+        assert_eq!(unread_etcd(&w, "walk"), None, "nothing runs to ask");
     }
 
     #[test]

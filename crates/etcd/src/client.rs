@@ -257,6 +257,46 @@ impl Etcd {
         Err(CallError { failures })
     }
 
+    /// A read any member can serve, asked of every endpoint at once: the first answer wins and the other calls
+    /// are dropped, so endpoints that do not answer (a plan run from outside etcd's source ranges) cost one
+    /// timeout together rather than one each. As for [`Etcd::call_any`], a definitive refusal ends the call and
+    /// is the last failure.
+    pub(crate) async fn first_answer<T, F, Fut>(
+        &self,
+        endpoints: &[EtcdTarget],
+        op: F,
+    ) -> Result<T, CallError>
+    where
+        T: Send + 'static,
+        F: Fn(Etcd, EtcdTarget) -> Fut,
+        Fut: Future<Output = Result<T, EndpointFailure>> + Send + 'static,
+    {
+        let mut set = JoinSet::new();
+        for (i, target) in endpoints.iter().enumerate() {
+            let fut = op(self.clone(), target.clone());
+            set.spawn(async move { (i, fut.await) });
+        }
+        let mut failures = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            let (i, result) = joined.expect("etcd endpoint task panicked");
+            match result {
+                Ok(value) => return Ok(value),
+                Err(f) if f.kind == FailureKind::Rejected => {
+                    failures.sort_by_key(|(i, _)| *i);
+                    failures.push((i, f));
+                    return Err(CallError {
+                        failures: failures.into_iter().map(|(_, f)| f).collect(),
+                    });
+                }
+                Err(f) => failures.push((i, f)),
+            }
+        }
+        failures.sort_by_key(|(i, _)| *i);
+        Err(CallError {
+            failures: failures.into_iter().map(|(_, f)| f).collect(),
+        })
+    }
+
     /// The status of every endpoint, asked concurrently so unreachable members cost one timeout, not one each.
     /// Results are in the order of `endpoints`.
     pub(crate) async fn statuses(

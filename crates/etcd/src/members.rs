@@ -60,10 +60,13 @@ fn caught_up(learner: &MemberStatus, leader: &MemberStatus) -> bool {
 impl Etcd {
     /// The cluster's members, from the first endpoint that answers.
     pub async fn member_list(&self, endpoints: &[EtcdTarget]) -> Result<Vec<Member>> {
-        self.call_any(endpoints, |mut c| async move { c.member_list().await })
-            .await
-            .map(|resp| members(resp.members()))
-            .map_err(EtcdError::MemberList)
+        self.first_answer(endpoints, |etcd, target| async move {
+            etcd.call_one(&target, |mut c| async move { c.member_list().await })
+                .await
+        })
+        .await
+        .map(|resp| members(resp.members()))
+        .map_err(EtcdError::MemberList)
     }
 
     /// Adds a non-voting learner with `peer_url` and returns it with the full member list (the new member

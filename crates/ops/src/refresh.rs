@@ -25,7 +25,15 @@ type Shared = Arc<OnceCell<std::result::Result<Arc<Snapshot>, String>>>;
 
 struct Entry {
     cell: Shared,
-    born: Instant,
+    /// When the observation ended: an entry's age counts from its answer, so one that took long (etcd's dial
+    /// timeout, from outside its network) still serves the rest of the walk instead of being observed again.
+    answered: Arc<OnceLock<Instant>>,
+}
+
+impl Entry {
+    fn fresh(&self) -> bool {
+        self.answered.get().is_none_or(|at| at.elapsed() < MAX_AGE)
+    }
 }
 
 static CACHE: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
@@ -39,29 +47,29 @@ fn cache() -> std::sync::MutexGuard<'static, HashMap<String, Entry>> {
 
 /// The cluster's snapshot for a refresh or a plan: observed once, shared by concurrent callers.
 pub async fn observe_shared(ctx: &ClusterCtx) -> Result<Arc<Snapshot>> {
-    let cell = {
+    let (cell, answered) = {
         let mut map = cache();
         match map.get(&ctx.spec.id) {
-            Some(e) if e.born.elapsed() < MAX_AGE => Arc::clone(&e.cell),
+            Some(e) if e.fresh() => (Arc::clone(&e.cell), Arc::clone(&e.answered)),
             _ => {
-                let cell: Shared = Arc::default();
-                map.insert(
-                    ctx.spec.id.clone(),
-                    Entry {
-                        cell: Arc::clone(&cell),
-                        born: Instant::now(),
-                    },
-                );
-                cell
+                let e = Entry {
+                    cell: Arc::default(),
+                    answered: Arc::default(),
+                };
+                let shared = (Arc::clone(&e.cell), Arc::clone(&e.answered));
+                map.insert(ctx.spec.id.clone(), e);
+                shared
             }
         }
     };
     let answer = cell
         .get_or_init(|| async {
-            observe(ctx, &[], Instant::now() + OBSERVE_TIMEOUT)
+            let snap = observe(ctx, &[], Instant::now() + OBSERVE_TIMEOUT)
                 .await
                 .map(Arc::new)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string());
+            let _ = answered.set(Instant::now());
+            snap
         })
         .await;
     match answer {
