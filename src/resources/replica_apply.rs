@@ -217,6 +217,8 @@ async fn join_as_new_member(
             return None;
         }
     };
+    // The timeout bounded the wait; the work gets the whole of it again (`ClusterLock::after_wait`).
+    let until = lock.after_wait(until);
     let req = JoinRequest {
         name: name.clone(),
         zone: zone.clone(),
@@ -655,6 +657,7 @@ pub async fn delete(
         Some(Err(e)) => return report(diags, "delete", &name, e),
         None => return report_interrupted(diags, &format!("Deleting replica {name}")),
     };
+    let until = lock.after_wait(until);
     // Interrupted, the replica stays in state and the next apply's leave observes how far this one got.
     match unless_stopped(stop, leave(&ctx, &name, &zone, until)).await {
         Some(Ok(())) => {

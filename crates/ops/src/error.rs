@@ -55,6 +55,12 @@ impl OpError {
         }
     }
 
+    /// Whether the change's own deadline (the resource's `timeouts`) passed before a Compute call or its
+    /// operation finished: the work was too long for the timeout, not a failure of the API.
+    pub fn ran_out_of_time(&self) -> bool {
+        matches!(self, OpError::Gce(ha_gce::Error::Timeout { .. }))
+    }
+
     /// The error with every cause beneath it, as the user reads it in a diagnostic: "adding etcd learner … failed"
     /// alone does not say why, its source does.
     pub fn explain(&self) -> String {

@@ -61,6 +61,8 @@ struct Entry {
     lock: Arc<AsyncMutex<()>>,
     /// Changes waiting for the lock: the holder is the last of its apply when none wait.
     waiting: Arc<AtomicUsize>,
+    /// What the holder in this process is doing (`roll replica prod-a`), for a waiter's log and error.
+    doing: Arc<Mutex<String>>,
 }
 
 static LOCKS: OnceLock<Mutex<HashMap<String, Entry>>> = OnceLock::new();
@@ -71,6 +73,10 @@ pub struct ClusterLock {
     shared: Option<SharedLock>,
     waiting: Arc<AtomicUsize>,
     cluster_id: String,
+    /// How long taking the lock took: queued behind sibling changes of this apply, then other processes.
+    waited: Duration,
+    /// Where this process's holder says what it is doing.
+    doing: Arc<Mutex<String>>,
     // Last field: dropped after `Drop::drop` has started the shared lock's release.
     _guard: OwnedMutexGuard<()>,
 }
@@ -95,6 +101,18 @@ impl ClusterLock {
     /// that should judge the cluster's final shape.
     pub fn others_waiting(&self) -> bool {
         self.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// How long the change waited for its turn. A change's deadline is moved on by this much once it holds the
+    /// lock (`after_wait`): the user's timeout bounds the wait, and again the work, so time spent queued behind
+    /// siblings never leaves a change too little time to finish what it starts.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// `deadline`, set when the wait for the lock began, moved on by the wait.
+    pub fn after_wait(&self, deadline: Instant) -> Instant {
+        deadline + self.waited
     }
 
     /// Releases the lock across processes, then in this process. Waiters in other processes take it on their
@@ -163,32 +181,137 @@ pub(crate) async fn lock_at(
     doing: &str,
     deadline: Instant,
 ) -> Result<ClusterLock> {
-    let mut lock = lock_in_process(cluster_id).await;
-    // Taken after the in-process lock: a process waits in one place only, and its siblings queue behind it.
+    let started = Instant::now();
+    let mut lock = queue_in_process(
+        cluster_id,
+        &place.cluster,
+        doing,
+        deadline,
+        place.timing.say,
+    )
+    .await?;
+    // Taken after the in-process lock: a process waits in one place only, and its siblings queue behind it. The
+    // time queued behind siblings is not taken from the wait for other processes either.
+    let deadline = deadline + started.elapsed();
     lock.shared = Some(SharedLock::acquire(place, doing, deadline).await?);
+    lock.waited = started.elapsed();
     Ok(lock)
+}
+
+/// The in-process layer, saying every `say` whom the change waits behind (at info). Sibling replicas of one apply
+/// queue here, and each change ahead runs inside its own timeout, so the wait is given the change's timeout once
+/// for each change ahead of it and once for itself: a long queue of healthy rolls never runs out, a stuck one does.
+async fn queue_in_process(
+    cluster_id: &str,
+    cluster: &str,
+    doing: &str,
+    deadline: Instant,
+    say: Duration,
+) -> Result<ClusterLock> {
+    let started = Instant::now();
+    let ahead = changes_ahead(cluster_id);
+    let deadline = started + deadline.saturating_duration_since(started) * (ahead + 1);
+    let taking = lock_in_process(cluster_id);
+    tokio::pin!(taking);
+    loop {
+        let next_word = (Instant::now() + say).min(deadline);
+        match tokio::time::timeout_at(next_word, &mut taking).await {
+            Ok(lock) => {
+                *lock.doing.lock().unwrap_or_else(|p| p.into_inner()) = doing.to_string();
+                if started.elapsed() >= say {
+                    tracing::info!(
+                        "{doing}: took the lock of cluster {cluster} after waiting {}s for its turn",
+                        started.elapsed().as_secs()
+                    );
+                }
+                return Ok(lock);
+            }
+            Err(_) => {
+                let (holder, queued) = in_process_holder(cluster_id);
+                let waited = started.elapsed().as_secs();
+                if Instant::now() >= deadline {
+                    return Err(OpError::Refused(
+                        format!(
+                            "{doing}: gave up after {waited}s waiting for its turn at cluster {cluster}'s lock"
+                        ),
+                        format!(
+                            "Changes of one cluster run one at a time. This one waited behind \"{holder}\" ({queued} queued) for as long as its timeout allows each of the {ahead} changes that were ahead of it, and did not start: nothing of it was changed. The change ahead is taking longer than its own timeout should let it; look at what it is doing (TF_LOG_PROVIDER=info names each phase), then apply again: the next apply carries on."
+                        ),
+                    ));
+                }
+                tracing::info!(
+                    "{doing}: waiting for its turn at cluster {cluster}'s lock behind \"{holder}\" ({queued} queued, {waited}s so far)"
+                );
+            }
+        }
+    }
+}
+
+/// How many changes of the cluster hold or wait for the in-process lock now.
+fn changes_ahead(cluster_id: &str) -> u32 {
+    let map = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    map.get(cluster_id).map_or(0, |e| {
+        let held = u32::from(e.lock.try_lock().is_err());
+        u32::try_from(e.waiting.load(Ordering::SeqCst)).unwrap_or(u32::MAX) + held
+    })
+}
+
+/// What the holder of the in-process lock is doing, and how many changes queue behind it.
+fn in_process_holder(cluster_id: &str) -> (String, usize) {
+    let map = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    map.get(cluster_id).map_or((String::new(), 0), |e| {
+        (
+            e.doing.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            e.waiting.load(Ordering::SeqCst),
+        )
+    })
 }
 
 /// The in-process layer alone (the provider's cancellation tests hold it to make an apply wait).
 pub async fn lock_in_process(cluster_id: &str) -> ClusterLock {
-    let (lock, waiting) = {
+    let started = Instant::now();
+    let (lock, waiting, doing) = {
         let mut map = LOCKS
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let e = map.entry(cluster_id.to_string()).or_default();
-        (Arc::clone(&e.lock), Arc::clone(&e.waiting))
+        (
+            Arc::clone(&e.lock),
+            Arc::clone(&e.waiting),
+            Arc::clone(&e.doing),
+        )
     };
     waiting.fetch_add(1, Ordering::SeqCst);
+    // Dropped before the lock is taken (a timed-out wait), the count must still come down.
+    let counted = Waiting(&waiting);
     let guard = lock.lock_owned().await;
-    waiting.fetch_sub(1, Ordering::SeqCst);
-    // A change may follow: a snapshot shared by reads must not outlive it.
+    drop(counted);
+    // A change may follow: a snapshot shared by reads must not outlive it, nor a plan's record of leaves.
     super::refresh::forget(cluster_id);
+    super::plan_leaves::forget(cluster_id);
     ClusterLock {
         _guard: guard,
         waiting,
+        doing,
         cluster_id: cluster_id.to_string(),
         shared: None,
+        waited: started.elapsed(),
+    }
+}
+
+/// Counts a waiter out when dropped, whether it got the lock or gave up.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -481,6 +604,44 @@ mod tests {
             .unwrap()
             .unwrap()
             .labels
+    }
+
+    #[tokio::test]
+    async fn a_change_queued_past_its_timeout_names_whom_it_waited_behind_and_leaves_the_queue() {
+        let id = "p/r/queue";
+        let soon = |ms| Instant::now() + Duration::from_millis(ms);
+        let say = Duration::from_millis(40);
+        let first = queue_in_process(id, "walk", "roll replica walk-a", soon(1000), say)
+            .await
+            .unwrap();
+        let refused = queue_in_process(id, "walk", "roll replica walk-b", soon(200), say)
+            .await
+            .err()
+            .expect("the wait ran out");
+        let text = refused.to_string();
+        assert!(
+            text.contains("roll replica walk-b: gave up after")
+                && text.contains("behind \"roll replica walk-a\"")
+                && text.contains("nothing of it was changed"),
+            "{text}"
+        );
+        assert!(!first.others_waiting(), "the refused change left the queue");
+        // The holder's wait was nothing; a change queued behind it waited for its release, and its deadline
+        // moves on by that much.
+        assert!(first.waited() < Duration::from_millis(100));
+        let second = tokio::spawn(async move {
+            queue_in_process(id, "walk", "roll replica walk-c", soon(2000), say).await
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(first);
+        let second = second.await.unwrap().unwrap();
+        assert!(
+            second.waited() >= Duration::from_millis(300),
+            "{:?}",
+            second.waited()
+        );
+        let now = Instant::now();
+        assert_eq!(second.after_wait(now), now + second.waited());
     }
 
     #[tokio::test]

@@ -125,7 +125,8 @@ pub async fn roll_in_turn(ctx: &ClusterCtx, r: &RollRequest, deadline: Instant) 
     let patience = (Instant::now() + WAIT_FOR_SIBLINGS).min(deadline);
     loop {
         let lock = lock_cluster(ctx, &format!("roll replica {}", r.name), deadline).await?;
-        let rolled = roll(ctx, r, deadline).await;
+        // The wait for the lock is not taken from the roll: a roll never starts short of its whole timeout.
+        let rolled = roll(ctx, r, lock.after_wait(deadline)).await;
         lock.release().await;
         match rolled {
             Err(OpError::NotYet(..)) if Instant::now() < patience => {

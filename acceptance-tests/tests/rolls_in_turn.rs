@@ -1,0 +1,122 @@
+//! Five replicas roll one at a time under the cluster's lock, each inside its own `timeouts.update`. The time a
+//! replica spends queued behind its siblings is not taken from its work: its timeout bounds the wait, and again
+//! the roll once it holds the lock. Before, the later replicas' timeouts ran out while they waited, and one was
+//! left stopped and out of the load balancer.
+//!
+//! The scenario calibrates itself: a first roll of all five with the default timeout measures the whole apply; the
+//! second gets half of that as each replica's timeout, more than one roll needs (about a fifth) and less than the
+//! queue (the fourth replica waits three fifths). Every replica must roll, none left stopped, and every key kept.
+//! A move of one replica to another zone (a replacement: keyed by name, its `zone` changes) says at plan what it
+//! does to fault tolerance while the member is gone.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use acceptance_tests::walk::{check, edit_config, walk_config_in, write_keys};
+use acceptance_tests::{Sim, Workspace, for_each_client};
+
+/// Five replicas keyed by name, two sharing a zone (us-central1 has four).
+const REPLICAS: [(&str, &str); 5] = [
+    ("r1", "us-central1-a"),
+    ("r2", "us-central1-b"),
+    ("r3", "us-central1-c"),
+    ("r4", "us-central1-f"),
+    ("r5", "us-central1-a"),
+];
+
+/// The walk-through with replicas keyed by name (`var.replicas`: key → zone) and their update timeout a variable.
+fn config(sim: &Sim) -> String {
+    edit_config(
+        walk_config_in(sim, REPLICAS[0].1),
+        &[
+            (
+                "variable \"zones\" {\n  type = list(string)\n}",
+                "variable \"replicas\" {\n  type = map(string)\n}\n\nvariable \"update_timeout\" {\n  type    = string\n  default = \"10m\"\n}",
+            ),
+            ("for_each = toset(var.zones)", "for_each = var.replicas"),
+            (
+                "  zone     = each.value\n",
+                "  zone     = each.value\n  timeouts {\n    update = var.update_timeout\n  }\n",
+            ),
+        ],
+    )
+}
+
+fn set(ws: &Workspace, replicas: &BTreeMap<&str, &str>, machine_type: &str, timeout: &str) {
+    let vars = serde_json::json!({
+        "replicas": replicas,
+        "machine_type": machine_type,
+        "update_timeout": timeout,
+    });
+    ws.write_file("terraform.tfvars.json", &vars.to_string());
+}
+
+/// Every VM's status by name.
+fn statuses(sim: &Sim) -> BTreeMap<String, String> {
+    sim.admin("state")["instances"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, i)| {
+            (
+                i["name"].as_str().unwrap_or_default().to_string(),
+                i["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn five_replicas_each_roll_inside_their_own_timeout_however_long_they_queue() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("rolls-in-turn-{client}"));
+        let ws = Workspace::new(client, "rolls-in-turn").with_timeout(Duration::from_secs(600));
+        ws.write_main_tf(&config(&sim));
+        ws.init();
+        let mut replicas: BTreeMap<&str, &str> = REPLICAS.into_iter().collect();
+        set(&ws, &replicas, "e2-standard-2", "10m");
+        ws.apply();
+        let names: Vec<String> = statuses(&sim).into_keys().collect();
+        assert_eq!(names.len(), 5, "[{client}] {names:?}");
+        write_keys(&sim, &names[0]);
+
+        // The whole queue, measured with the default timeout.
+        set(&ws, &replicas, "e2-standard-4", "10m");
+        let started = Instant::now();
+        ws.apply();
+        let queue = started.elapsed();
+        check(client, &ws, &sim, 5);
+
+        // Half the queue per replica: the later ones wait longer than that for their turn.
+        let timeout = (queue.as_secs_f64() / 2.0).ceil().max(2.0) as u64;
+        eprintln!(
+            "[{client}] five rolls took {queue:.1?}; each replica's update timeout is now {timeout}s"
+        );
+        set(&ws, &replicas, "e2-standard-2", &format!("{timeout}s"));
+        let rolled = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        assert_eq!(
+            rolled.code,
+            Some(0),
+            "[{client}] every replica rolls within {timeout}s of its turn:\n{rolled}"
+        );
+        let stopped: Vec<_> = statuses(&sim)
+            .into_iter()
+            .filter(|(_, status)| status != "RUNNING")
+            .collect();
+        assert!(
+            stopped.is_empty(),
+            "[{client}] no master left stopped: {stopped:?}"
+        );
+        check(client, &ws, &sim, 5);
+
+        // A zone move replaces the replica: the plan says what the member's absence costs, then it happens.
+        replicas.insert("r5", "us-central1-b");
+        set(&ws, &replicas, "e2-standard-2", "10m");
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        plan.assert_success();
+        plan.assert_contains("Fault tolerance drops from 2 to 1 while");
+        plan.assert_contains("is replaced");
+        ws.apply();
+        check(client, &ws, &sim, 5);
+    });
+}
