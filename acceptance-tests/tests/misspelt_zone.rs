@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use acceptance_tests::faults::Event;
-use acceptance_tests::walk::{assert_sim_empty, replicas_by_zone, set_zones, walk_config_in};
+use acceptance_tests::walk::{
+    assert_sim_empty, replicas_by_zone, set_vars, set_zones, walk_config_in,
+};
 use acceptance_tests::{Sim, Workspace, for_each_client};
 
 const A: &str = "us-central1-a";
@@ -20,6 +22,17 @@ fn stored(sim: &Sim, kind: &str) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(|(_, o)| o["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Every VM's name, id, status and machine type: a stop, a rebuild or a new type shows.
+fn vms(sim: &Sim) -> Vec<[String; 4]> {
+    let field = |i: &serde_json::Value, k: &str| i[k].as_str().unwrap_or_default().to_string();
+    sim.admin("state")["instances"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, i)| ["name", "id", "status", "machineType"].map(|k| field(i, k)))
         .collect()
 }
 
@@ -95,6 +108,52 @@ fn a_misspelt_zone_is_refused_at_plan_and_a_failed_create_leaves_state_the_next_
         );
 
         sim.event(Event::ZoneUp { zone: B.into() });
+        ws.destroy();
+        assert_sim_empty(client, &sim);
+    });
+}
+
+/// A machine type the zone does not offer (a typo of `e2-standard-2`) is refused at plan on the attribute that
+/// names it, before a master is created, and before a roll would stop one: on GCE the stop comes first and the
+/// `setMachineType` that fails after it, leaving the master down.
+#[test]
+fn a_machine_type_the_zone_does_not_offer_is_refused_at_plan_and_no_master_is_touched() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("misspelt-type-{client}"));
+        let ws = Workspace::new(client, "misspelt-type").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&walk_config_in(&sim, A));
+        ws.init();
+        let sentence = format!("Machine type e2-standard-3 does not exist in zone {A}");
+
+        set_vars(&ws, &[A], &[("machine_type", "e2-standard-3")]);
+        let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+        assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
+        plan.assert_contains(&sentence);
+        plan.assert_contains("gcloud compute machine-types list");
+        assert!(
+            stored(&sim, "addresses").is_empty() && stored(&sim, "instances").is_empty(),
+            "[{client}] a refused plan created something"
+        );
+
+        set_vars(&ws, &[A, B], &[]);
+        ws.apply();
+        let before = vms(&sim);
+        set_vars(&ws, &[A, B], &[("machine_type", "e2-standard-3")]);
+        let roll = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        assert_ne!(
+            roll.code,
+            Some(0),
+            "[{client}] the roll must be refused:\n{roll}"
+        );
+        roll.assert_contains(&sentence);
+        assert_eq!(
+            vms(&sim),
+            before,
+            "[{client}] no master was stopped or changed"
+        );
+
+        set_vars(&ws, &[A, B], &[]);
+        assert_eq!(ws.plan_detailed_exitcode(), 0, "[{client}] nothing to undo");
         ws.destroy();
         assert_sim_empty(client, &sim);
     });

@@ -20,6 +20,9 @@ const READS_AND_WRITES: &[&str] = &[
     "compute.zones.list",
     "compute.zones.get",
     "compute.regions.get",
+    "compute.machineTypes.get",
+    "compute.machineTypes.list",
+    "compute.machineTypes.aggregatedList",
     "compute.addresses.insert",
     "compute.regionOperations.wait",
     "compute.addresses.aggregatedList",
@@ -28,6 +31,11 @@ const READS_AND_WRITES: &[&str] = &[
     "compute.addresses.setLabels",
     "compute.addresses.delete",
 ];
+
+/// How many zones the sim's catalogue has (`sim/src/state/catalog.rs`).
+fn catalog_zones() -> usize {
+    ha_sim::state::catalog::zones().count()
+}
 
 /// What `gcloud_firewall_rules` makes gcloud call.
 const FIREWALL_RULES: &[&str] = &[
@@ -202,6 +210,69 @@ async fn gcloud_reads_and_writes() {
         .await
         .unwrap();
     assert_eq!(region["name"], R);
+    // The machine-type catalogue, as a user checks a type before naming it.
+    let e2 = gcloud(
+        &sim,
+        &[
+            "compute",
+            "machine-types",
+            "describe",
+            "e2-standard-4",
+            "--zone",
+            Z,
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (e2["guestCpus"].as_u64(), e2["memoryMb"].as_u64()),
+        (Some(4), Some(16384)),
+        "{e2}"
+    );
+    let types = gcloud(&sim, &["compute", "machine-types", "list", "--zones", Z])
+        .await
+        .unwrap();
+    let names: Vec<&str> = types
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"e2-standard-2") && names.contains(&"n2-highmem-8"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"e2-standard-3"), "{names:?}");
+    // Without --zones gcloud asks every zone at once.
+    let everywhere = gcloud(
+        &sim,
+        &[
+            "compute",
+            "machine-types",
+            "list",
+            "--filter=name=e2-medium",
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        everywhere.as_array().map(Vec::len),
+        Some(catalog_zones()),
+        "one e2-medium per zone: {everywhere}"
+    );
+    gcloud(
+        &sim,
+        &[
+            "compute",
+            "machine-types",
+            "describe",
+            "e2-standard-3",
+            "--zone",
+            Z,
+        ],
+    )
+    .await
+    .expect_err("a type no zone offers is not found");
 
     gcloud(
         &sim,

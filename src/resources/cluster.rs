@@ -131,7 +131,11 @@ fn machines(schema: Schema) -> Schema {
     .attribute(
         Attribute::string("machine_type")
             .default(s("e2-standard-2"))
-            .description("Machine type of every replica.")
+            .description(
+                "Machine type of every replica. A predefined type is checked at plan against each replica's \
+                 zone (a zone that does not offer it is refused before any master is created or stopped); a \
+                 custom type (`n2-custom-4-16384`) is not.",
+            )
             .validator(string_check(
                 "A GCE machine type.",
                 machine_type::check_machine_type,
@@ -1486,6 +1490,25 @@ impl Resource for ClusterResource {
             let zone = p.zone.known().filter(|z| !z.is_empty()).map(String::as_str);
             let at = if zone.is_some() { "zone" } else { "region" };
             super::placement::check(&self.settings(), project, region, zone, at, diags).await;
+        }
+        let retyped = change
+            .prior
+            .is_none_or(|m| m.machine_type != p.machine_type || m.zone != p.zone);
+        if retyped
+            && let (Some(project), Some(zone), Some(machine_type)) =
+                (p.project.known(), p.zone.known(), p.machine_type.known())
+            && !zone.is_empty()
+        {
+            let at = AttributePath::attr("machine_type");
+            super::placement::check_machine_type(
+                &self.settings(),
+                project,
+                zone,
+                machine_type,
+                at,
+                diags,
+            )
+            .await;
         }
         if let Some(prior) = change.prior {
             super::cluster_ca::check_key_needed(change.config, prior, p, diags);

@@ -679,6 +679,26 @@ impl Resource for ReplicaResource {
             super::placement::check(&self.settings(), project, region, Some(zone), "zone", diags)
                 .await;
         }
+        let machine_type = |m: &ReplicaModel| m.cluster.known().map(|c| c.machine_type.clone());
+        let retyped = change
+            .prior
+            .is_none_or(|m| m.zone != p.zone || machine_type(m) != machine_type(p));
+        if retyped
+            && let (Some(cluster), Some(zone)) = (p.cluster.known(), p.zone.known())
+            && let (Some(project), Some(machine_type)) =
+                (cluster.project.known(), cluster.machine_type.known())
+        {
+            let at = AttributePath::attr("cluster");
+            super::placement::check_machine_type(
+                &self.settings(),
+                project,
+                zone,
+                machine_type,
+                at,
+                diags,
+            )
+            .await;
+        }
         if change.prior.is_none() {
             // This release's masters fetch their keys from Secret Manager.
             p.keys_in_metadata = Val::Known(false);

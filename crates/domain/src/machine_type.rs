@@ -1,6 +1,8 @@
 //! Machine type syntax. GCE has predefined types (`e2-standard-4`, `n1-highmem-8`, `e2-medium`, `f1-micro`) and
-//! custom ones (`custom-4-16384`, `n2-custom-8-32768`, with `-ext` for extended memory). Whether a type exists in a
-//! zone is GCE's to say at apply; a malformed one is caught here, before anything is created.
+//! custom ones (`custom-4-16384`, `n2-custom-8-32768`, with `-ext` for extended memory). A malformed one is caught
+//! here, at validate; whether a predefined type exists in a zone is asked of Compute Engine at plan
+//! (`ops::placement::check_machine_type`, on `predefined_name`), since on GCE a type a zone lacks stops a master
+//! before the call that needs it fails. Custom types are made to measure and are not asked.
 
 use super::Problem;
 
@@ -15,6 +17,23 @@ pub fn check_machine_type(t: &str) -> Result<(), Problem> {
     } else {
         Err(bad(t))
     }
+}
+
+/// The name to ask Compute Engine about, for a well-formed predefined type (`e2-standard-4`, or a URL ending in
+/// one); `None` for a custom type or a malformed one (validate refuses those).
+pub fn predefined_name(t: &str) -> Option<&str> {
+    let name = t.rsplit('/').next().unwrap_or(t);
+    (check_machine_type(t).is_ok() && is_predefined(name)).then_some(name)
+}
+
+/// The refusal of a predefined type that a zone does not offer, at the attribute that names it.
+pub fn not_offered(name: &str, zone: &str) -> Problem {
+    (
+        format!("Machine type {name} does not exist in zone {zone}"),
+        format!(
+            "Compute Engine offers no machine type `{name}` in {zone}, so a master there could not be created (or, in a roll, would be stopped and not started again). Nothing was planned. `gcloud compute machine-types list --zones {zone}` lists the types it offers; a custom type such as `n2-custom-4-16384` is made to measure."
+        ),
+    )
 }
 
 fn bad(t: &str) -> Problem {
@@ -98,6 +117,30 @@ mod tests {
         ] {
             assert!(check_machine_type(ok).is_ok(), "{ok}");
         }
+    }
+
+    #[test]
+    fn only_well_formed_predefined_types_are_asked_about() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("e2-standard-3", Some("e2-standard-3")),
+            (
+                "zones/europe-west1-b/machineTypes/e2-medium",
+                Some("e2-medium"),
+            ),
+            ("c3-standard-4-lssd", Some("c3-standard-4-lssd")),
+            ("n2-custom-8-32768", None),
+            ("custom-4-16384", None),
+            ("e2-standard", None),
+        ];
+        for (t, want) in cases {
+            assert_eq!(predefined_name(t), *want, "{t}");
+        }
+        let (summary, detail) = not_offered("e2-standard-3", "us-central1-a");
+        assert_eq!(
+            summary,
+            "Machine type e2-standard-3 does not exist in zone us-central1-a"
+        );
+        assert!(detail.contains("--zones us-central1-a"), "{detail}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Zones and regions: whether a zone exists and is UP, and which zones a region has (replica placement).
+//! Zones and regions: whether a zone exists and is UP, which zones a region has (replica placement), and whether a
+//! zone offers a machine type.
 
 use super::Compute;
 use super::error::{Error, Result, last_segment};
@@ -75,5 +76,36 @@ impl Compute {
                 .unwrap_or_default()
                 .to_string(),
         })
+    }
+
+    /// Whether `zone` offers the predefined machine type `name`: `machineTypes.get`, false on 404.
+    pub async fn machine_type_offered(
+        &self,
+        zone: &str,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<bool> {
+        let project = self.project()?;
+        let resource = format!(
+            "machine type {}",
+            self.rel(&format!("zones/{zone}/machineTypes/{name}"))
+        );
+        let got = self
+            .attempt(&resource, "get", deadline, || {
+                self.clients
+                    .machine_types
+                    .get()
+                    .set_project(project)
+                    .set_zone(zone)
+                    .set_machine_type(name)
+                    .with_user_agent(self.user_agent())
+                    .send()
+            })
+            .await;
+        match got {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }

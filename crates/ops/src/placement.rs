@@ -97,6 +97,77 @@ where
     Ok(())
 }
 
+/// Whether each zone offers each predefined machine type asked so far, by project, zone and type.
+type Offered = HashMap<(String, String, String), bool>;
+
+fn offered() -> std::sync::MutexGuard<'static, Offered> {
+    static OFFERED: OnceLock<Mutex<Offered>> = OnceLock::new();
+    OFFERED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses (`OpError::Refused`) a predefined machine type that `zone` does not offer (`machineTypes.get`), asked
+/// once per process for each zone and type. Custom types are not asked. Other errors are returned as they are, as
+/// for [`check_location`].
+pub async fn check_machine_type(
+    settings: &Settings,
+    project: &str,
+    zone: &str,
+    machine_type: &str,
+) -> Result<()> {
+    check_machine_type_with(project, zone, machine_type, async || {
+        Cloud::connect(settings, project).await
+    })
+    .await
+}
+
+async fn check_machine_type_with<F>(
+    project: &str,
+    zone: &str,
+    machine_type: &str,
+    connect: F,
+) -> Result<()>
+where
+    F: AsyncFnOnce() -> Result<Cloud>,
+{
+    let Some(name) = ha_domain::machine_type::predefined_name(machine_type) else {
+        return Ok(());
+    };
+    let key = (project.to_string(), zone.to_string(), name.to_string());
+    let known = offered().get(&key).copied();
+    let is_offered = match known {
+        Some(answer) => answer,
+        None => {
+            if let Some(why) = UNANSWERED.get() {
+                return Err(OpError::Other(format!("not asked: {why}")));
+            }
+            let cloud = connect().await?;
+            let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
+            match cloud
+                .compute
+                .machine_type_offered(zone, name, deadline)
+                .await
+            {
+                Ok(answer) => {
+                    offered().insert(key, answer);
+                    answer
+                }
+                Err(e) => {
+                    let _ = UNANSWERED.set(e.to_string());
+                    return Err(e.into());
+                }
+            }
+        }
+    };
+    if is_offered {
+        return Ok(());
+    }
+    let (summary, detail) = ha_domain::machine_type::not_offered(name, zone);
+    Err(OpError::Refused(summary, detail))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +217,34 @@ mod tests {
         assert_eq!(sim.calls("regions.get").await, calls);
         assert_eq!(connects.load(Ordering::SeqCst), clients);
         assert_eq!(clients, 2, "one client per region asked");
+    }
+
+    #[tokio::test]
+    async fn a_machine_type_the_zone_does_not_offer_is_refused_and_each_is_asked_once() {
+        let sim = Sim::start().await;
+        let check = async |zone: &str, t: &str| {
+            check_machine_type_with("proj", zone, t, async || {
+                Ok(Cloud {
+                    compute: sim.compute().await,
+                    settings: sim.settings(),
+                    project: "proj".into(),
+                })
+            })
+            .await
+        };
+        check("europe-west1-b", "e2-standard-4").await.unwrap();
+        match check("europe-west1-b", "e2-standard-3").await {
+            Err(OpError::Refused(summary, _)) => assert_eq!(
+                summary,
+                "Machine type e2-standard-3 does not exist in zone europe-west1-b"
+            ),
+            other => panic!("a misspelt type was not refused: {:?}", other.err()),
+        }
+        // A custom type is made to measure: not asked.
+        let calls = sim.calls("machineTypes.get").await;
+        check("europe-west1-b", "n2-custom-4-16384").await.unwrap();
+        check("europe-west1-b", "e2-standard-4").await.unwrap();
+        assert_eq!(sim.calls("machineTypes.get").await, calls, "asked once");
+        assert_eq!(calls, 2);
     }
 }

@@ -27,6 +27,7 @@ pub fn machine_type(sim: &Sim, req: &Req, given: &str) -> ApiResult<String> {
             "Must be a URL to a valid Compute resource of the correct type.",
         ));
     }
+    super::machine_types::check_offered("resource.machineType", given, req.p("zone"))?;
     Ok(sim.links.url(&rel))
 }
 

@@ -16,6 +16,7 @@ pub mod instance_build;
 pub mod instance_meta;
 pub mod instance_request;
 pub mod instances;
+pub mod machine_types;
 pub mod operations;
 pub mod projects;
 pub mod subnetworks;
@@ -112,6 +113,7 @@ fn routes() -> impl Iterator<Item = &'static Route> {
         target_pools::ROUTES,
         forwarding_rules::ROUTES,
         zones::ROUTES,
+        machine_types::ROUTES,
         projects::ROUTES,
         operations::ROUTES,
     ]

@@ -35,6 +35,101 @@ pub fn zones_of(region: &str) -> Vec<String> {
         .collect()
 }
 
+/// A predefined machine type: vCPUs and memory in MB, as `machineTypes.get` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineType {
+    pub cpus: u32,
+    pub memory_mb: u32,
+}
+
+/// The predefined series the sim offers in every zone (real zones differ: C3 and N2D are not in every zone), from
+/// the Compute Engine machine family pages: (series, class, vCPU counts, MB per vCPU). The shared-core types are
+/// listed apart.
+const SERIES: &[(&str, &str, &[u32], u32)] = &[
+    ("e2", "standard", &[2, 4, 8, 16, 32], 4096),
+    ("e2", "highmem", &[2, 4, 8, 16], 8192),
+    ("e2", "highcpu", &[2, 4, 8, 16, 32], 1024),
+    ("n1", "standard", &[1, 2, 4, 8, 16, 32, 64, 96], 3840),
+    (
+        "n2",
+        "standard",
+        &[2, 4, 8, 16, 32, 48, 64, 80, 96, 128],
+        4096,
+    ),
+    (
+        "n2",
+        "highmem",
+        &[2, 4, 8, 16, 32, 48, 64, 80, 96, 128],
+        8192,
+    ),
+    (
+        "n2d",
+        "standard",
+        &[2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224],
+        4096,
+    ),
+    ("n2d", "highmem", &[2, 4, 8, 16, 32, 48, 64, 80, 96], 8192),
+    ("c3", "standard", &[4, 8, 22, 44, 88, 176], 4096),
+    ("t2d", "standard", &[1, 2, 4, 8, 16, 32, 48, 60], 4096),
+];
+
+/// Shared-core types: (name, vCPUs, MB).
+const SHARED_CORE: &[(&str, u32, u32)] = &[
+    ("e2-micro", 2, 1024),
+    ("e2-small", 2, 2048),
+    ("e2-medium", 2, 4096),
+    ("f1-micro", 1, 614),
+    ("g1-small", 1, 1740),
+];
+
+/// Every predefined machine type of a zone, by name, in catalog order (the sim's zones all offer the same).
+pub fn machine_types() -> impl Iterator<Item = (String, MachineType)> {
+    let shared = SHARED_CORE
+        .iter()
+        .map(|&(name, cpus, memory_mb)| (name.to_string(), MachineType { cpus, memory_mb }));
+    let series = SERIES.iter().flat_map(|&(series, class, counts, per_cpu)| {
+        counts.iter().map(move |&cpus| {
+            let t = MachineType {
+                cpus,
+                memory_mb: cpus * per_cpu,
+            };
+            (format!("{series}-{class}-{cpus}"), t)
+        })
+    });
+    // C3 with local SSD, as GCE lists it beside the plain type.
+    let lssd = SERIES
+        .iter()
+        .filter(|(series, ..)| *series == "c3")
+        .flat_map(|&(series, class, counts, per_cpu)| {
+            counts.iter().map(move |&cpus| {
+                let t = MachineType {
+                    cpus,
+                    memory_mb: cpus * per_cpu,
+                };
+                (format!("{series}-{class}-{cpus}-lssd"), t)
+            })
+        });
+    shared.chain(series).chain(lssd)
+}
+
+/// The predefined type `name`, if the sim's zones offer it.
+pub fn machine_type(name: &str) -> Option<MachineType> {
+    machine_types().find(|(n, _)| n == name).map(|(_, t)| t)
+}
+
+/// A custom type (`custom-4-16384`, `n2-custom-8-32768-ext`): not listed, made to measure at insert.
+pub fn is_custom_machine_type(name: &str) -> bool {
+    let rest = match name.split_once("custom-") {
+        Some((series, rest)) if series.is_empty() || series.ends_with('-') => rest,
+        _ => return false,
+    };
+    let rest = rest.strip_suffix("-ext").unwrap_or(rest);
+    let mut parts = rest.split('-');
+    let numbers = (parts.next(), parts.next(), parts.next());
+    matches!(numbers, (Some(c), Some(m), None)
+        if c.parse::<u32>().is_ok() && m.parse::<u32>().is_ok())
+}
+
 /// A stable numeric id for a catalog entry, so zone/region ids do not change across restarts.
 pub fn stable_id(name: &str) -> u64 {
     // FNV-1a: tiny, deterministic, good enough to give distinct ids to a dozen names.
