@@ -229,7 +229,8 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
             .assert_contains("data_disk_size_gb cannot shrink from 30 to 25 GB")
             .assert_contains("data_disk_size_gb = 30");
         // Another network would give the member a new peer address: refused at plan, not a replacement that
-        // would take etcd's data with it.
+        // would take etcd's data with it. The cluster's own plan refuses it first (it would replace the cluster);
+        // a replica whose cluster lives in another state refuses it itself (`domain::roll::network_move`).
         set_vars(
             &ws,
             &[A],
@@ -243,10 +244,11 @@ fn a_roll_waits_for_a_down_member_and_a_sole_replica_rolls_with_warned_downtime(
         );
         refused
             .assert_contains(&format!(
-                "Replica {} cannot move to another network",
+                "Cluster walk cannot be replaced while it has replicas ({})",
                 by_zone[A]
             ))
-            .assert_contains("on network default and the configuration moves them to network prod");
+            .assert_contains("Changing `network` replaces ha_master_cluster walk")
+            .assert_contains("another subnetwork of the same network can be set instead");
         set_vars(&ws, &[A], &rebuild);
         assert_eq!(
             sim.instance(&by_zone[A])["machineType"]

@@ -122,6 +122,12 @@ pub fn check_cluster_replacement<'a>(
 ) -> Option<(&'a str, Refusal)> {
     let at = *changed.first()?;
     let attributes = listed(changed.iter().map(|a| format!("`{a}`")));
+    // Within one network the masters can move: to another subnetwork, one at a time.
+    let network = if changed.contains(&"network") {
+        " Members on two VPC networks cannot reach each other's etcd peer port, so the masters cannot move network one at a time; another subnetwork of the same network can be set instead, and the replicas roll onto it keeping their etcd members and data."
+    } else {
+        ""
+    };
     if !replicas.is_empty() {
         return Some((
             at,
@@ -131,7 +137,7 @@ pub fn check_cluster_replacement<'a>(
                     listed(replicas)
                 ),
                 format!(
-                    "Changing {attributes} replaces ha_master_cluster {name}: a new static IP, new CAs and new firewall rules, and every replica destroyed and created again under the new cluster with an empty etcd, so the control plane's data (every Kubernetes object) and every client's credentials would be lost. Nothing was planned. Set {attributes} back to what the cluster has. To run the control plane under another name or in another place, create a second ha_master_cluster started from a snapshot of this one (`restore {{ source = \"snapshot\", snapshot = \"gs://...\" }}`, docs/guides/disaster-recovery.md), move clients to it, then remove this cluster's replicas and the cluster."
+                    "Changing {attributes} replaces ha_master_cluster {name}: a new static IP, new CAs and new firewall rules, and every replica destroyed and created again under the new cluster with an empty etcd, so the control plane's data (every Kubernetes object) and every client's credentials would be lost. Nothing was planned. Set {attributes} back to what the cluster has. To run the control plane under another name or in another place, create a second ha_master_cluster started from a snapshot of this one (`restore {{ source = \"snapshot\", snapshot = \"gs://...\" }}`, docs/guides/disaster-recovery.md), move clients to it, then remove this cluster's replicas and the cluster.{network}"
                 ),
             ),
         ));
@@ -409,6 +415,13 @@ mod tests {
                 true,
                 Some("project"),
                 "restore { source = \"snapshot\"",
+            ),
+            (
+                &["network"],
+                &replicas,
+                true,
+                Some("network"),
+                "another subnetwork of the same network can be set instead",
             ),
             (
                 &["name"],
