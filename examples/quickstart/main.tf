@@ -62,3 +62,9 @@ output "endpoint" {
 output "replicas" {
   value = { for zone, r in ha_master_replica.master : zone => r.name }
 }
+
+# What a credential needs (examples/kubeconfig reads it from this state): the endpoint, the CAs, the settings.
+output "spec" {
+  value     = ha_master_cluster.prod.spec
+  sensitive = true
+}

@@ -1,14 +1,15 @@
 # A short-lived admin certificate and kubeconfig, minted on every run and never written to plan or state
-# (Terraform 1.10 or later). Here a kubeconfig file is written for kubectl on every apply; the file is then
-# yours to protect and delete. Ephemeral values can also configure another provider (e.g. `kubernetes`).
+# (Terraform 1.10 or later). Here a kubeconfig file is written for kubectl at the first apply of each UTC day (a
+# plan later that day is empty); the file is then yours to protect and delete. examples/kubeconfig keeps it in a
+# root module of its own, out of the one a drift job plans. Ephemeral values can also configure another provider (e.g. `kubernetes`).
 ephemeral "ha_admin_credentials" "admin" {
   cluster  = ha_master_cluster.prod.spec
-  validity = "1h"
+  validity = "24h"
 }
 
 resource "terraform_data" "kubeconfig" {
   depends_on       = [ha_master_replica.master]
-  triggers_replace = [timestamp()]
+  triggers_replace = [formatdate("YYYY-MM-DD", plantimestamp())]
 
   provisioner "local-exec" {
     command     = "umask 077 && printf '%s' \"$KUBECONFIG_YAML\" > admin.kubeconfig"
