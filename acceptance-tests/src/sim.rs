@@ -325,6 +325,20 @@ impl Sim {
     }
 
     /// Names of the objects of one kind in `status` (`instances`, `addresses`, `forwardingRules`).
+    /// One field of every VM, by VM name (`"id"`: a VM deleted and made again under its name shows a new id;
+    /// `"status"`, `"machineType"`).
+    pub fn vm_field(&self, field: &str) -> std::collections::BTreeMap<String, String> {
+        self.admin("state")["instances"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(_, i)| {
+                let text = |k: &str| i[k].as_str().unwrap_or_default().to_string();
+                (text("name"), text(field))
+            })
+            .collect()
+    }
+
     pub fn names(&self, kind: &str) -> Vec<String> {
         let mut v: Vec<String> = self.status()[kind]
             .as_array()

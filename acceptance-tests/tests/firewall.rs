@@ -6,33 +6,17 @@
 //! the host (the cluster's rule widened first, since the replicas' plan reads etcd before the rule changes), a plain
 //! apply converges.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use acceptance_tests::faults::Event;
+use acceptance_tests::for_each_client;
 use acceptance_tests::walk::{
     THREE_ZONES, check, member_names, set_zones_and_etcd_ranges, three_replicas, write_keys,
 };
-use acceptance_tests::{Sim, for_each_client};
 
 /// Where the Terraform host is, as the masters' firewall sees it: outside the configured 127.0.0.0/8.
 const OUTSIDE: &str = "198.51.100.7";
 const F: &str = "us-central1-f";
-
-/// Every VM's name and id: a VM deleted and made again under its name would show a new id.
-fn vms(sim: &Sim) -> BTreeMap<String, String> {
-    sim.admin("state")["instances"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(_, i)| {
-            (
-                i["name"].as_str().unwrap_or_default().to_string(),
-                i["id"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_admits_it() {
@@ -77,7 +61,7 @@ fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_adm
         ));
         let a = &by_zone[THREE_ZONES[0]];
         let before_members = member_names(&sim, b);
-        let before_vms = vms(&sim);
+        let before_vms = sim.vm_field("id");
         assert_eq!(before_members.len(), 3, "[{client}] {before_members:?}");
 
         // The host moves outside 127.0.0.0/8: the rule `walk-etcd-client` no longer admits it to 2379.
@@ -114,7 +98,7 @@ fn a_terraform_host_outside_the_etcd_source_ranges_is_refused_until_the_rule_adm
             );
             apply.assert_contains("could not be read from where Terraform runs");
             assert_eq!(
-                vms(&sim),
+                sim.vm_field("id"),
                 before_vms,
                 "[{client}] {what}: no VM was made or deleted"
             );

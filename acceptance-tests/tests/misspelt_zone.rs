@@ -25,17 +25,6 @@ fn stored(sim: &Sim, kind: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every VM's name, id, status and machine type: a stop, a rebuild or a new type shows.
-fn vms(sim: &Sim) -> Vec<[String; 4]> {
-    let field = |i: &serde_json::Value, k: &str| i[k].as_str().unwrap_or_default().to_string();
-    sim.admin("state")["instances"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(_, i)| ["name", "id", "status", "machineType"].map(|k| field(i, k)))
-        .collect()
-}
-
 #[test]
 fn a_misspelt_zone_is_refused_at_plan_and_a_failed_create_leaves_state_the_next_plan_reads() {
     for_each_client(|client| {
@@ -137,7 +126,7 @@ fn a_machine_type_the_zone_does_not_offer_is_refused_at_plan_and_no_master_is_to
 
         set_vars(&ws, &[A, B], &[]);
         ws.apply();
-        let before = vms(&sim);
+        let before = ["id", "status", "machineType"].map(|f| sim.vm_field(f));
         set_vars(&ws, &[A, B], &[("machine_type", "e2-standard-3")]);
         let roll = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
         assert_ne!(
@@ -147,7 +136,7 @@ fn a_machine_type_the_zone_does_not_offer_is_refused_at_plan_and_no_master_is_to
         );
         roll.assert_contains(&sentence);
         assert_eq!(
-            vms(&sim),
+            ["id", "status", "machineType"].map(|f| sim.vm_field(f)),
             before,
             "[{client}] no master was stopped or changed"
         );

@@ -51,21 +51,6 @@ fn set(ws: &Workspace, replicas: &BTreeMap<&str, &str>, machine_type: &str, time
     ws.write_file("terraform.tfvars.json", &vars.to_string());
 }
 
-/// Every VM's status by name.
-fn statuses(sim: &Sim) -> BTreeMap<String, String> {
-    sim.admin("state")["instances"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(_, i)| {
-            (
-                i["name"].as_str().unwrap_or_default().to_string(),
-                i["status"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn five_replicas_each_roll_inside_their_own_timeout_however_long_they_queue() {
     for_each_client(|client| {
@@ -76,7 +61,7 @@ fn five_replicas_each_roll_inside_their_own_timeout_however_long_they_queue() {
         let mut replicas: BTreeMap<&str, &str> = REPLICAS.into_iter().collect();
         set(&ws, &replicas, "e2-standard-2", "10m");
         ws.apply();
-        let names: Vec<String> = statuses(&sim).into_keys().collect();
+        let names: Vec<String> = sim.vm_field("status").into_keys().collect();
         assert_eq!(names.len(), 5, "[{client}] {names:?}");
         write_keys(&sim, &names[0]);
 
@@ -99,7 +84,8 @@ fn five_replicas_each_roll_inside_their_own_timeout_however_long_they_queue() {
             Some(0),
             "[{client}] every replica rolls within {timeout}s of its turn:\n{rolled}"
         );
-        let stopped: Vec<_> = statuses(&sim)
+        let stopped: Vec<_> = sim
+            .vm_field("status")
             .into_iter()
             .filter(|(_, status)| status != "RUNNING")
             .collect();

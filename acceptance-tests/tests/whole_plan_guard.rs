@@ -5,7 +5,6 @@
 //! and the apply does exactly that. Each check fails on the provider before the change (no plan-time judgement of
 //! a cluster's replacement; each replica's removal judged alone, so both plans were clean).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use acceptance_tests::walk::{
@@ -21,21 +20,6 @@ fn protected_config(sim: &Sim) -> String {
     edit_config(walk_config_in(sim, THREE_ZONES[0]), &[(PROTECTION_OFF, "")])
 }
 
-/// Every VM's name and id: a VM deleted and made again under its name would show a new id.
-fn vms(sim: &Sim) -> BTreeMap<String, String> {
-    sim.admin("state")["instances"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(_, i)| {
-            (
-                i["name"].as_str().unwrap_or_default().to_string(),
-                i["id"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
 fn keys_on(sim: &Sim, vm: &str) -> usize {
     sim.ssh(vm, &["etcdctl", "get", "walk/", "--prefix", "--keys-only"])
         .lines()
@@ -47,7 +31,7 @@ fn keys_on(sim: &Sim, vm: &str) -> usize {
 /// the sim changed: the same VMs (by id) and every key on each.
 #[track_caller]
 fn refused_and_untouched(client: Client, ws: &Workspace, sim: &Sim, what: &str, needles: &[&str]) {
-    let before = vms(sim);
+    let before = sim.vm_field("id");
     let plan = ws.run(&["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
     assert_eq!(
         plan.code,
@@ -66,7 +50,7 @@ fn refused_and_untouched(client: Client, ws: &Workspace, sim: &Sim, what: &str, 
         }
     }
     assert_eq!(
-        vms(sim),
+        sim.vm_field("id"),
         before,
         "[{client}] {what}: no VM was made or deleted"
     );
@@ -157,7 +141,7 @@ fn a_plan_apply_could_not_finish_is_refused_whole_and_one_it_can_finish_says_wha
         ws.apply();
         check(client, &ws, &sim, 1);
         assert_eq!(
-            vms(&sim).into_keys().collect::<Vec<_>>(),
+            sim.vm_field("id").into_keys().collect::<Vec<_>>(),
             vec![a.clone()],
             "[{client}] exactly the two replicas the plan named were removed"
         );

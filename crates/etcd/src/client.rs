@@ -257,6 +257,25 @@ impl Etcd {
         Err(CallError { failures })
     }
 
+    /// `op` on every endpoint at once, each answer tagged with its endpoint's position.
+    fn spawn_each<T, F, Fut>(
+        &self,
+        endpoints: &[EtcdTarget],
+        op: F,
+    ) -> JoinSet<(usize, Result<T, EndpointFailure>)>
+    where
+        T: Send + 'static,
+        F: Fn(Etcd, EtcdTarget) -> Fut,
+        Fut: Future<Output = Result<T, EndpointFailure>> + Send + 'static,
+    {
+        let mut set = JoinSet::new();
+        for (i, target) in endpoints.iter().enumerate() {
+            let fut = op(self.clone(), target.clone());
+            set.spawn(async move { (i, fut.await) });
+        }
+        set
+    }
+
     /// A read any member can serve, asked of every endpoint at once: the first answer wins and the other calls
     /// are dropped, so endpoints that do not answer (a plan run from outside etcd's source ranges) cost one
     /// timeout together rather than one each. As for [`Etcd::call_any`], a definitive refusal ends the call and
@@ -271,11 +290,7 @@ impl Etcd {
         F: Fn(Etcd, EtcdTarget) -> Fut,
         Fut: Future<Output = Result<T, EndpointFailure>> + Send + 'static,
     {
-        let mut set = JoinSet::new();
-        for (i, target) in endpoints.iter().enumerate() {
-            let fut = op(self.clone(), target.clone());
-            set.spawn(async move { (i, fut.await) });
-        }
+        let mut set = self.spawn_each(endpoints, op);
         let mut failures = Vec::new();
         while let Some(joined) = set.join_next().await {
             let (i, result) = joined.expect("etcd endpoint task panicked");
@@ -330,11 +345,7 @@ impl Etcd {
         F: Fn(Etcd, EtcdTarget) -> Fut,
         Fut: Future<Output = Result<T, EndpointFailure>> + Send + 'static,
     {
-        let mut set = JoinSet::new();
-        for (i, target) in endpoints.iter().enumerate() {
-            let fut = op(self.clone(), target.clone());
-            set.spawn(async move { (i, fut.await) });
-        }
+        let mut set = self.spawn_each(endpoints, op);
         let mut results: Vec<Option<Result<T, EndpointFailure>>> =
             (0..endpoints.len()).map(|_| None).collect();
         while let Some(joined) = set.join_next().await {
