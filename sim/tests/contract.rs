@@ -16,6 +16,10 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     sim.get(&format!("zones/{z}")).await;
     sim.get("regions").await;
     sim.get(&format!("regions/{r}")).await;
+    sim.get(&format!("zones/{z}/machineTypes")).await;
+    sim.get(&format!("zones/{z}/machineTypes/e2-standard-2"))
+        .await;
+    sim.get("aggregated/machineTypes").await;
     // The project, for its default service account.
     let project = sim.get("").await.body;
     assert!(

@@ -1139,6 +1139,39 @@ impl ClusterResource {
 }
 
 impl ClusterResource {
+    /// Where the cluster goes and what its masters are made of, asked of Compute Engine when either changes: the
+    /// region and zone exist, and the zone offers the machine type.
+    async fn check_placement(
+        &self,
+        prior: Option<&ClusterModel>,
+        p: &ClusterModel,
+        diags: &mut Diagnostics,
+    ) {
+        let moved = prior.is_none_or(|m| m.region != p.region || m.zone != p.zone);
+        if moved && let (Some(project), Some(region)) = (p.project.known(), p.region.known()) {
+            let zone = p.zone.known().filter(|z| !z.is_empty()).map(String::as_str);
+            let at = if zone.is_some() { "zone" } else { "region" };
+            super::placement::check(&self.settings(), project, region, zone, at, diags).await;
+        }
+        let retyped = prior.is_none_or(|m| m.machine_type != p.machine_type || m.zone != p.zone);
+        if retyped
+            && let (Some(project), Some(zone), Some(machine_type)) =
+                (p.project.known(), p.zone.known(), p.machine_type.known())
+            && !zone.is_empty()
+        {
+            let at = AttributePath::attr("machine_type");
+            super::placement::check_machine_type(
+                &self.settings(),
+                project,
+                zone,
+                machine_type,
+                at,
+                diags,
+            )
+            .await;
+        }
+    }
+
     /// A raised `restore.generation`: the recovery the apply will run, judged from the running cluster
     /// (`domain::recovery`), as a warning that says what it does, or refused saying why it cannot or need not.
     /// A lowered one is refused.
@@ -1483,33 +1516,7 @@ impl Resource for ClusterResource {
             diags,
         )
         .await;
-        let moved = change
-            .prior
-            .is_none_or(|m| m.region != p.region || m.zone != p.zone);
-        if moved && let (Some(project), Some(region)) = (p.project.known(), p.region.known()) {
-            let zone = p.zone.known().filter(|z| !z.is_empty()).map(String::as_str);
-            let at = if zone.is_some() { "zone" } else { "region" };
-            super::placement::check(&self.settings(), project, region, zone, at, diags).await;
-        }
-        let retyped = change
-            .prior
-            .is_none_or(|m| m.machine_type != p.machine_type || m.zone != p.zone);
-        if retyped
-            && let (Some(project), Some(zone), Some(machine_type)) =
-                (p.project.known(), p.zone.known(), p.machine_type.known())
-            && !zone.is_empty()
-        {
-            let at = AttributePath::attr("machine_type");
-            super::placement::check_machine_type(
-                &self.settings(),
-                project,
-                zone,
-                machine_type,
-                at,
-                diags,
-            )
-            .await;
-        }
+        self.check_placement(change.prior, p, diags).await;
         if let Some(prior) = change.prior {
             super::cluster_ca::check_key_needed(change.config, prior, p, diags);
             warn_of_ca_expiry(prior, diags);
