@@ -316,6 +316,11 @@ pub fn delete_vm_and_disk(sim: &Sim, zone: &str, vm: &str) {
 
 /// Every check of the walk-through, for the replicas Terraform says exist.
 pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
+    check_on_port(client, ws, sim, expected, 443);
+}
+
+/// [`check`] for a cluster whose API is on `api_port`.
+pub fn check_on_port(client: Client, ws: &Workspace, sim: &Sim, expected: usize, api_port: u16) {
     let out = outputs(ws);
     let replicas: BTreeSet<String> = out["replicas"]["value"]
         .as_array()
@@ -338,7 +343,7 @@ pub fn check(client: Client, ws: &Workspace, sim: &Sim, expected: usize) {
     );
 
     check_etcd(client, sim, &replicas);
-    check_static_ip(client, &out, &replicas);
+    check_static_ip(client, &out, &replicas, api_port);
     check_load_balancer(client, sim, &replicas, expected);
 }
 
@@ -371,7 +376,7 @@ fn check_etcd(client: Client, sim: &Sim, replicas: &BTreeSet<String>) {
 }
 
 /// The static IP serves the API over TLS, verified for that IP under the cluster CA, answered by a replica.
-fn check_static_ip(client: Client, out: &Value, replicas: &BTreeSet<String>) {
+fn check_static_ip(client: Client, out: &Value, replicas: &BTreeSet<String>, port: u16) {
     let ca = out["ca"]["value"].as_str().unwrap().to_string();
     let ip: IpAddr = out["ip"]["value"].as_str().unwrap().parse().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -383,10 +388,10 @@ fn check_static_ip(client: Client, out: &Value, replicas: &BTreeSet<String>) {
             &ca,
             ip,
             ip,
-            443,
+            port,
             Duration::from_secs(5),
         ))
-        .unwrap_or_else(|e| panic!("[{client}] https://{ip}/healthz: {e}"));
+        .unwrap_or_else(|e| panic!("[{client}] https://{ip}:{port}/healthz: {e}"));
     assert_eq!(answer.status, 200, "[{client}] /healthz on the static IP");
     assert!(
         answer

@@ -64,11 +64,59 @@ fn protection_refuses_destroy_and_never_removes_the_last_voter() {
             "[{client}] the VM is kept"
         );
         assert_eq!(keys_on(&sim, &sole), KEYS, "[{client}] the data is there");
+        // The refused delete released the cluster's lock before it answered: a lock left behind made the next
+        // plan stand aside, and the destroy below planned clean.
+        let address = sim
+            .gcloud(&[
+                "compute",
+                "addresses",
+                "describe",
+                "walk-ip",
+                "--region",
+                "us-central1",
+            ])
+            .unwrap_or_else(|e| panic!("[{client}] gcloud addresses describe: {e}"));
+        assert!(
+            address["labels"].get("ha-lock-token").is_none(),
+            "[{client}] the refused delete left the cluster locked: {}",
+            address["labels"]
+        );
         // Plan, too, says a destroy of the last replica would be refused.
         set_zones(&ws, &[]);
         let plan = ws.run(&["plan", "-input=false", "-no-color"]);
         assert_eq!(plan.code, Some(1), "[{client}] plan must refuse:\n{plan}");
         plan.assert_contains("holds the cluster's last voting etcd member");
+        // While another process holds the cluster's lock, the plan does not judge a half-done change, and says so
+        // rather than plan the destroy in silence (here a holder that died: gcloud writes its labels).
+        let lock_labels = "ha-lock-token=dead,ha-lock-holder=ci-7-pid-9,ha-lock-doing=roll-replica-x,\
+                           ha-lock-since=1796600000,ha-lock-renewed=1796600005";
+        let address = [
+            "beta",
+            "compute",
+            "addresses",
+            "update",
+            "walk-ip",
+            "--region",
+            "us-central1",
+        ];
+        sim.gcloud(&[&address[..], &["--update-labels", lock_labels]].concat())
+            .unwrap_or_else(|e| panic!("[{client}] gcloud addresses update: {e}"));
+        let aside = ws.run(&["plan", "-input=false", "-no-color"]);
+        aside.assert_contains(&format!(
+            "Did not check replica {sole}'s change against etcd: cluster walk is locked"
+        ));
+        aside.assert_contains("ci-7-pid-9");
+        sim.gcloud(
+            &[
+                &address[..],
+                &[
+                    "--remove-labels",
+                    "ha-lock-token,ha-lock-holder,ha-lock-doing,ha-lock-since,ha-lock-renewed",
+                ],
+            ]
+            .concat(),
+        )
+        .unwrap_or_else(|e| panic!("[{client}] gcloud addresses update: {e}"));
 
         // Three replicas, every one replaced in one apply: whatever order the lock gives the deletes, one voter
         // always stays, so the data does too. Either every replica was replaced next to a voter, or the last

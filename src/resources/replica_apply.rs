@@ -229,12 +229,15 @@ async fn join_as_new_member(
         restore_at_create: prior.is_none() && restore.is_some(),
         restore,
     };
-    match unless_stopped(stop, join(ctx, &req, until)).await {
-        Some(Ok(j)) => {
-            unless_stopped(stop, warn_about_shape(ctx, &lock, until, diags)).await;
-            lock.release().await;
-            Some(fill(p, ctx, &name, &zone, Some(&j)))
-        }
+    let joined = unless_stopped(stop, join(ctx, &req, until)).await;
+    if let Some(Ok(_)) = &joined {
+        unless_stopped(stop, warn_about_shape(ctx, &lock, until, diags)).await;
+    }
+    // Released before the answer goes back, whatever it is: the client ends the provider soon after, and a lock
+    // left behind makes the next plan stand aside instead of judging (`replica_guard::look`).
+    lock.release().await;
+    match joined {
+        Some(Ok(j)) => Some(fill(p, ctx, &name, &zone, Some(&j))),
         Some(Err(e)) => {
             report(diags, "create", &name, e);
             // Save what may exist (the reserved IP, perhaps a VM or a learner) so the next apply cleans it up.
@@ -659,11 +662,14 @@ pub async fn delete(
     };
     let until = lock.after_wait(until);
     // Interrupted, the replica stays in state and the next apply's leave observes how far this one got.
-    match unless_stopped(stop, leave(&ctx, &name, &zone, until)).await {
-        Some(Ok(())) => {
-            unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
-            lock.release().await;
-        }
+    let left = unless_stopped(stop, leave(&ctx, &name, &zone, until)).await;
+    if let Some(Ok(())) = &left {
+        unless_stopped(stop, warn_about_shape(&ctx, &lock, until, diags)).await;
+    }
+    // Released before the answer, as for a create: a refused delete must not leave the cluster locked.
+    lock.release().await;
+    match left {
+        Some(Ok(())) => {}
         Some(Err(e)) => report(diags, "delete", &name, e),
         None => report_interrupted(diags, &format!("Deleting replica {name}")),
     }

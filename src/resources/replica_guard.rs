@@ -34,17 +34,31 @@ fn report(v: Verdict, diags: &mut Diagnostics) {
 }
 
 /// The cluster's shared snapshot for a plan-time judgement; `None` when there is nothing to judge now: the cluster
-/// is not created yet, or a change of it is under way (Terraform plans again during apply; a sibling's change, or
-/// another state's apply with split states, is running, and apply judges for itself under the lock).
+/// is not created yet, or a change of it is under way (Terraform plans again during apply, while a sibling's change
+/// runs in this process; or another apply, of this state or another, holds the cluster's lock), and apply judges
+/// for itself under the lock. Standing aside for another process is said on the plan (`domain::lock`): a plan that
+/// destroys a replica without a word would look judged.
 async fn look(
     settings: &Settings,
     r: &ReplicaModel,
+    diags: &mut Diagnostics,
 ) -> Option<Result<(String, Arc<Snapshot>), OpError>> {
     let ctx = match context(settings, r).await? {
         Ok(ctx) => ctx,
         Err(e) => return Some(Err(e)),
     };
-    if ha_ops::lock::busy(&ctx.spec.id) || ha_ops::lock::held_anywhere(&ctx).await {
+    if ha_ops::lock::busy(&ctx.spec.id) {
+        return None;
+    }
+    if let Some(holder) = ha_ops::lock::holder_elsewhere(&ctx).await {
+        let replica = match (r.name.known(), r.zone.known()) {
+            (Some(name), _) if !name.is_empty() => name.clone(),
+            (_, Some(zone)) => format!("the new replica in {zone}"),
+            _ => "the new replica".to_string(),
+        };
+        let (summary, detail) =
+            ha_domain::lock::plan_stood_aside(&ctx.spec.name, &replica, &holder);
+        diags.warning(summary, detail);
         return None;
     }
     Some(
@@ -67,7 +81,7 @@ async fn observe_and_judge(
     diags: &mut Diagnostics,
     judge: impl FnOnce(&ha_domain::topology::Observed) -> Verdict,
 ) {
-    match look(settings, r).await {
+    match look(settings, r, diags).await {
         None => {}
         Some(Ok((_, snap))) => report(judge(&snap.observed), diags),
         Some(Err(e)) => could_not_look(e, diags),
@@ -225,7 +239,7 @@ async fn check_leave_of_plan(
         .cluster
         .known()
         .is_none_or(|c| c.deletion_protection.known() != Some(&false));
-    let (cluster_id, snap) = match look(settings, prior).await {
+    let (cluster_id, snap) = match look(settings, prior, diags).await {
         None => return,
         Some(Err(e)) => return could_not_look(e, diags),
         Some(Ok(found)) => found,

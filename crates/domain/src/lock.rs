@@ -173,9 +173,44 @@ pub fn timeout_problem(cluster: &str, h: &Holder, ttl: Duration) -> super::Probl
     )
 }
 
+/// The plan's warning when its checks of a replica's create, destroy or replacement stood aside for another
+/// process's change (`holder`): a half-done change would be judged as it stands, so the plan says it did not judge
+/// rather than let a destroy or a join pass in silence.
+pub fn plan_stood_aside(cluster: &str, replica: &str, h: &Holder) -> super::Problem {
+    (
+        format!(
+            "Did not check replica {replica}'s change against etcd: cluster {cluster} is locked"
+        ),
+        format!(
+            "{} has held the lock of cluster {cluster} since {} ({}), last renewed {}, so this plan did not judge              quorum, deletion protection or fault tolerance for replica {replica}: another apply is changing the              cluster, and a look now would see its change half done. The apply judges all of it again under the              lock, and refuses what would break quorum or protection. Plan again once that apply has finished. If no              apply is running, its holder died: the next apply takes the lock over once it has not been renewed for              lock_ttl, and nothing needs deleting by hand.",
+            h.holder,
+            utc(h.since),
+            h.doing,
+            utc(h.renewed),
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_that_stood_aside_names_the_holder_and_what_it_did_not_judge() {
+        let (summary, detail) = plan_stood_aside("walk", "walk-a", &holder("a"));
+        assert_eq!(
+            summary,
+            "Did not check replica walk-a's change against etcd: cluster walk is locked"
+        );
+        for said in [
+            "build-7-pid-42",
+            "create-replica-walk-2",
+            "deletion protection",
+            "Plan again",
+        ] {
+            assert!(detail.contains(said), "{said}: {detail}");
+        }
+    }
 
     const TTL: Duration = Duration::from_secs(30);
 

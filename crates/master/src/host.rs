@@ -270,8 +270,8 @@ fn client_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
     ));
 }
 
-/// What runs on the VM itself: the kubelet's configuration and drop-in, the runtime installer, monit, gce.conf,
-/// and the addons' RBAC.
+/// What runs on the VM itself: the kubelet's configuration and drop-in, the runtime installer, monit, the health
+/// check's port on a master off 443, gce.conf, and the addons' RBAC.
 fn node_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
     out.push(file(
         paths::KUBELET_CONFIG,
@@ -285,6 +285,9 @@ fn node_files(cfg: &MasterConfig, out: &mut Vec<WriteFile>) {
         SCRIPT_MODE,
     ));
     out.push(file(paths::MONIT_KUBELET, monit_kubelet(), FILE_MODE));
+    if let Some(unit) = super::healthcheck_port::unit(cfg.api_port) {
+        out.push(file(super::healthcheck_port::UNIT, unit, FILE_MODE));
+    }
     out.push(file(paths::GCE_CONF, gce_conf(cfg), FILE_MODE));
 
     for (name, rbac) in super::addons::rbac(&cfg.kubernetes) {

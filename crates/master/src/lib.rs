@@ -14,6 +14,7 @@ pub use addons::CLUSTER_ADMINS_GROUP;
 #[cfg(test)]
 mod boot_tests;
 pub mod encryption;
+pub mod healthcheck_port;
 mod host;
 pub mod k8s;
 pub mod keys;
@@ -432,8 +433,10 @@ pub fn render_user_data(cfg: &MasterConfig) -> String {
             // containerd and the release's kubelet, where the image lacks them (`runtime`): before the kubelet
             // unit is started, after the files its drop-in names are written.
             cmds.push(argv(&["sh", runtime::SCRIPT]));
+            cmds.push(argv(&["systemctl", "daemon-reload"]));
+            // Before the kubelet starts the sidecar: the load balancer's checks reach an API off port 443.
+            cmds.extend(healthcheck_port::start(cfg.api_port));
             cmds.extend([
-                argv(&["systemctl", "daemon-reload"]),
                 argv(&["systemctl", "enable", "--now", "kubelet"]),
                 argv(&["systemctl", "enable", "monit"]),
                 argv(&["systemctl", "restart", "monit"]),

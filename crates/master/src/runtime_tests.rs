@@ -65,7 +65,13 @@ fn cloud_init_accepts_the_rendered_user_data() {
     let dir = tempfile::tempdir().unwrap();
     let mut restoring = base().clone();
     restoring.kubernetes = release("v1.35.0");
-    for (name, cfg) in [("legacy", base()), ("1.35", &restoring)] {
+    let mut other_port = base().clone();
+    other_port.api_port = 6443;
+    for (name, cfg) in [
+        ("legacy", base()),
+        ("1.35", &restoring),
+        ("api on 6443", &other_port),
+    ] {
         let path = dir.path().join(format!("{name}.yaml"));
         std::fs::write(&path, render_user_data(cfg)).unwrap();
         let out = Command::new("cloud-init")
@@ -81,6 +87,59 @@ fn cloud_init_accepts_the_rendered_user_data() {
         assert!(out.status.success(), "[{name}] cloud-init schema: {text}");
         assert!(text.contains("Valid cloud-config"), "[{name}] {text}");
     }
+}
+
+/// On a master whose API is off 443, the health-check port's unit is written, started after systemd has read it
+/// and before the kubelet starts the sidecar, and systemd's own checker finds nothing wrong with it.
+#[test]
+fn the_health_check_ports_unit_is_started_before_the_kubelet_and_systemd_accepts_it() {
+    use super::healthcheck_port::{UNIT, UNIT_NAME};
+    let mut cfg = base().clone();
+    cfg.api_port = 6443;
+    let cloud: CloudConfig = serde_norway::from_str(&render_user_data(&cfg)).unwrap();
+    let unit = cloud
+        .write_files
+        .iter()
+        .find(|f| f.path == UNIT)
+        .expect("the unit is written");
+    assert_eq!(unit.permissions, "0644");
+    let at = |cmd: &[&str]| cloud.runcmd.iter().position(|c| c == cmd);
+    let reload = at(&["systemctl", "daemon-reload"]).expect("systemd reads new units");
+    let started = at(&["systemctl", "enable", "--now", UNIT_NAME]).expect("the unit is started");
+    let kubelet = at(&["systemctl", "enable", "--now", "kubelet"]).expect("kubelet started");
+    assert!(reload < started && started < kubelet, "{:?}", cloud.runcmd);
+    let on_443: CloudConfig = serde_norway::from_str(&render_user_data(base())).unwrap();
+    assert!(on_443.write_files.iter().all(|f| f.path != UNIT));
+    assert!(
+        on_443
+            .runcmd
+            .iter()
+            .all(|c| !c.contains(&UNIT_NAME.to_string()))
+    );
+
+    // systemd looks the unit's command up in its own search path, which includes /usr/sbin.
+    installed("systemd-analyze");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(UNIT_NAME);
+    std::fs::write(&path, &unit.content).unwrap();
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&path)
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
+        .output()
+        .expect("systemd-analyze runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.trim().is_empty(),
+        "systemd-analyze verify {UNIT_NAME} (iptables missing? run `bash scripts/setup`): {text}"
+    );
 }
 
 #[test]

@@ -136,18 +136,20 @@ pub fn busy(cluster_id: &str) -> bool {
         .is_some_and(|e| e.waiting.load(Ordering::SeqCst) > 0 || e.lock.try_lock().is_err())
 }
 
-/// Whether some process holds the cluster's lock across processes now: a change of another state's apply may be
-/// half done, so plan-time checks stand aside as they do for [`busy`]. Unreadable counts as free (plan then judges,
-/// and apply judges again under the lock).
-pub async fn held_anywhere(ctx: &ClusterCtx) -> bool {
+/// Who holds the cluster's lock across processes now, if anyone: a change of another apply may be half done, so
+/// plan-time checks stand aside as they do for [`busy`], and say whom they stood aside for. A holder that died
+/// without releasing looks the same until a waiter takes its lock over (`domain::lock::decide`), which is why
+/// every apply path releases before it returns. Unreadable counts as free (plan then judges, and apply judges
+/// again under the lock).
+pub async fn holder_elsewhere(ctx: &ClusterCtx) -> Option<Holder> {
     let deadline = Instant::now() + Duration::from_secs(30);
     match ctx
         .compute
         .get_address(&ctx.spec.region, &ctx.names.address, deadline)
         .await
     {
-        Ok(Some(a)) => holder_of(&a.labels).is_some(),
-        _ => false,
+        Ok(Some(a)) => holder_of(&a.labels),
+        _ => None,
     }
 }
 

@@ -209,6 +209,8 @@ pub(crate) struct Startup {
     pub fs_setup: Vec<FsSetup>,
     /// The first boot's key fetch from Secret Manager, if the keys are not in `user-data`.
     pub key_fetch: Option<super::keys::KeyFetch>,
+    /// Loopback TCP ports the guest redirects once booted (`loopback_nat`), as `(from, to)`.
+    pub loopback_redirects: Vec<(u16, u16)>,
 }
 
 /// Parses metadata `user-data` and the static pod manifests it writes.
@@ -279,6 +281,7 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         .map(healthcheck_flags)
         .transpose()?;
     let apiserver_image = api.image.clone();
+    let loopback_redirects = super::loopback_nat::redirects(&files, &argv_lists(&cloud.runcmd));
     Ok(Startup {
         files,
         etcd_argv,
@@ -292,6 +295,7 @@ pub(crate) fn parse(metadata: &BTreeMap<String, String>) -> Result<Startup, VmEr
         mounts,
         fs_setup: cloud.fs_setup,
         key_fetch: super::keys::of(&argv_lists(&cloud.runcmd))?,
+        loopback_redirects,
     })
 }
 

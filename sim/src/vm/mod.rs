@@ -9,6 +9,7 @@ mod etcd;
 pub(crate) mod guest_file;
 mod init;
 mod keys;
+mod loopback_nat;
 mod tls;
 mod tokens;
 
@@ -451,8 +452,9 @@ impl ApiserverEtcd {
 }
 
 /// The health-check sidecar's plain-HTTP listener, when the pod has one, and whether it reaches its API server
-/// (it proxies to https://127.0.0.1, port 443, not configurable: an API server elsewhere never answers it). As the
-/// program does at start, a CA or key pair it is given must load, or it exits.
+/// (it proxies to https://127.0.0.1, port 443, not configurable: an API server on another port answers it only
+/// through a loopback redirect the guest sets up, `loopback_nat`). As the program does at start, a CA or key pair
+/// it is given must load, or it exits.
 fn healthcheck_listener(
     name: &str,
     startup: &config::Startup,
@@ -475,7 +477,8 @@ fn healthcheck_listener(
     let port = config::HEALTHCHECK_PORT;
     let addr = SocketAddr::from((map.ip, opts.port_map.host_port(port)));
     let l = api::listen(addr, &format!("{name} healthcheck :{port}"))?;
-    Ok(Some((l, secure_port == 443)))
+    let reaches = secure_port == 443 || startup.loopback_redirects.contains(&(443, secure_port));
+    Ok(Some((l, reaches)))
 }
 
 /// What mkfs leaves in a fresh ext4 file system; the sim's mark of a formatted disk.
