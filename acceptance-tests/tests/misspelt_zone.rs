@@ -1,7 +1,8 @@
 //! A user's first week (#33): a zone typo must not strand state. A replica in a zone its region does not have is
 //! refused at plan, naming the closest zone, before anything is created. A zone that exists at plan but fails the
 //! create (taken down in ha-sim after the plan) leaves state the next plan reads; moving the replica to a zone
-//! that works converges, and nothing the failed create made is left behind.
+//! that works converges, and nothing the failed create made is left behind. A machine type the zone does not
+//! offer, or an image nobody publishes, is refused at plan before a roll stops any master.
 
 use std::time::Duration;
 
@@ -106,7 +107,7 @@ fn a_misspelt_zone_is_refused_at_plan_and_a_failed_create_leaves_state_the_next_
 /// names it, before a master is created, and before a roll would stop one: on GCE the stop comes first and the
 /// `setMachineType` that fails after it, leaving the master down.
 #[test]
-fn a_machine_type_the_zone_does_not_offer_is_refused_at_plan_and_no_master_is_touched() {
+fn a_machine_type_or_image_compute_engine_lacks_is_refused_at_plan_and_no_master_is_touched() {
     for_each_client(|client| {
         let sim = Sim::start(&format!("misspelt-type-{client}"));
         let ws = Workspace::new(client, "misspelt-type").with_timeout(Duration::from_secs(300));
@@ -135,6 +136,33 @@ fn a_machine_type_the_zone_does_not_offer_is_refused_at_plan_and_no_master_is_to
             "[{client}] the roll must be refused:\n{roll}"
         );
         roll.assert_contains(&sentence);
+        assert_eq!(
+            ["id", "status", "machineType"].map(|f| sim.vm_field(f)),
+            before,
+            "[{client}] no master was stopped or changed"
+        );
+        // An image nobody publishes, by family or by name: a roll would delete each master's VM before its new
+        // one failed to boot. Refused at plan, on the cluster's `image`.
+        for (image, said) in [
+            (
+                "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts",
+                "Image family ubuntu-2404-lts does not exist in project ubuntu-os-cloud",
+            ),
+            (
+                "projects/cos-cloud/global/images/cos-stable-1",
+                "Image cos-stable-1 does not exist in project cos-cloud",
+            ),
+        ] {
+            set_vars(&ws, &[A, B], &[("image", image)]);
+            let plan = ws.run(&["plan", "-input=false", "-no-color"]);
+            assert_eq!(
+                plan.code,
+                Some(1),
+                "[{client}] {image} must be refused:\n{plan}"
+            );
+            plan.assert_contains(said);
+            plan.assert_contains("gcloud compute images list --project");
+        }
         assert_eq!(
             ["id", "status", "machineType"].map(|f| sim.vm_field(f)),
             before,

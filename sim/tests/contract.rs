@@ -20,6 +20,21 @@ async fn every_api_method_answers_in_shapes_the_official_sdk_parses() {
     sim.get(&format!("zones/{z}/machineTypes/e2-standard-2"))
         .await;
     sim.get("aggregated/machineTypes").await;
+    // Public images live in their publishers' projects.
+    let ubuntu = format!(
+        "{}compute/v1/projects/ubuntu-os-cloud/global/images",
+        sim.endpoint
+    );
+    sim.get(&ubuntu).await;
+    sim.get(&format!("{ubuntu}/family/ubuntu-2404-lts-amd64"))
+        .await;
+    sim.get(&format!("{ubuntu}/ubuntu-2404-noble-amd64-v20261118"))
+        .await;
+    sim.get(&format!(
+        "{}compute/v1/projects/debian-cloud/zones/-/imageFamilyViews/debian-12",
+        sim.endpoint
+    ))
+    .await;
     // The project, for its default service account.
     let project = sim.get("").await.body;
     assert!(

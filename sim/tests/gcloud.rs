@@ -23,6 +23,9 @@ const READS_AND_WRITES: &[&str] = &[
     "compute.machineTypes.get",
     "compute.machineTypes.list",
     "compute.machineTypes.aggregatedList",
+    "compute.images.get",
+    "compute.images.getFromFamily",
+    "compute.images.list",
     "compute.addresses.insert",
     "compute.regionOperations.wait",
     "compute.addresses.aggregatedList",
@@ -273,6 +276,69 @@ async fn gcloud_reads_and_writes() {
     )
     .await
     .expect_err("a type no zone offers is not found");
+    // The public image catalogue, as a user checks an image family before naming it.
+    let family = gcloud(
+        &sim,
+        &[
+            "compute",
+            "images",
+            "describe-from-family",
+            "ubuntu-2404-lts-amd64",
+            "--project",
+            "ubuntu-os-cloud",
+        ],
+    )
+    .await
+    .unwrap();
+    let newest = family["name"].as_str().unwrap().to_string();
+    assert!(newest.starts_with("ubuntu-2404-noble-amd64-"), "{family}");
+    let image = gcloud(
+        &sim,
+        &[
+            "compute",
+            "images",
+            "describe",
+            &newest,
+            "--project",
+            "ubuntu-os-cloud",
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(image["family"], "ubuntu-2404-lts-amd64", "{image}");
+    let cos = gcloud(
+        &sim,
+        &[
+            "compute",
+            "images",
+            "list",
+            "--project",
+            "cos-cloud",
+            "--no-standard-images",
+        ],
+    )
+    .await
+    .unwrap();
+    let families: Vec<&str> = cos
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["family"].as_str())
+        .collect();
+    assert!(families.contains(&"cos-stable"), "{cos}");
+    gcloud(
+        &sim,
+        &[
+            "compute",
+            "images",
+            "describe-from-family",
+            "ubuntu-2404-lts",
+            "--project",
+            "ubuntu-os-cloud",
+        ],
+    )
+    .await
+    .expect_err("a family nobody publishes is not found");
 
     gcloud(
         &sim,

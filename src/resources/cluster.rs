@@ -145,7 +145,8 @@ fn machines(schema: Schema) -> Schema {
         Attribute::string("image")
             .optional_computed()
             .description(format!(
-                "Boot image of every replica (an image or image family URL). It must run the master startup \
+                "Boot image of every replica (an image or image family URL); plan refuses one Compute Engine \
+                 does not have. It must run the master startup \
                  contract (docs/master-config.md): cloud-init, plus containerd and the kubelet of \
                  `kubernetes_version`, which the masters install at first boot from the distribution and \
                  pkgs.k8s.io where the image has apt and lacks them. Unset, a new cluster runs `{}` and an \
@@ -1169,6 +1170,13 @@ impl ClusterResource {
                 diags,
             )
             .await;
+        }
+        if prior.is_none_or(|m| m.image != p.image)
+            && let (Some(project), Some(image)) = (p.project.known(), p.image.known())
+            && !image.is_empty()
+        {
+            let at = AttributePath::attr("image");
+            super::placement::check_image(&self.settings(), project, image, at, diags).await;
         }
     }
 

@@ -1,4 +1,5 @@
-//! The plan-time questions "does this zone exist?" and "does it offer this machine type?" (`ha_ops::placement`), as
+//! The plan-time questions "does this zone exist?", "does it offer this machine type?" and "does this image
+//! exist?" (`ha_ops::placement`), as
 //! a diagnostic on the attribute that names it. Only a refusal is shown: when Compute Engine cannot be asked (no credentials yet, no network), the plan
 //! goes on and the apply meets the problem with the API's own sentence.
 
@@ -40,6 +41,23 @@ pub async fn check_machine_type(
         Err(e) => tracing::debug!(
             "could not ask about machine type {machine_type} in {zone} at plan: {e}"
         ),
+        Ok(()) => {}
+    }
+}
+
+/// An `image` Compute Engine does not have, refused at `at`.
+pub async fn check_image(
+    settings: &Settings,
+    project: &str,
+    image: &str,
+    at: AttributePath,
+    diags: &mut Diagnostics,
+) {
+    match ha_ops::placement::check_image(settings, project, image).await {
+        Err(OpError::Refused(summary, detail)) => {
+            diags.push(Diagnostic::error(summary, detail).at(at))
+        }
+        Err(e) => tracing::debug!("could not ask about image {image} at plan: {e}"),
         Ok(()) => {}
     }
 }

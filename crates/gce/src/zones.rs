@@ -1,5 +1,5 @@
-//! Zones and regions: whether a zone exists and is UP, which zones a region has (replica placement), and whether a
-//! zone offers a machine type.
+//! Zones and regions: whether a zone exists and is UP, which zones a region has (replica placement), whether a
+//! zone offers a machine type, and whether a boot image exists.
 
 use super::Compute;
 use super::error::{Error, Result, last_segment};
@@ -107,5 +107,54 @@ impl Compute {
             Err(e) if e.is_not_found() => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+impl Compute {
+    /// Whether `project` has the image `name` (`images.get`), false on 404.
+    pub async fn image_exists(&self, project: &str, name: &str, deadline: Instant) -> Result<bool> {
+        let resource = format!("image projects/{project}/global/images/{name}");
+        let got = self
+            .attempt(&resource, "get", deadline, || {
+                self.clients
+                    .images
+                    .get()
+                    .set_project(project)
+                    .set_image(name)
+                    .with_user_agent(self.user_agent())
+                    .send()
+            })
+            .await;
+        found(got.map(|_| ()))
+    }
+
+    /// Whether `project` publishes an image in `family` (`images.getFromFamily`), false on 404.
+    pub async fn image_family_exists(
+        &self,
+        project: &str,
+        family: &str,
+        deadline: Instant,
+    ) -> Result<bool> {
+        let resource = format!("image family projects/{project}/global/images/family/{family}");
+        let got = self
+            .attempt(&resource, "getFromFamily", deadline, || {
+                self.clients
+                    .images
+                    .get_from_family()
+                    .set_project(project)
+                    .set_family(family)
+                    .with_user_agent(self.user_agent())
+                    .send()
+            })
+            .await;
+        found(got.map(|_| ()))
+    }
+}
+
+fn found(got: Result<()>) -> Result<bool> {
+    match got {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e),
     }
 }

@@ -1,5 +1,6 @@
-//! Plan-time checks of where the configuration puts a cluster or a replica, asked of Compute Engine: a misspelt
-//! zone is refused before anything is created, not found by the first disk of an apply. A region's zones are
+//! Plan-time checks of where the configuration puts a cluster or a replica, and what it boots, asked of Compute
+//! Engine: a misspelt zone, machine type or image is refused before anything is created, not found by the first
+//! disk of an apply (or, in a roll, after a master was stopped). A region's zones are
 //! asked once per provider process (one Terraform command), however many replicas name them, and the Compute
 //! client is built only to ask: building one (credentials, TLS roots) costs ~20 ms of CPU, which once per replica
 //! made a 200-replica plan take 10 s (`make bench`, 2026-11-27).
@@ -168,6 +169,74 @@ where
     Err(OpError::Refused(summary, detail))
 }
 
+/// Whether each image asked so far exists, by its reference.
+type Images = HashMap<ha_domain::image::ImageRef, bool>;
+
+fn images() -> std::sync::MutexGuard<'static, Images> {
+    static IMAGES: OnceLock<Mutex<Images>> = OnceLock::new();
+    IMAGES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses (`OpError::Refused`) an `image` Compute Engine does not have (`images.get`, or `images.getFromFamily`
+/// for a family), asked once per process for each image. A reference of another shape is not asked. Other errors
+/// are returned as they are, as for [`check_location`].
+pub async fn check_image(settings: &Settings, project: &str, image: &str) -> Result<()> {
+    check_image_with(project, image, async || {
+        Cloud::connect(settings, project).await
+    })
+    .await
+}
+
+async fn check_image_with<F>(project: &str, image: &str, connect: F) -> Result<()>
+where
+    F: AsyncFnOnce() -> Result<Cloud>,
+{
+    use ha_domain::image::ImageRef;
+    let Some(wanted) = ImageRef::parse(image, project) else {
+        return Ok(());
+    };
+    let known = images().get(&wanted).copied();
+    let exists = match known {
+        Some(answer) => answer,
+        None => {
+            if let Some(why) = UNANSWERED.get() {
+                return Err(OpError::Other(format!("not asked: {why}")));
+            }
+            let cloud = connect().await?;
+            let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
+            let asked = match &wanted {
+                ImageRef::Named { project, name } => {
+                    cloud.compute.image_exists(project, name, deadline).await
+                }
+                ImageRef::Family { project, family } => {
+                    cloud
+                        .compute
+                        .image_family_exists(project, family, deadline)
+                        .await
+                }
+            };
+            match asked {
+                Ok(answer) => {
+                    images().insert(wanted.clone(), answer);
+                    answer
+                }
+                Err(e) => {
+                    let _ = UNANSWERED.set(e.to_string());
+                    return Err(e.into());
+                }
+            }
+        }
+    };
+    if exists {
+        return Ok(());
+    }
+    let (summary, detail) = wanted.not_found();
+    Err(OpError::Refused(summary, detail))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +315,52 @@ mod tests {
         check("europe-west1-b", "e2-standard-4").await.unwrap();
         assert_eq!(sim.calls("machineTypes.get").await, calls, "asked once");
         assert_eq!(calls, 2);
+    }
+
+    #[tokio::test]
+    async fn an_image_compute_engine_does_not_have_is_refused_and_each_is_asked_once() {
+        let sim = Sim::start().await;
+        let check = async |image: &str| {
+            check_image_with("proj", image, async || {
+                Ok(Cloud {
+                    compute: sim.compute().await,
+                    settings: sim.settings(),
+                    project: "proj".into(),
+                })
+            })
+            .await
+        };
+        check(ha_domain::image::DEFAULT_FOR_NEW).await.unwrap();
+        check("projects/cos-cloud/global/images/cos-stable-121-18867-294-5")
+            .await
+            .unwrap();
+        for (image, said) in [
+            (
+                "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts",
+                "Image family ubuntu-2404-lts does not exist in project ubuntu-os-cloud",
+            ),
+            (
+                "projects/cos-cloud/global/images/cos-stable-1",
+                "Image cos-stable-1 does not exist in project cos-cloud",
+            ),
+        ] {
+            match check(image).await {
+                Err(OpError::Refused(summary, _)) => assert_eq!(summary, said),
+                other => panic!("{image} was not refused: {:?}", other.err()),
+            }
+        }
+        let asked = (
+            sim.calls("images.get").await,
+            sim.calls("images.getFromFamily").await,
+        );
+        assert_eq!(asked, (2, 2));
+        // Asked once per process; a shape plan cannot read is not asked.
+        check(ha_domain::image::DEFAULT_FOR_NEW).await.unwrap();
+        check("ubuntu").await.unwrap();
+        let again = (
+            sim.calls("images.get").await,
+            sim.calls("images.getFromFamily").await,
+        );
+        assert_eq!(again, asked);
     }
 }

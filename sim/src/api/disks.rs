@@ -426,6 +426,8 @@ fn create_attached(
         given.labels = serde_json::from_value(labels.clone()).unwrap_or_default();
     }
     if let Some(img) = params.get("sourceImage") {
+        // GCE answers a boot disk from an image nobody publishes with the image's 404.
+        super::images::check_exists(img.as_str().unwrap_or_default(), &req.project)?;
         given.extra.insert("sourceImage".into(), img.clone());
     }
     let (rel, mut disk) = new_disk(

@@ -12,6 +12,7 @@ pub mod filter;
 pub mod firewalls;
 pub mod forwarding_rules;
 pub mod health_checks;
+pub mod images;
 pub mod instance_build;
 pub mod instance_meta;
 pub mod instance_request;
@@ -114,6 +115,7 @@ fn routes() -> impl Iterator<Item = &'static Route> {
         forwarding_rules::ROUTES,
         zones::ROUTES,
         machine_types::ROUTES,
+        images::ROUTES,
         projects::ROUTES,
         operations::ROUTES,
     ]

@@ -143,6 +143,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_source_image_is_found_in_every_form_insert_takes_and_only_when_published() {
+        let url =
+            "http://127.0.0.1:1/compute/v1/projects/cos-cloud/global/images/family/cos-stable";
+        for (reference, want) in [
+            (url, Some("cos-stable-121-18867-294-5")),
+            (
+                "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64",
+                Some("ubuntu-2404-noble-amd64-v20261118"),
+            ),
+            (
+                "projects/debian-cloud/global/images/debian-12-bookworm-v20261118",
+                Some("debian-12-bookworm-v20261118"),
+            ),
+            (
+                "projects/debian-cloud/zones/-/imageFamilyViews/debian-12",
+                Some("debian-12-bookworm-v20261118"),
+            ),
+            (
+                "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts",
+                None,
+            ),
+            (
+                "projects/cos-cloud/global/images/family/ubuntu-2404-lts-amd64",
+                None,
+            ),
+            ("global/images/family/cos-stable", None),
+            ("cos-stable", None),
+        ] {
+            assert_eq!(
+                image_named(reference, "walk").map(|i| i.name),
+                want,
+                "{reference}"
+            );
+        }
+        assert_eq!(
+            image_named("global/images/family/cos-stable", "cos-cloud").map(|i| i.family),
+            Some("cos-stable")
+        );
+    }
+
+    #[test]
     fn zones_map_to_their_region() {
         assert_eq!(region_of("us-central1-f"), Some("us-central1"));
         assert_eq!(region_of("europe-west1-b"), Some("europe-west1"));
@@ -154,4 +195,72 @@ mod tests {
             ["europe-west1-b", "europe-west1-c", "europe-west1-d"]
         );
     }
+}
+
+/// A public boot image the sim's catalogue lists: its project, name and family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Image {
+    pub project: &'static str,
+    pub name: &'static str,
+    pub family: &'static str,
+}
+
+/// Public images, one per family (the newest; GCE keeps older ones too, deprecated): the families a master may boot
+/// from (docs/guides/gce.md: Ubuntu LTS, Container-Optimized OS) and gcloud's default (Debian). A family not here
+/// is answered 404, as GCE answers a family nobody publishes.
+pub const IMAGES: &[Image] = &[
+    Image {
+        project: "ubuntu-os-cloud",
+        name: "ubuntu-2404-noble-amd64-v20261118",
+        family: "ubuntu-2404-lts-amd64",
+    },
+    Image {
+        project: "ubuntu-os-cloud",
+        name: "ubuntu-2204-jammy-v20261118",
+        family: "ubuntu-2204-lts",
+    },
+    Image {
+        project: "cos-cloud",
+        name: "cos-stable-121-18867-294-5",
+        family: "cos-stable",
+    },
+    Image {
+        project: "cos-cloud",
+        name: "cos-121-18867-294-5",
+        family: "cos-121-lts",
+    },
+    Image {
+        project: "debian-cloud",
+        name: "debian-12-bookworm-v20261118",
+        family: "debian-12",
+    },
+];
+
+/// The image a `sourceImage` names (a URL, `projects/P/global/images/NAME`, `projects/P/global/images/family/F`,
+/// `global/images/...` in `project`, or the `projects/P/zones/Z/imageFamilyViews/F` gcloud sends for
+/// `--image-family`), if the catalogue has it; `None` for a reference of another shape too.
+pub fn image_named(reference: &str, project: &str) -> Option<Image> {
+    let rel = reference
+        .split_once("/projects/")
+        .map_or(reference, |(_, r)| r)
+        .trim_start_matches("projects/");
+    if let Some((owner, rest)) = rel.split_once("/zones/")
+        && let Some((_, family)) = rest.split_once("/imageFamilyViews/")
+    {
+        return IMAGES
+            .iter()
+            .copied()
+            .find(|i| i.project == owner && i.family == family);
+    }
+    let (owner, rest) = match rel.split_once("/global/images/") {
+        Some((owner, rest)) => (owner, rest),
+        None => (project, rel.strip_prefix("global/images/")?),
+    };
+    IMAGES.iter().copied().find(|i| {
+        i.project == owner
+            && match rest.strip_prefix("family/") {
+                Some(family) => i.family == family,
+                None => i.name == rest,
+            }
+    })
 }
