@@ -98,16 +98,43 @@ where
     Ok(())
 }
 
-/// Whether each zone offers each predefined machine type asked so far, by project, zone and type.
-type Offered = HashMap<(String, String, String), bool>;
+/// Yes-or-no answers Compute Engine gave this process, by question.
+type Answers<K> = OnceLock<Mutex<HashMap<K, bool>>>;
 
-fn offered() -> std::sync::MutexGuard<'static, Offered> {
-    static OFFERED: OnceLock<Mutex<Offered>> = OnceLock::new();
-    OFFERED
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// The answer to `key` from `answers`, or else asked once with `ask` on a client `connect` makes, and kept. A
+/// failure to ask is kept too ([`UNANSWERED`]): the rest of the command's plan does not ask again.
+async fn ask_once<K, F, A>(answers: &'static Answers<K>, key: K, connect: F, ask: A) -> Result<bool>
+where
+    K: std::hash::Hash + Eq,
+    F: AsyncFnOnce() -> Result<Cloud>,
+    A: AsyncFnOnce(&Cloud, Instant) -> ha_gce::Result<bool>,
+{
+    let kept = |a: &'static Answers<K>| {
+        a.get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    };
+    if let Some(answer) = kept(answers).get(&key).copied() {
+        return Ok(answer);
+    }
+    if let Some(why) = UNANSWERED.get() {
+        return Err(OpError::Other(format!("not asked: {why}")));
+    }
+    let cloud = connect().await?;
+    match ask(&cloud, Instant::now() + PLAN_CHECK_TIMEOUT).await {
+        Ok(answer) => {
+            kept(answers).insert(key, answer);
+            Ok(answer)
+        }
+        Err(e) => {
+            let _ = UNANSWERED.set(e.to_string());
+            Err(e.into())
+        }
+    }
 }
+
+/// Whether each zone offers each predefined machine type asked so far, by project, zone and type.
+static OFFERED: Answers<(String, String, String)> = OnceLock::new();
 
 /// Refuses (`OpError::Refused`) a predefined machine type that `zone` does not offer (`machineTypes.get`), asked
 /// once per process for each zone and type. Custom types are not asked. Other errors are returned as they are, as
@@ -137,31 +164,13 @@ where
         return Ok(());
     };
     let key = (project.to_string(), zone.to_string(), name.to_string());
-    let known = offered().get(&key).copied();
-    let is_offered = match known {
-        Some(answer) => answer,
-        None => {
-            if let Some(why) = UNANSWERED.get() {
-                return Err(OpError::Other(format!("not asked: {why}")));
-            }
-            let cloud = connect().await?;
-            let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
-            match cloud
-                .compute
-                .machine_type_offered(zone, name, deadline)
-                .await
-            {
-                Ok(answer) => {
-                    offered().insert(key, answer);
-                    answer
-                }
-                Err(e) => {
-                    let _ = UNANSWERED.set(e.to_string());
-                    return Err(e.into());
-                }
-            }
-        }
-    };
+    let is_offered = ask_once(&OFFERED, key, connect, async |cloud, deadline| {
+        cloud
+            .compute
+            .machine_type_offered(zone, name, deadline)
+            .await
+    })
+    .await?;
     if is_offered {
         return Ok(());
     }
@@ -170,15 +179,7 @@ where
 }
 
 /// Whether each image asked so far exists, by its reference.
-type Images = HashMap<ha_domain::image::ImageRef, bool>;
-
-fn images() -> std::sync::MutexGuard<'static, Images> {
-    static IMAGES: OnceLock<Mutex<Images>> = OnceLock::new();
-    IMAGES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-}
+static IMAGES: Answers<ha_domain::image::ImageRef> = OnceLock::new();
 
 /// Refuses (`OpError::Refused`) an `image` Compute Engine does not have (`images.get`, or `images.getFromFamily`
 /// for a family), asked once per process for each image. A reference of another shape is not asked. Other errors
@@ -198,38 +199,23 @@ where
     let Some(wanted) = ImageRef::parse(image, project) else {
         return Ok(());
     };
-    let known = images().get(&wanted).copied();
-    let exists = match known {
-        Some(answer) => answer,
-        None => {
-            if let Some(why) = UNANSWERED.get() {
-                return Err(OpError::Other(format!("not asked: {why}")));
+    let exists = ask_once(
+        &IMAGES,
+        wanted.clone(),
+        connect,
+        async |cloud, deadline| match &wanted {
+            ImageRef::Named { project, name } => {
+                cloud.compute.image_exists(project, name, deadline).await
             }
-            let cloud = connect().await?;
-            let deadline = Instant::now() + PLAN_CHECK_TIMEOUT;
-            let asked = match &wanted {
-                ImageRef::Named { project, name } => {
-                    cloud.compute.image_exists(project, name, deadline).await
-                }
-                ImageRef::Family { project, family } => {
-                    cloud
-                        .compute
-                        .image_family_exists(project, family, deadline)
-                        .await
-                }
-            };
-            match asked {
-                Ok(answer) => {
-                    images().insert(wanted.clone(), answer);
-                    answer
-                }
-                Err(e) => {
-                    let _ = UNANSWERED.set(e.to_string());
-                    return Err(e.into());
-                }
+            ImageRef::Family { project, family } => {
+                cloud
+                    .compute
+                    .image_family_exists(project, family, deadline)
+                    .await
             }
-        }
-    };
+        },
+    )
+    .await?;
     if exists {
         return Ok(());
     }
