@@ -1531,6 +1531,7 @@ impl Resource for ClusterResource {
             self.check_etcd_version(prior, p, diags).await;
             self.check_kubernetes_version(prior, p, diags).await;
             self.check_recovery(prior, p, diags).await;
+            super::cluster_rolls::say(&self.settings(), prior, p, diags).await;
         } else {
             self.check_restore_at_create(p, diags).await;
         }

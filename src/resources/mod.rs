@@ -12,6 +12,7 @@ mod cluster_encryption;
 pub mod cluster_health;
 pub mod cluster_model;
 mod cluster_replacement;
+mod cluster_rolls;
 mod cluster_rotation;
 mod cluster_validate;
 #[cfg(test)]

@@ -450,6 +450,51 @@ pub fn roll_warning(me: &str, changes: &[String], replicas: usize) -> (String, S
     )
 }
 
+/// What a change of the cluster's settings means for masters no plan of this configuration may show: every replica
+/// VM built from the old settings rolls when its replica next applies, including replicas kept in other states
+/// (split states, Terragrunt units), whose plans read the new `spec` only after the cluster's apply has written it.
+/// Said on the cluster's plan, so the one plan that sees the change also says how far it reaches. `masters` is
+/// the cluster's replica VMs, or why they could not be listed. `None` when no setting a master is built from
+/// changes, or the cluster has no master yet.
+pub fn cluster_roll_notice(
+    cluster: &str,
+    old: &Build,
+    new: &Build,
+    masters: Result<&[String], &str>,
+) -> Option<(String, String)> {
+    let changes = new.changes_from(old);
+    if changes.is_empty() || masters.is_ok_and(<[String]>::is_empty) {
+        return None;
+    }
+    let (count, each, who) = match masters {
+        Ok([one]) => ("1 master".to_string(), "it rolls", format!("({one})")),
+        Ok(many) => (
+            format!("{} masters", many.len()),
+            "each rolls, one at a time under the cluster's lock,",
+            format!("({})", super::protection::listed(many)),
+        ),
+        Err(why) => (
+            "Every master".to_string(),
+            "each rolls, one at a time under the cluster's lock,",
+            format!("(Compute Engine did not list them: {why})"),
+        ),
+    };
+    let verb = if changes.len() == 1 {
+        "changes"
+    } else {
+        "change"
+    };
+    Some((
+        format!(
+            "{count} of cluster {cluster} will roll: {} {verb}",
+            super::protection::listed(&changes)
+        ),
+        format!(
+            "Every replica VM of cluster {cluster} {who} runs the settings this plan changes, so {each} when its `ha_master_replica` next applies. Replicas in this configuration show their roll in this plan. Replicas kept in other states (split states, Terragrunt units) read the new `spec` only once this apply has written it, so their plans show no change until then: plan and apply them after this apply."
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,6 +507,55 @@ mod tests {
             data_disk_gb: Some(20),
             settings: [("image".to_string(), image.to_string())].into(),
         }
+    }
+
+    #[test]
+    fn a_cluster_change_names_every_master_it_rolls_and_only_when_one_rolls() {
+        let masters = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let old = build("e2-standard-2", "ubuntu-2404");
+        let cases: [(Build, Vec<String>, Option<&str>); 5] = [
+            (old.clone(), masters(&["a", "b"]), None),
+            (build("e2-standard-4", "ubuntu-2404"), masters(&[]), None),
+            (
+                build("e2-standard-4", "ubuntu-2404"),
+                masters(&["a"]),
+                Some("1 master of cluster c will roll: machine_type changes"),
+            ),
+            (
+                build("e2-standard-4", "ubuntu-2204"),
+                masters(&["a", "b", "c"]),
+                Some("3 masters of cluster c will roll: image and machine_type change"),
+            ),
+            (
+                build("e2-standard-2", "ubuntu-2204"),
+                masters(&["a", "b"]),
+                Some("2 masters of cluster c will roll: image changes"),
+            ),
+        ];
+        for (new, masters, want) in cases {
+            let got = cluster_roll_notice("c", &old, &new, Ok(&masters));
+            assert_eq!(
+                got.as_ref().map(|(s, _)| s.as_str()),
+                want,
+                "{new:?} {masters:?}"
+            );
+            if let Some((_, detail)) = got {
+                assert!(
+                    detail.contains(&crate::protection::listed(&masters)),
+                    "{detail}"
+                );
+                assert!(detail.contains("other states"), "{detail}");
+            }
+        }
+        let unlisted = cluster_roll_notice("c", &old, &build("e2-standard-4", "x"), Err("403"));
+        let (summary, detail) =
+            unlisted.expect("a change is said even when the masters are not listed");
+        assert_eq!(
+            summary,
+            "Every master of cluster c will roll: image and machine_type change"
+        );
+        assert!(detail.contains("did not list them: 403"), "{detail}");
+        assert_eq!(cluster_roll_notice("c", &old, &old, Err("403")), None);
     }
 
     fn world(names: &[&str], unhealthy: &[&str]) -> Observed {
