@@ -41,6 +41,7 @@ pub mod probe;
 mod provider;
 mod sim;
 pub mod storage_faults;
+pub mod terragrunt;
 pub mod vm_etcd;
 pub mod voters_down;
 pub mod walk;

@@ -6,7 +6,6 @@ use ha_domain::replica_drift::{MemberSeen, Repair, ReplicaSeen, VmSeen, replica_
 use async_trait::async_trait;
 use tfplugin::diag::{AttributePath, Diagnostic, Diagnostics};
 use tfplugin::value::Type;
-use tfplugin_framework::model::TfType;
 use tfplugin_framework::planmodifier::{requires_replace, use_state_for_unknown};
 use tfplugin_framework::validator::string_check;
 use tfplugin_framework::{Attribute, PlanChange, Resource, Schema, Val, timeouts_block};
@@ -127,7 +126,7 @@ fn what_the_replica_is(schema: Schema) -> Schema {
             .description("`<project>/<zone>/<name>`; also the import id."),
     )
     .attribute(
-        Attribute::typed("cluster", <ClusterSpec as TfType>::tf_type())
+        Attribute::typed("cluster", ClusterSpec::input_type())
             .required()
             .sensitive()
             .description(
@@ -564,6 +563,17 @@ fn check_placement(r: &ReplicaModel, diags: &mut Diagnostics) {
     }
 }
 
+/// An apply with a stand-in for the cluster's spec (`ClusterSpec::stand_in`) is refused before anything is
+/// touched: it has no settings to make a master of, nor keys to sign one with.
+fn refuse_stand_in(planned: &ReplicaModel, diags: &mut Diagnostics) -> bool {
+    let Some(cluster) = planned.cluster.known().filter(|c| c.stand_in()) else {
+        return false;
+    };
+    let (summary, detail) = cluster.stand_in_words();
+    diags.push(Diagnostic::error(summary, detail).at(AttributePath::attr("cluster")));
+    true
+}
+
 #[async_trait]
 impl Resource for ReplicaResource {
     type Model = ReplicaModel;
@@ -613,6 +623,10 @@ impl Resource for ReplicaResource {
         let mut moved = framework_paths > 0;
         // The declared state has no drift: a create starts without it, and an update writes the metadata back.
         p.drift = Val::Known(Vec::new());
+        if let Some(cluster) = p.cluster.known().filter(|c| c.stand_in()) {
+            let (summary, detail) = cluster.stand_in_words();
+            diags.push(Diagnostic::warning(summary, detail).at(AttributePath::attr("cluster")));
+        }
         if let Some(cluster) = p.cluster.known().cloned() {
             p.cluster_id = cluster.id.clone();
             if p.zone.is_unknown() && change.config.zone.is_null() {
@@ -712,6 +726,9 @@ impl Resource for ReplicaResource {
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
+        if refuse_stand_in(&planned, diags) {
+            return None;
+        }
         super::replica_apply::create(&self.settings(), &self.stop, planned, diags).await
     }
 
@@ -725,6 +742,9 @@ impl Resource for ReplicaResource {
         planned: ReplicaModel,
         diags: &mut Diagnostics,
     ) -> Option<ReplicaModel> {
+        if refuse_stand_in(&planned, diags) {
+            return Some(prior);
+        }
         super::replica_apply::update(&self.settings(), &self.stop, prior, planned, diags).await
     }
 

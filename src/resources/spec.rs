@@ -99,7 +99,49 @@ pub struct ClusterSpec {
     pub admin_group: Val<String>,
 }}
 
+/// What a `cluster` input must spell: the cluster's identity. Every other attribute may be left out, so that a
+/// stand-in for a cluster not made yet (a Terragrunt `mock_outputs`, examples/terragrunt/) is four lines,
+/// not one per attribute. Terraform fills what is left out with null; `ClusterSpec::stand_in` tells such a value
+/// from a cluster's spec.
+const INPUT_REQUIRES: [&str; 4] = ["name", "project", "region", "zone"];
+
 impl ClusterSpec {
+    /// The type of a replica's `cluster` input: the spec's object type, every attribute but [`INPUT_REQUIRES`]
+    /// optional. A cluster's `spec` is the same object, so state and every stored value keep their type.
+    pub fn input_type() -> tfplugin::value::Type {
+        let mut t = <ClusterSpec as tfplugin_framework::model::TfType>::tf_type();
+        if let tfplugin::value::Type::Object { attrs, optional } = &mut t {
+            *optional = attrs
+                .keys()
+                .filter(|k| !INPUT_REQUIRES.contains(&k.as_str()))
+                .cloned()
+                .collect();
+        }
+        t
+    }
+
+    /// Whether this names a cluster without being its spec: a spec always carries its `id` and the settings
+    /// every master is made of (known, or unknown while the cluster is planned), never null. Such a stand-in
+    /// plans (with a warning) and never applies.
+    pub fn stand_in(&self) -> bool {
+        [&self.id, &self.machine_type, &self.image, &self.network]
+            .iter()
+            .any(|v| v.is_null())
+    }
+
+    /// What a plan says of a stand-in, and the apply's refusal of one.
+    pub fn stand_in_words(&self) -> (String, String) {
+        let name = self.name.known().map_or("", String::as_str);
+        (
+            format!("The replica's cluster input names cluster {name} but is not its spec"),
+            "It carries none of the settings a master is made of: a stand-in such as a Terragrunt \
+             `mock_outputs`, or an object written by hand. This plan shows the replica such a cluster would \
+             have and cannot be applied: apply the cluster first and pass its spec \
+             (`cluster = ha_master_cluster.<name>.spec`, or the cluster unit's `spec` output)."
+                .to_string(),
+        )
+    }
+
     /// A spec stored before `deletion_protection` existed has it null; such a cluster is protected (the
     /// default), and saying so in refreshed state keeps the upgrade's plan empty.
     pub fn fill_from_older_state(&mut self) {

@@ -525,3 +525,45 @@ mod key_store {
         );
     }
 }
+
+/// A replica's `cluster` input must spell only the cluster's identity (so a Terragrunt mock is four lines), and a
+/// value that spells no more is told from the cluster's planned spec: the one plans with a warning and never
+/// applies, the other is what replicas run on.
+#[tokio::test]
+async fn a_cluster_input_needs_only_its_identity_and_a_stand_in_is_told_from_a_spec() {
+    use super::spec::ClusterSpec;
+    let Type::Object { attrs, optional } = ClusterSpec::input_type() else {
+        panic!("the input is an object");
+    };
+    let required: Vec<&str> = attrs
+        .keys()
+        .filter(|k| !optional.contains(*k))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(required, ["name", "project", "region", "zone"]);
+
+    let server = FrameworkServer::new(HaProvider::default());
+    let (cluster_plan, _) = plan_cluster(&server, &minimal_cluster()).await;
+    let planned = tfplugin_framework::plan::attr(&cluster_plan, "spec").clone();
+    let spec: ClusterSpec = tfplugin_framework::model::from_value(&planned).unwrap();
+    assert!(
+        !spec.stand_in(),
+        "a planned spec, its CAs unknown, is a spec"
+    );
+
+    let ty = <ClusterSpec as tfplugin_framework::model::TfType>::tf_type();
+    let identity = [
+        ("name", s("prod")),
+        ("project", s("p")),
+        ("region", s("europe-west1")),
+        ("zone", s("europe-west1-b")),
+    ];
+    let mock: ClusterSpec = tfplugin_framework::model::from_value(&object(&ty, &identity)).unwrap();
+    assert!(mock.stand_in());
+    let (summary, detail) = mock.stand_in_words();
+    assert!(
+        summary.contains("names cluster prod but is not its spec"),
+        "{summary}"
+    );
+    assert!(detail.contains("cannot be applied"), "{detail}");
+}

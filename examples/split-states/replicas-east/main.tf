@@ -14,7 +14,7 @@ provider "ha" {
   zone    = "us-central1-b"
 }
 
-# With Terragrunt, a `dependency` block passing `spec` as an input does the same.
+# With Terragrunt, a `dependency` block passing `spec` as an input does the same (../../terragrunt).
 data "terraform_remote_state" "cluster" {
   backend = "local"
   config = {
