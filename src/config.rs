@@ -29,6 +29,7 @@ pub struct ProviderConfig {
     pub roll_soak: Val<String>,
     pub lock_ttl: Val<String>,
     pub default_labels: Val<std::collections::BTreeMap<String, String>>,
+    pub read_only: Val<bool>,
 }
 
 pub fn schema() -> Schema {
@@ -196,6 +197,16 @@ fn timings(schema: Schema) -> Schema {
              roll). GCE's rules apply, as for a cluster's `labels`.",
         )
         .validator(crate::resources::labels_validator()),
+    )
+    .attribute(
+        Attribute::bool("read_only")
+            .optional()
+            .description(
+                "Plan and refresh only, for drift jobs: the provider reads no CA key and no replica's key \
+                 bundle, never dials etcd (plans say that etcd was not read), and refuses every apply. Its \
+                 identity needs only the read permissions docs/guides/drift-jobs.md lists. Env: \
+                 `HA_READ_ONLY` (`true` or `1`). Defaults to `false`.",
+            ),
     )
     .attribute(
         Attribute::bool("etcd_via_internal_ip")
@@ -382,6 +393,9 @@ pub fn resolve(cfg: &ProviderConfig, env: &HashMap<String, String>) -> Settings 
             .known()
             .and_then(|s| parse_duration(s).ok())
             .unwrap_or(ha_domain::lock::DEFAULT_TTL),
+        read_only: cfg.read_only.known().copied().unwrap_or_else(|| {
+            first_env(env, &["HA_READ_ONLY"]).is_some_and(|v| v == "true" || v == "1")
+        }),
     }
 }
 
@@ -412,6 +426,7 @@ mod tests {
             roll_soak: Val::Null,
             lock_ttl: Val::Null,
             default_labels: Val::Null,
+            read_only: Val::Null,
         }
     }
 
@@ -437,6 +452,25 @@ mod tests {
             !format!("{s:?}").contains("s3cr3t"),
             "secrets must not appear in Debug output"
         );
+    }
+
+    #[test]
+    fn read_only_comes_from_the_block_then_the_environment() {
+        let env =
+            |v: &str| -> HashMap<String, String> { [("HA_READ_ONLY".into(), v.into())].into() };
+        for (block, variable, want) in [
+            (None, None, false),
+            (None, Some("true"), true),
+            (None, Some("1"), true),
+            (None, Some("yes please"), false),
+            (Some(false), Some("true"), false),
+            (Some(true), None, true),
+        ] {
+            let mut c = cfg();
+            c.read_only = block.map_or(Val::Null, Val::Known);
+            let e = variable.map(env).unwrap_or_default();
+            assert_eq!(resolve(&c, &e).read_only, want, "{block:?} {variable:?}");
+        }
     }
 
     #[test]

@@ -223,6 +223,9 @@ async fn mint_for(
     m: AdminCredentialsModel,
     diags: &mut Diagnostics,
 ) -> Option<AdminCredentialsModel> {
+    if super::read_only::refused(settings, || "an admin credential".into(), diags) {
+        return None;
+    }
     let key = key_from_secret(settings, &m, diags).await?;
     mint(m, key, diags)
 }

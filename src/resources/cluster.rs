@@ -1414,6 +1414,10 @@ fn warn_of_ca_expiry(prior: &ClusterModel, diags: &mut Diagnostics) {
 
 /// A plan-time check that did not say yes, as an error at `at`: the domain's refusal as it is, or, when the
 /// cluster could not be asked, `summary` with what went wrong, what the check needs (`needs`) and to plan again.
+fn cluster_name(m: &ClusterModel) -> String {
+    m.name.known().cloned().unwrap_or_default()
+}
+
 fn not_judged(e: ha_ops::OpError, at: AttributePath, summary: String, needs: &str) -> Diagnostic {
     match e {
         ha_ops::OpError::Refused(summary, detail) => Diagnostic::error(summary, detail).at(at),
@@ -1560,6 +1564,10 @@ impl Resource for ClusterResource {
     }
 
     async fn create(&self, planned: ClusterModel, diags: &mut Diagnostics) -> Option<ClusterModel> {
+        let what = || format!("the create of cluster {}", cluster_name(&planned));
+        if super::read_only::refused(&self.settings(), what, diags) {
+            return None;
+        }
         super::cluster_apply::create(&self.settings(), planned, diags).await
     }
 
@@ -1589,10 +1597,18 @@ impl Resource for ClusterResource {
         planned: ClusterModel,
         diags: &mut Diagnostics,
     ) -> Option<ClusterModel> {
+        let what = || format!("the update of cluster {}", cluster_name(&prior));
+        if super::read_only::refused(&self.settings(), what, diags) {
+            return Some(prior);
+        }
         super::cluster_apply::update(&self.settings(), prior, planned, diags).await
     }
 
     async fn delete(&self, prior: ClusterModel, diags: &mut Diagnostics) {
+        let what = || format!("the destroy of cluster {}", cluster_name(&prior));
+        if super::read_only::refused(&self.settings(), what, diags) {
+            return;
+        }
         super::cluster_apply::delete(&self.settings(), prior, diags).await
     }
 

@@ -162,7 +162,15 @@ pub async fn read(
             Vec::new()
         }
     };
-    found_wrong.extend(keys_drift(&c, &s, diags).await);
+    if settings.read_only {
+        if let (Some(_), Some(name)) = (keys_to_hold(&s), s.name.known()) {
+            let secret = ha_domain::names::cluster_keys_secret(name);
+            let (summary, detail) = ha_domain::read_only::keys_not_checked(name, &secret);
+            diags.warning(summary, detail);
+        }
+    } else {
+        found_wrong.extend(keys_drift(&c, &s, diags).await);
+    }
     let Some(ctx) = context(settings, &s, diags).await else {
         return Some(s);
     };

@@ -98,6 +98,10 @@ async fn read_version(
     at: AttributePath,
     diags: &mut Diagnostics,
 ) {
+    // A read-only provider reads no key; it cannot apply this plan either (`read_only::refused`).
+    if settings.read_only {
+        return;
+    }
     let read = tokio::time::timeout(
         ha_ops::plan_check::PATIENCE,
         ha_ops::secrets_encryption::read(settings, reference),

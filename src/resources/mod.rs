@@ -19,6 +19,7 @@ mod cluster_validate;
 mod extreme_tests;
 mod import;
 mod placement;
+mod read_only;
 pub mod replica;
 mod replica_apply;
 mod replica_guard;

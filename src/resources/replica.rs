@@ -563,6 +563,14 @@ fn check_placement(r: &ReplicaModel, diags: &mut Diagnostics) {
     }
 }
 
+fn replica_name(m: &ReplicaModel) -> String {
+    m.name.known().cloned().unwrap_or_default()
+}
+
+fn replica_zone(m: &ReplicaModel) -> String {
+    m.zone.known().cloned().unwrap_or_default()
+}
+
 /// An apply with a stand-in for the cluster's spec (`ClusterSpec::stand_in`) is refused before anything is
 /// touched: it has no settings to make a master of, nor keys to sign one with.
 fn refuse_stand_in(planned: &ReplicaModel, diags: &mut Diagnostics) -> bool {
@@ -726,7 +734,10 @@ impl Resource for ReplicaResource {
     }
 
     async fn create(&self, planned: ReplicaModel, diags: &mut Diagnostics) -> Option<ReplicaModel> {
-        if refuse_stand_in(&planned, diags) {
+        let what = || format!("the create of a replica in {}", replica_zone(&planned));
+        if refuse_stand_in(&planned, diags)
+            || super::read_only::refused(&self.settings(), what, diags)
+        {
             return None;
         }
         super::replica_apply::create(&self.settings(), &self.stop, planned, diags).await
@@ -742,13 +753,20 @@ impl Resource for ReplicaResource {
         planned: ReplicaModel,
         diags: &mut Diagnostics,
     ) -> Option<ReplicaModel> {
-        if refuse_stand_in(&planned, diags) {
+        let what = || format!("the update of replica {}", replica_name(&prior));
+        if refuse_stand_in(&planned, diags)
+            || super::read_only::refused(&self.settings(), what, diags)
+        {
             return Some(prior);
         }
         super::replica_apply::update(&self.settings(), &self.stop, prior, planned, diags).await
     }
 
     async fn delete(&self, prior: ReplicaModel, diags: &mut Diagnostics) {
+        let what = || format!("the destroy of replica {}", replica_name(&prior));
+        if super::read_only::refused(&self.settings(), what, diags) {
+            return;
+        }
         super::replica_apply::delete(&self.settings(), &self.stop, prior, diags).await
     }
 

@@ -311,7 +311,7 @@ pub async fn read(
     if let Val::Known(spec) = &mut s.cluster {
         spec.fill_from_older_state();
     }
-    if keys_secret_gone(settings, &s, &name, diags).await {
+    if !settings.read_only && keys_secret_gone(settings, &s, &name, diags).await {
         return Some(s);
     }
     let ctx = context(settings, &s, diags).await?;
@@ -326,9 +326,12 @@ pub async fn read(
             return Some(s);
         }
     };
-    if let Some((summary, detail)) =
+    let unread = if settings.read_only {
+        Some(ha_domain::read_only::etcd_not_read(&ctx.spec.name))
+    } else {
         ha_domain::topology::unread_etcd(&snap.observed, &ctx.spec.name)
-    {
+    };
+    if let Some((summary, detail)) = unread {
         diags.warning(summary, detail);
     }
     let listed = snap

@@ -47,17 +47,22 @@ async fn look(
         Ok(ctx) => ctx,
         Err(e) => return Some(Err(e)),
     };
+    let replica = || match (r.name.known(), r.zone.known()) {
+        (Some(name), _) if !name.is_empty() => name.clone(),
+        (_, Some(zone)) => format!("the new replica in {zone}"),
+        _ => "the new replica".to_string(),
+    };
+    if settings.read_only {
+        let (summary, detail) = ha_domain::read_only::guard_not_run(&ctx.spec.name, &replica());
+        diags.warning(summary, detail);
+        return None;
+    }
     if ha_ops::lock::busy(&ctx.spec.id) {
         return None;
     }
     if let Some(holder) = ha_ops::lock::holder_elsewhere(&ctx).await {
-        let replica = match (r.name.known(), r.zone.known()) {
-            (Some(name), _) if !name.is_empty() => name.clone(),
-            (_, Some(zone)) => format!("the new replica in {zone}"),
-            _ => "the new replica".to_string(),
-        };
         let (summary, detail) =
-            ha_domain::lock::plan_stood_aside(&ctx.spec.name, &replica, &holder);
+            ha_domain::lock::plan_stood_aside(&ctx.spec.name, &replica(), &holder);
         diags.warning(summary, detail);
         return None;
     }

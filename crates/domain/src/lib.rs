@@ -31,6 +31,7 @@ pub mod network;
 pub mod orphans;
 pub mod protection;
 pub mod quorum;
+pub mod read_only;
 pub mod recovery;
 pub mod replica_drift;
 pub mod restore;

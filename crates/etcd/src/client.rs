@@ -26,6 +26,8 @@ struct Inner {
     request_timeout: Duration,
     // Keyed by endpoint *and* name: the same address verified as another member is another connection.
     clients: Mutex<HashMap<EtcdTarget, Client>>,
+    /// Why this handle never dials (a read-only provider holds no key to present); `None` for every other.
+    disabled: Option<String>,
 }
 
 /// A client certificate and its key, PEM, minted for a short while.
@@ -115,12 +117,37 @@ impl Etcd {
                 dial_timeout,
                 request_timeout,
                 clients: Mutex::new(HashMap::new()),
+                disabled: None,
+            }),
+        }
+    }
+
+    /// A handle that never dials: every request fails at once, naming `reason`, so a read sees etcd as not
+    /// answering and says why, without a dial timeout and without a client certificate (a read-only provider
+    /// reads no CA key to mint one).
+    pub fn disabled(reason: impl Into<String>) -> Self {
+        let none = EtcdTls {
+            ca_pem: String::new(),
+            client_cert_pem: String::new(),
+            client_key_pem: String::new(),
+        };
+        Etcd {
+            inner: Arc::new(Inner {
+                tls: Mutex::new(none),
+                renewal: None,
+                dial_timeout: Duration::from_secs(1),
+                request_timeout: Duration::from_secs(1),
+                clients: Mutex::new(HashMap::new()),
+                disabled: Some(reason.into()),
             }),
         }
     }
 
     /// The TLS material a new connection must use: renewed first when it is due.
     pub(super) fn tls(&self) -> Result<EtcdTls, String> {
+        if let Some(reason) = &self.inner.disabled {
+            return Err(reason.clone());
+        }
         self.renew_if_due()?;
         Ok(self.inner.tls.lock().expect("etcd tls lock").clone())
     }

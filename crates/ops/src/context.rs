@@ -49,6 +49,9 @@ fn provider_etcd_client_mint(cas: &pki::ClusterCas) -> ha_etcd::Mint {
     })
 }
 
+/// Why a read-only provider's reads have no answer from etcd: it holds no key to present, so it does not dial.
+pub const READ_ONLY_ETCD: &str = "not dialed: the provider is read_only";
+
 impl ClusterCtx {
     /// The keys the masters encrypt Secrets with and still read, from the versions
     /// `spec.master.secrets_encryption_key` and `secrets_decryption_keys` name; none without any. Read only where
@@ -72,8 +75,12 @@ impl ClusterCtx {
         Ok(Some(ha_master::SecretsEncryption { writes, reads }))
     }
 
+    /// The cluster's context, its CA keys read from their secret. A read-only provider reads none, and its
+    /// context never dials etcd: reads see etcd as not answering ([`READ_ONLY_ETCD`]), and nothing can be signed.
     pub async fn new(settings: &Settings, mut spec: Spec) -> Result<ClusterCtx> {
-        super::cluster_keys::fill(settings, &mut spec).await?;
+        if !settings.read_only {
+            super::cluster_keys::fill(settings, &mut spec).await?;
+        }
         Self::build(settings, spec).await
     }
 
@@ -84,6 +91,9 @@ impl ClusterCtx {
         settings: &Settings,
         spec: Spec,
     ) -> Result<(ClusterCtx, Option<String>)> {
+        if settings.read_only {
+            return Ok((Self::build(settings, spec).await?, None));
+        }
         let mut filled = spec.clone();
         match super::cluster_keys::fill(settings, &mut filled).await {
             Ok(()) => Ok((Self::build(settings, filled).await?, None)),
@@ -106,7 +116,9 @@ impl ClusterCtx {
         // provider's own certificate comes from the CAs that issue at the stage, which every member trusts.
         let trusted = spec.trusted_cas()?.etcd_client_ca;
         let issuing = spec.issuing_cas()?.clone();
-        let etcd = if issuing.etcd_client_ca.key_pem.is_empty() {
+        let etcd = if settings.read_only {
+            Etcd::disabled(READ_ONLY_ETCD)
+        } else if issuing.etcd_client_ca.key_pem.is_empty() {
             let client = super::adopt::etcd_client_from_replicas(
                 settings,
                 &compute,

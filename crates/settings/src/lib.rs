@@ -60,6 +60,9 @@ pub struct Settings {
     pub roll_soak: Duration,
     /// How long a cluster lock's holder may go without renewing before another apply takes the lock over.
     pub lock_ttl: Duration,
+    /// The provider's `read_only` (or `HA_READ_ONLY`): plans for drift jobs. No CA key or key bundle is read, etcd
+    /// is never dialed, and every apply is refused (docs/guides/drift-jobs.md).
+    pub read_only: bool,
 }
 
 /// Settings shared by the provider and its resources; set by ConfigureProvider.
