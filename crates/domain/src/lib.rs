@@ -6,6 +6,7 @@ pub mod admin_access;
 pub mod adopt;
 pub mod availability;
 pub mod backup;
+pub mod boot_check;
 pub mod ca_rotation;
 pub mod certificates;
 pub mod etcd_version;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::cloud::Cloud;
+use super::context::ClusterCtx;
 use super::error::{OpError, Result};
 use ha_settings::Settings;
 
@@ -221,6 +222,55 @@ where
     }
     let (summary, detail) = wanted.not_found();
     Err(OpError::Refused(summary, detail))
+}
+
+/// Asks Compute Engine again, with no answer kept, whether it still has what replica `me`'s roll `steps` would boot
+/// (`domain::boot_check`): the caller holds the cluster's lock and has not run a step yet; `down` says whether
+/// the replica's VM is stopped or gone already. Refuses
+/// (`OpError::Refused`) an image or machine type that is gone; other errors are returned as they are, and stop the
+/// roll before it starts as well.
+pub async fn check_still_bootable(
+    ctx: &ClusterCtx,
+    me: &str,
+    zone: &str,
+    steps: &[ha_domain::step::Step],
+    down: bool,
+    deadline: Instant,
+) -> Result<()> {
+    use ha_domain::boot_check::{boot_asks, withdrawn};
+    use ha_domain::image::ImageRef;
+    let asks = boot_asks(steps);
+    let master = &ctx.spec.master;
+    if asks.image
+        && let Some(wanted) = ImageRef::parse(&master.image, &ctx.spec.project)
+    {
+        let exists = match &wanted {
+            ImageRef::Named { project, name } => {
+                ctx.compute.image_exists(project, name, deadline).await?
+            }
+            ImageRef::Family { project, family } => {
+                ctx.compute
+                    .image_family_exists(project, family, deadline)
+                    .await?
+            }
+        };
+        if !exists {
+            let (summary, detail) = withdrawn(me, wanted.not_found(), "image", down);
+            return Err(OpError::Refused(summary, detail));
+        }
+    }
+    if asks.machine_type
+        && let Some(name) = ha_domain::machine_type::predefined_name(&master.machine_type)
+        && !ctx
+            .compute
+            .machine_type_offered(zone, name, deadline)
+            .await?
+    {
+        let gone = ha_domain::machine_type::not_offered(name, zone);
+        let (summary, detail) = withdrawn(me, gone, "machine_type", down);
+        return Err(OpError::Refused(summary, detail));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

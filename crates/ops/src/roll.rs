@@ -19,6 +19,7 @@ use super::error::{OpError, Result};
 use super::execute::{Progress, Replica, ip};
 use super::lock::lock_cluster;
 use super::observe::Snapshot;
+use super::placement::check_still_bootable;
 use super::shared::{internal_address_name, zone_of};
 use ha_domain::roll::{BUILD_LABEL, Build, Placement, VmFacts, roll_steps, subnetwork_name};
 use ha_domain::step::labelled_last;
@@ -221,6 +222,9 @@ impl Change for Roll<'_> {
                 return Err(OpError::NotYet(summary, detail));
             }
         };
+        // Before the backup and before any step: a roll that could not bring the master back does not start.
+        let down = vm.as_ref().is_none_or(|v| v.status != "RUNNING");
+        check_still_bootable(ctx, &r.name, &r.zone, &steps, down, deadline).await?;
         let steps = labelled_last(backup_first(
             ctx,
             steps,
