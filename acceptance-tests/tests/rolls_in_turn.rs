@@ -8,6 +8,10 @@
 //! queue (the fourth replica waits three fifths). Every replica must roll, none left stopped, and every key kept.
 //! A move of one replica to another zone (a replacement: keyed by name, its `zone` changes) says at plan what it
 //! does to fault tolerance while the member is gone.
+//!
+//! And a roll does not take a master down without the time to bring it back (`domain::disruption`): each join
+//! and roll writes how long its master was out of service on the VM, and a roll whose timeout is shorter than the
+//! longest of those and a quarter is refused before anything stops.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -104,5 +108,100 @@ fn five_replicas_each_roll_inside_their_own_timeout_however_long_they_queue() {
         plan.assert_contains("is replaced");
         ws.apply();
         check(client, &ws, &sim, 5);
+    });
+}
+
+/// How long each replica VM's last window took, as its label says (`ha-master-window`, seconds).
+fn windows(sim: &Sim) -> BTreeMap<String, Option<u64>> {
+    sim.names("instances")
+        .into_iter()
+        .map(|vm| {
+            let took = sim.instance(&vm)["labels"]["ha-master-window"]
+                .as_str()
+                .and_then(|s| s.parse().ok());
+            (vm, took)
+        })
+        .collect()
+}
+
+#[test]
+fn a_roll_takes_a_master_down_only_with_the_time_to_bring_it_back() {
+    for_each_client(|client| {
+        let sim = Sim::start(&format!("roll-window-{client}"));
+        let ws = Workspace::new(client, "roll-window").with_timeout(Duration::from_secs(300));
+        ws.write_main_tf(&config(&sim));
+        ws.init();
+        let replicas: BTreeMap<&str, &str> = REPLICAS[..2].iter().copied().collect();
+        set(&ws, &replicas, "e2-standard-2", "10m");
+        ws.apply();
+        let measured = windows(&sim);
+        assert!(
+            measured.values().all(|w| w.is_some_and(|s| s >= 1)),
+            "[{client}] every join writes its first boot's window: {measured:?}"
+        );
+        let vms: Vec<&String> = measured.keys().collect();
+        write_keys(&sim, vms[0]);
+
+        // Masters that take ten minutes to come back, as one VM's label now says: a five-minute timeout is
+        // refused before anything stops.
+        let zone = sim.instance(vms[1])["zone"]
+            .as_str()
+            .and_then(|z| z.rsplit('/').next())
+            .unwrap()
+            .to_string();
+        sim.gcloud(&[
+            "compute",
+            "instances",
+            "add-labels",
+            vms[1],
+            &format!("--zone={zone}"),
+            "--labels=ha-master-window=600",
+        ])
+        .unwrap_or_else(|e| panic!("[{client}] gcloud add-labels: {e}"));
+        set(&ws, &replicas, "e2-standard-4", "5m");
+        sim.requests(true);
+        let refused = ws.run(&["apply", "-input=false", "-no-color", "-auto-approve"]);
+        assert_ne!(
+            refused.code,
+            Some(0),
+            "[{client}] the roll must be refused:\n{refused}"
+        );
+        refused.assert_contains("did not start");
+        refused.assert_contains("takes about 600s to go out of service and come back");
+        refused.assert_contains(&format!("on VM {}", vms[1]));
+        refused.assert_contains("Nothing was stopped or deleted");
+        let log = sim.requests(false);
+        for down in [
+            "instances.stop",
+            "targetPools.removeInstance",
+            "instances.setMachineType",
+        ] {
+            assert!(
+                log["byMethod"][format!("compute.{down}")].is_null(),
+                "[{client}] {down} was called:\n{refused}"
+            );
+        }
+        let types = sim.vm_field("machineType");
+        assert!(
+            types.values().all(|t| t.ends_with("/e2-standard-2")),
+            "[{client}] {types:?}"
+        );
+
+        // With the time, both roll; each writes the window it measured, and the labels plan nothing.
+        set(&ws, &replicas, "e2-standard-4", "15m");
+        ws.apply();
+        let measured = windows(&sim);
+        assert!(
+            measured
+                .values()
+                .all(|w| w.is_some_and(|s| (1..600).contains(&s))),
+            "[{client}] each roll writes the window it measured: {measured:?}"
+        );
+        check(client, &ws, &sim, 2);
+        assert_eq!(
+            ws.plan_detailed_exitcode(),
+            0,
+            "[{client}] a second plan is empty"
+        );
     });
 }

@@ -19,8 +19,9 @@ use super::replica_model::{
 use super::timeouts::{Op, deadline};
 use crate::config::Settings;
 use ha_domain::ids;
+use ha_domain::labels::is_provider_label;
 use ha_domain::metadata::{metadata_drift, must_rebuild};
-use ha_domain::roll::{BUILD_LABEL, Build, DATA_DISK_SIZE};
+use ha_domain::roll::{Build, DATA_DISK_SIZE};
 use ha_domain::topology::shape_warnings;
 use ha_ops::join::{JoinRequest, Joined, join};
 use ha_ops::leave::leave;
@@ -30,6 +31,7 @@ use ha_ops::observe::{InstanceInfo, Snapshot, observe};
 use ha_ops::refresh::observe_shared;
 use ha_ops::roll::{RollRequest, roll_in_turn};
 use ha_ops::shared::zone_of;
+#[cfg(test)]
 use ha_ops::shared::{CLUSTER_LABEL, JOINING_LABEL};
 use ha_ops::{ClusterCtx, OpError};
 
@@ -483,9 +485,7 @@ fn own_labels(
     let own: BTreeMap<String, String> = vm
         .iter()
         .filter(|(k, v)| {
-            k.as_str() != CLUSTER_LABEL
-                && k.as_str() != JOINING_LABEL
-                && k.as_str() != BUILD_LABEL
+            !is_provider_label(k)
                 && (cluster.get(*k) != Some(*v) || had.is_some_and(|h| h.get(*k) == Some(*v)))
         })
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -699,7 +699,7 @@ mod tests {
         };
         type Labels = BTreeMap<String, String>;
         // (VM labels, prior, expected)
-        let cases: [(Labels, Val<Labels>, Val<Labels>); 6] = [
+        let cases: [(Labels, Val<Labels>, Val<Labels>); 7] = [
             // Nothing extra: null stays null, an empty map stays empty.
             (vm(&[]), Val::Null, Val::Null),
             (vm(&[]), Val::Known(map(&[])), Val::Known(map(&[]))),
@@ -717,6 +717,16 @@ mod tests {
             ),
             // The mark of an unfinished join is the provider's, not the user's.
             (vm(&[(JOINING_LABEL, "true")]), Val::Null, Val::Null),
+            // So are a build and a measured window, and any label of a later release under its prefixes.
+            (
+                vm(&[
+                    (ha_domain::roll::BUILD_LABEL, "abc"),
+                    (ha_domain::disruption::WINDOW_LABEL, "95"),
+                    ("ha-master-later", "x"),
+                ]),
+                Val::Null,
+                Val::Null,
+            ),
             // A replica label equal to a cluster label is kept when the replica declared it.
             (
                 vm(&[]),

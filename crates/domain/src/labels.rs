@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{lock, roll};
+use super::{disruption, lock, roll};
 
 /// The label every replica VM carries, so a cluster finds its replicas wherever they are in the region.
 pub const CLUSTER_LABEL: &str = "ha-master-cluster";
@@ -18,10 +18,11 @@ pub const JOINING_LABEL: &str = "ha-master-joining";
 pub const REPLICA_LABEL: &str = "ha-master-replica";
 
 /// Every label the provider writes on a VM or the static address.
-pub const PROVIDER_LABELS: [&str; 8] = [
+pub const PROVIDER_LABELS: [&str; 9] = [
     CLUSTER_LABEL,
     JOINING_LABEL,
     roll::BUILD_LABEL,
+    disruption::WINDOW_LABEL,
     lock::TOKEN,
     lock::HOLDER,
     lock::DOING,
@@ -33,10 +34,21 @@ pub const PROVIDER_LABELS: [&str; 8] = [
 /// with one a user already set.
 pub const PROVIDER_PREFIXES: [&str; 2] = ["ha-master-", "ha-lock-"];
 
+/// The provider's labels on a VM (the static address carries the lock's five and the cluster's).
+pub const VM_LABELS: [&str; 4] = [
+    CLUSTER_LABEL,
+    JOINING_LABEL,
+    roll::BUILD_LABEL,
+    disruption::WINDOW_LABEL,
+];
+
 /// GCE's limit on the labels of one object.
 pub const MAX_LABELS_PER_OBJECT: usize = 64;
-/// What a user may set: GCE's limit less room for every label the provider writes.
-pub const MAX_USER_LABELS: usize = MAX_LABELS_PER_OBJECT - PROVIDER_LABELS.len();
+/// The room kept on each object for the provider's own labels: more than any object carries today (a VM four, the
+/// static address six), and fixed, so a label the provider adds later does not lower the limit users plan against.
+pub const PROVIDER_ROOM: usize = 8;
+/// What a user may set: GCE's limit less the provider's room.
+pub const MAX_USER_LABELS: usize = MAX_LABELS_PER_OBJECT - PROVIDER_ROOM;
 /// GCE's limit on a key's and a value's length, in characters.
 pub const MAX_LENGTH: usize = 63;
 
@@ -101,8 +113,7 @@ pub fn check_labels(labels: &BTreeMap<String, String>) -> Vec<LabelProblem> {
             key: None,
             summary: format!("Too many labels ({})", labels.len()),
             detail: format!(
-                "GCE allows {MAX_LABELS_PER_OBJECT} labels on an object and the provider keeps {} of them for its own, so set at most {MAX_USER_LABELS}.",
-                PROVIDER_LABELS.len()
+                "GCE allows {MAX_LABELS_PER_OBJECT} labels on an object and the provider keeps {PROVIDER_ROOM} of them for its own, so set at most {MAX_USER_LABELS}.",
             ),
         });
     }
@@ -253,6 +264,23 @@ mod tests {
                     .all(|p| !p.summary.starts_with("Invalid")),
                 "{key} breaks GCE's own rules"
             );
+        }
+    }
+
+    #[test]
+    fn no_object_carries_more_provider_labels_than_their_room() {
+        let on_address = 1 + [
+            lock::TOKEN,
+            lock::HOLDER,
+            lock::DOING,
+            lock::SINCE,
+            lock::RENEWED,
+        ]
+        .len();
+        assert!(VM_LABELS.len() <= PROVIDER_ROOM);
+        assert!(on_address <= PROVIDER_ROOM, "{on_address}");
+        for key in VM_LABELS {
+            assert!(PROVIDER_LABELS.contains(&key), "{key}");
         }
     }
 

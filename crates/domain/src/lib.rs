@@ -9,6 +9,7 @@ pub mod backup;
 pub mod boot_check;
 pub mod ca_rotation;
 pub mod certificates;
+pub mod disruption;
 pub mod etcd_version;
 pub mod exposure;
 pub mod firewall_handover;

@@ -100,6 +100,10 @@ pub struct Progress {
     /// The replica's internal IP once a join's `ReserveAddressOf` reserved it or a `MoveInternalAddress` moved it;
     /// the steps after it use this one.
     pub internal_ip: Option<Ipv4Addr>,
+    /// When this change took the replica out of service or began building it (`domain::disruption::window`),
+    /// and, once it was back, how long that took: `LabelVm` writes it on the VM for the next roll to judge by.
+    pub window_opened: Option<Instant>,
+    pub window: Option<Duration>,
 }
 
 pub struct Run<'a> {
@@ -293,14 +297,46 @@ impl ReplicaRun<'_> {
                     .into(),
             ));
         }
-        for step in steps {
+        let window = ha_domain::disruption::window(steps);
+        for (i, step) in steps.iter().enumerate() {
             tracing::debug!(replica = %self.me.name, step = ?step, "step");
+            if let Some(w) = window.filter(|w| w.opens == i) {
+                if w.takes_down {
+                    self.time_for_window()?;
+                }
+                self.progress.window_opened = Some(Instant::now());
+            }
             match step {
                 Step::Cluster(s) => self.run.cluster_step(s).await?,
                 Step::Replica(s) => self.replica_step(s).await?,
             }
+            if window.is_some_and(|w| w.closes == i)
+                && let Some(opened) = self.progress.window_opened
+            {
+                self.progress.window = Some(opened.elapsed());
+            }
         }
         Ok(())
+    }
+
+    /// Refuses to take the replica down without the time to bring it back: the longest window its cluster's
+    /// VMs carry (`domain::disruption`), against what is left of the change's timeout.
+    fn time_for_window(&self) -> Result<()> {
+        use ha_domain::disruption::{WINDOW_LABEL, longest, too_little_time};
+        let measured = self.snap.instances.iter().map(|(name, vm)| {
+            (
+                name.as_str(),
+                vm.labels.get(WINDOW_LABEL).map(String::as_str),
+            )
+        });
+        let Some(longest) = longest(measured) else {
+            return Ok(());
+        };
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        match too_little_time(&self.me.name, longest, left) {
+            Some((summary, detail)) => Err(OpError::Refused(summary, detail)),
+            None => Ok(()),
+        }
     }
 
     /// What the steps learned, once they are done (or as far as they got).

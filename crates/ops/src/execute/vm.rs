@@ -183,7 +183,17 @@ impl ReplicaRun<'_> {
         let ctx = self.ctx;
         let deadline = self.deadline;
         let me = self.me();
-        let want = crate::build::vm_labels(ctx, &me.labels);
+        let mut want = crate::build::vm_labels(ctx, &me.labels);
+        // The window this change measured, else the one the VM carries: the next roll is judged by it.
+        use ha_domain::disruption::{WINDOW_LABEL, label_value};
+        let carried = self
+            .progress
+            .instance
+            .as_ref()
+            .and_then(|i| i.labels.get(WINDOW_LABEL));
+        if let Some(window) = self.progress.window.map(label_value).or(carried.cloned()) {
+            want.insert(WINDOW_LABEL.into(), window);
+        }
         if self
             .progress
             .instance
