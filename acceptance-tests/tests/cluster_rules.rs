@@ -134,6 +134,8 @@ fn a_join_whose_vm_cannot_be_made_leaves_no_learner_and_the_next_apply_finishes(
         failed.assert_failure();
         failed.assert_contains("Could not create replica rules-b");
         failed.assert_contains("does not have enough resources (ZONE_RESOURCE_POOL_EXHAUSTED)");
+        // The error names the phase the join stopped in.
+        failed.assert_contains("(creating its VM) failed");
         assert_eq!(
             members(&sim, "rules-a"),
             [("rules-a".to_string(), false)],

@@ -181,8 +181,15 @@ fn a_roll_does_not_take_a_master_down_for_a_type_or_image_compute_engine_no_long
             "[{client}] {output}"
         );
 
-        // The catalogue has both again: the same configuration rolls every replica and keeps every key.
-        ws.apply();
+        // The catalogue has both again: the same configuration rolls every replica and keeps every key. The
+        // progress lines list each roll's steps before they run.
+        let rolled = ws.apply();
+        for vm in &names {
+            rolled.assert_contains(&format!("roll of replica {vm}: "));
+        }
+        rolled.assert_contains(" steps: 1. ");
+        rolled.assert_contains(". taking it out of the load balancer;");
+        rolled.assert_contains("creating its VM again on its etcd data disk;");
         let types = sim.vm_field("machineType");
         assert!(
             types.values().all(|t| t.ends_with("/e2-standard-4")),

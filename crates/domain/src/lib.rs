@@ -45,6 +45,7 @@ pub mod service_account_rotation;
 pub mod shape;
 pub mod start_empty;
 pub mod step;
+pub mod step_words;
 pub mod topology;
 pub mod zones;
 

@@ -93,6 +93,12 @@ pub(crate) async fn run_change<C: Change>(
         member_id,
     } = decision;
     tracing::debug!(change = %change.what(), steps = ?steps, "steps");
+    if !steps.is_empty() {
+        tracing::info!(
+            "{}",
+            ha_domain::step_words::plan_line(&change.what(), &steps)
+        );
+    }
     // Every member the steps remove gets etcd's preflight before anything of the change runs.
     preflight_removals(ctx, &snap, &steps, &replica.name).await?;
 

@@ -158,9 +158,12 @@ impl<'a> Run<'a> {
 
     /// Carries out `steps` in order; stops at the first that fails.
     pub async fn execute(&mut self, steps: &[ClusterStep]) -> Result<()> {
-        for step in steps {
+        let all: Vec<Step> = steps.iter().cloned().map(Step::from).collect();
+        for (i, step) in steps.iter().enumerate() {
             tracing::debug!(step = ?step, "step");
-            self.cluster_step(step).await?;
+            self.cluster_step(step)
+                .await
+                .map_err(|e| e.at_step(i, &all))?;
         }
         Ok(())
     }
@@ -306,10 +309,11 @@ impl ReplicaRun<'_> {
                 }
                 self.progress.window_opened = Some(Instant::now());
             }
-            match step {
-                Step::Cluster(s) => self.run.cluster_step(s).await?,
-                Step::Replica(s) => self.replica_step(s).await?,
-            }
+            let done = match step {
+                Step::Cluster(s) => self.run.cluster_step(s).await,
+                Step::Replica(s) => self.replica_step(s).await,
+            };
+            done.map_err(|e| e.at_step(i, steps))?;
             if window.is_some_and(|w| w.closes == i)
                 && let Some(opened) = self.progress.window_opened
             {
