@@ -38,8 +38,9 @@ fn takes_down(r: &ReplicaStep) -> bool {
     )
 }
 
-/// The window of `steps`, if they take a master out of service or build one and then put it in the load
-/// balancer. A leave's steps take a master down for good and have none.
+/// The window of `steps`, if they take a master out of service or build one, bring it back (start or build its
+/// VM) and then put it in the load balancer. A leave's steps take a master down for good and have none, even when
+/// they move the static IP and await it.
 pub fn window(steps: &[Step]) -> Option<Window> {
     let opens = steps
         .iter()
@@ -52,6 +53,12 @@ pub fn window(steps: &[Step]) -> Option<Window> {
                     | Step::Cluster(ClusterStep::AwaitEndpoint | ClusterStep::CreatePool { .. })
             )
         })?;
+    let brings_back = steps[opens..=closes].iter().any(
+        |s| matches!(s, Step::Replica(r) if *r == ReplicaStep::StartInstance || r.builds_vm()),
+    );
+    if !brings_back {
+        return None;
+    }
     let takes_down = matches!(&steps[opens], Step::Replica(r) if takes_down(r));
     Some(Window {
         opens,
@@ -158,6 +165,22 @@ mod tests {
             DeleteInstance,
         ]);
         let relabel = replica(&[LabelVm]);
+        // A leave of the master that holds the static IP: the IP moves and is awaited, the master never returns.
+        let mut leave_with_ip = replica(&[RemoveFromPool, MoveLeadership]);
+        leave_with_ip.push(
+            ClusterStep::DetachStaticIp {
+                from: "walk-a".into(),
+            }
+            .into(),
+        );
+        leave_with_ip.push(
+            ClusterStep::AttachStaticIp {
+                to: "walk-b".into(),
+            }
+            .into(),
+        );
+        leave_with_ip.push(ClusterStep::AwaitEndpoint.into());
+        leave_with_ip.extend(replica(&[RemoveMember { id: 7 }, DeleteInstance]));
         // The cluster's only master: no load balancer to leave, the static IP serves again at the end.
         let mut alone = replica(&[StopInstance, SetMachineType, StartInstance, AwaitMember]);
         alone.push(ClusterStep::AwaitEndpoint.into());
@@ -179,7 +202,8 @@ mod tests {
         let mut second = replica(&[AddLearner, CreateJoiningInstance, AwaitCaughtUpAndPromote]);
         second.push(ClusterStep::CreateHealthCheck.into());
         second.push(ClusterStep::CreatePool { instances: vec![] }.into());
-        let cases: [(&[Step], Option<Window>); 9] = [
+        let cases: [(&[Step], Option<Window>); 10] = [
+            (&leave_with_ip, None),
             (&founding, window(0, 1, false)),
             (&second, window(1, 4, false)),
             (&rebuild, window(1, 6, true)),
