@@ -462,6 +462,50 @@ fn check_load_balancer(client: Client, sim: &Sim, replicas: &BTreeSet<String>, e
     );
 }
 
+/// The provider's lock labels on a cluster's static address (`domain::lock`).
+const LOCK_LABELS: &str =
+    "ha-lock-token,ha-lock-holder,ha-lock-doing,ha-lock-since,ha-lock-renewed";
+
+/// `gcloud beta compute addresses update walk-ip --region <region>` with `more` arguments.
+fn update_walk_address(sim: &Sim, region: &str, more: &[&str]) {
+    let address = [
+        "beta",
+        "compute",
+        "addresses",
+        "update",
+        "walk-ip",
+        "--region",
+        region,
+    ];
+    sim.gcloud(&[&address[..], more].concat())
+        .unwrap_or_else(|e| panic!("gcloud addresses update: {e}"));
+}
+
+/// The walk-through cluster's lock as another apply holds it: its labels on the static address (`walk-ip` in
+/// `region`), written with gcloud. `renewed` is when that holder last renewed it (seconds since the epoch): now
+/// for a live one, which a provider waits for, or long ago for one that died, which it takes over after
+/// `lock_ttl`.
+pub fn hold_walk_lock(sim: &Sim, region: &str, holder: &str, doing: &str, renewed: u64) {
+    let labels = format!(
+        "ha-lock-token=other,ha-lock-holder={holder},ha-lock-doing={doing},ha-lock-since={renewed},\
+         ha-lock-renewed={renewed}"
+    );
+    update_walk_address(sim, region, &["--update-labels", &labels]);
+}
+
+/// The lock [`hold_walk_lock`] wrote, released.
+pub fn release_walk_lock(sim: &Sim, region: &str) {
+    update_walk_address(sim, region, &["--remove-labels", LOCK_LABELS]);
+}
+
+/// The replica VMs that are not RUNNING, with their status.
+pub fn not_running(sim: &Sim) -> Vec<(String, String)> {
+    sim.vm_field("status")
+        .into_iter()
+        .filter(|(_, status)| status != "RUNNING")
+        .collect()
+}
+
 /// After a destroy: the sim holds nothing of any kind the provider makes (VMs, addresses, firewall rules, health
 /// checks, target pools, forwarding rules, the replicas' key secrets).
 pub fn assert_sim_empty(client: Client, sim: &Sim) {

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use acceptance_tests::walk::{
-    KEYS, assert_sim_empty, check, edit_config, replicas_by_zone, set_zones, walk_config_in,
-    write_keys,
+    KEYS, assert_sim_empty, check, edit_config, hold_walk_lock, release_walk_lock,
+    replicas_by_zone, set_zones, walk_config_in, write_keys,
 };
 use acceptance_tests::{Sim, Workspace, for_each_client};
 
@@ -88,35 +88,19 @@ fn protection_refuses_destroy_and_never_removes_the_last_voter() {
         plan.assert_contains("holds the cluster's last voting etcd member");
         // While another process holds the cluster's lock, the plan does not judge a half-done change, and says so
         // rather than plan the destroy in silence (here a holder that died: gcloud writes its labels).
-        let lock_labels = "ha-lock-token=dead,ha-lock-holder=ci-7-pid-9,ha-lock-doing=roll-replica-x,\
-                           ha-lock-since=1796600000,ha-lock-renewed=1796600005";
-        let address = [
-            "beta",
-            "compute",
-            "addresses",
-            "update",
-            "walk-ip",
-            "--region",
+        hold_walk_lock(
+            &sim,
             "us-central1",
-        ];
-        sim.gcloud(&[&address[..], &["--update-labels", lock_labels]].concat())
-            .unwrap_or_else(|e| panic!("[{client}] gcloud addresses update: {e}"));
+            "ci-7-pid-9",
+            "roll-replica-x",
+            1796600005,
+        );
         let aside = ws.run(&["plan", "-input=false", "-no-color"]);
         aside.assert_contains(&format!(
             "Did not check replica {sole}'s change against etcd: cluster walk is locked"
         ));
         aside.assert_contains("ci-7-pid-9");
-        sim.gcloud(
-            &[
-                &address[..],
-                &[
-                    "--remove-labels",
-                    "ha-lock-token,ha-lock-holder,ha-lock-doing,ha-lock-since,ha-lock-renewed",
-                ],
-            ]
-            .concat(),
-        )
-        .unwrap_or_else(|e| panic!("[{client}] gcloud addresses update: {e}"));
+        release_walk_lock(&sim, "us-central1");
 
         // Three replicas, every one replaced in one apply: whatever order the lock gives the deletes, one voter
         // always stays, so the data does too. Either every replica was replaced next to a voter, or the last

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use acceptance_tests::walk::{check, edit_config, walk_config_in, write_keys};
+use acceptance_tests::walk::{check, edit_config, not_running, walk_config_in, write_keys};
 use acceptance_tests::{Sim, Workspace, for_each_client};
 
 /// Five replicas keyed by name, two sharing a zone (us-central1 has four).
@@ -88,11 +88,7 @@ fn five_replicas_each_roll_inside_their_own_timeout_however_long_they_queue() {
             Some(0),
             "[{client}] every replica rolls within {timeout}s of its turn:\n{rolled}"
         );
-        let stopped: Vec<_> = sim
-            .vm_field("status")
-            .into_iter()
-            .filter(|(_, status)| status != "RUNNING")
-            .collect();
+        let stopped = not_running(&sim);
         assert!(
             stopped.is_empty(),
             "[{client}] no master left stopped: {stopped:?}"

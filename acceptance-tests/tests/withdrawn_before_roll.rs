@@ -11,44 +11,14 @@
 use std::time::{Duration, Instant};
 
 use acceptance_tests::faults::{Effect, Failpoint, Trigger};
-use acceptance_tests::walk::{check, set_vars, walk_config_in, write_keys};
+use acceptance_tests::walk::{
+    check, hold_walk_lock, not_running, release_walk_lock, set_vars, walk_config_in, write_keys,
+};
 use acceptance_tests::{Client, Sim, Workspace, for_each_client};
 
 const ZONES: [&str; 2] = ["us-central1-a", "us-central1-b"];
 const OLD_IMAGE: &str = "projects/cos-cloud/global/images/family/cos-stable";
 const NEW_IMAGE: &str = "projects/cos-cloud/global/images/family/cos-121-lts";
-
-/// The walk-through's static address, whose labels hold the cluster's lock.
-const ADDRESS: [&str; 7] = [
-    "beta",
-    "compute",
-    "addresses",
-    "update",
-    "walk-ip",
-    "--region",
-    "us-central1",
-];
-
-/// Another apply holds the lock: a holder that renewed it just now, so the provider waits (it takes a lock over
-/// only after `lock_ttl` without a renewal).
-fn hold_lock(client: Client, sim: &Sim) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let labels = format!(
-        "ha-lock-token=other,ha-lock-holder=ci-7-pid-9,ha-lock-doing=hold-for-test,\
-         ha-lock-since={now},ha-lock-renewed={now}"
-    );
-    sim.gcloud(&[&ADDRESS[..], &["--update-labels", &labels]].concat())
-        .unwrap_or_else(|e| panic!("[{client}] gcloud addresses update: {e}"));
-}
-
-fn release_lock(client: Client, sim: &Sim) {
-    let keys = "ha-lock-token,ha-lock-holder,ha-lock-doing,ha-lock-since,ha-lock-renewed";
-    sim.gcloud(&[&ADDRESS[..], &["--remove-labels", keys]].concat())
-        .unwrap_or_else(|e| panic!("[{client}] gcloud addresses update: {e}"));
-}
 
 /// How many times the sim saw Compute method `api` since its request log was last reset.
 fn calls(sim: &Sim, api: &str) -> u64 {
@@ -60,7 +30,13 @@ fn calls(sim: &Sim, api: &str) -> u64 {
 /// Applies while another holder has the lock; once a roll waits for it, Compute Engine stops answering `api`
 /// (404) and the lock is released. Returns the apply's output, which must fail.
 fn apply_withdrawing(client: Client, ws: &Workspace, sim: &Sim, api: &str) -> String {
-    hold_lock(client, sim);
+    // Another apply holds the lock and renewed it just now, so the provider waits (it takes a lock over only
+    // after `lock_ttl` without a renewal).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    hold_walk_lock(sim, "us-central1", "ci-7-pid-9", "hold-for-test", now);
     let mut child = ws.spawn(
         &["apply", "-input=false", "-no-color", "-auto-approve"],
         "withdrawn",
@@ -89,7 +65,7 @@ fn apply_withdrawing(client: Client, ws: &Workspace, sim: &Sim, api: &str) -> St
         },
         Effect::Status { status: 404 },
     ));
-    release_lock(client, sim);
+    release_walk_lock(sim, "us-central1");
     let status = child.wait().unwrap();
     let output = ws.read_file("withdrawn.stdout") + &ws.read_file("withdrawn.stderr");
     assert!(
@@ -113,11 +89,7 @@ fn apply_withdrawing(client: Client, ws: &Workspace, sim: &Sim, api: &str) -> St
             "[{client}] {down} was called:\n{output}"
         );
     }
-    let stopped: Vec<_> = sim
-        .vm_field("status")
-        .into_iter()
-        .filter(|(_, s)| s != "RUNNING")
-        .collect();
+    let stopped = not_running(sim);
     assert!(
         stopped.is_empty(),
         "[{client}] masters left down: {stopped:?}"
