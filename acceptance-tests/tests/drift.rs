@@ -251,12 +251,17 @@ fn a_load_balancer_that_lost_a_member_or_its_rule_and_hand_edited_labels_are_res
         ws.apply();
         check(client, &ws, &sim, 2);
         let mut labels = sim.instance(&victim)["labels"].clone();
-        // The build the VM was made from is the provider's own label, like the cluster's.
+        // The build the VM was made from and the window its join measured are the provider's own labels, like
+        // the cluster's, and the update keeps them.
         assert!(
-            labels["ha-master-build"].is_string(),
+            labels["ha-master-build"].is_string()
+                && labels["ha-master-window"]
+                    .as_str()
+                    .is_some_and(|s| s.parse::<u64>().is_ok()),
             "[{client}] labels of {victim}: {labels}"
         );
         labels.as_object_mut().unwrap().remove("ha-master-build");
+        labels.as_object_mut().unwrap().remove("ha-master-window");
         assert_eq!(
             labels,
             serde_json::json!({ "ha-master-cluster": "walk" }),
