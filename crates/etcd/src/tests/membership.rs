@@ -70,10 +70,21 @@ async fn grow_to_three_then_remove_the_leader() {
     assert_eq!(c.etcd.status(&a).await.unwrap().leader_id, c_id);
     c.etcd.remove_member(&all, c_id).await.unwrap();
 
-    let left = c.etcd.member_list(&[a.clone(), b.clone()]).await.unwrap();
+    // A member applies the removal, and the two left elect a leader, a moment after the removal is committed:
+    // until then `a` may still list three members, or name no leader or the removed one.
+    let settle = tokio::time::Instant::now() + Duration::from_secs(20);
+    let (left, leader) = loop {
+        let left = c.etcd.member_list(&[a.clone(), b.clone()]).await.unwrap();
+        let leader = c.etcd.status(&a).await.unwrap().leader_id;
+        if (left.len() == 2 && leader != 0 && leader != c_id)
+            || tokio::time::Instant::now() > settle
+        {
+            break (left, leader);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(left.len(), 2, "{left:?}");
     assert!(left.iter().all(|m| m.id != c_id));
-    let leader = c.etcd.status(&a).await.unwrap().leader_id;
     assert!(leader != 0 && leader != c_id, "leader {leader:x}");
     // The two remaining members still serve writes, through either of them.
     c.put(&a, "after-remove", "1").await.unwrap();
