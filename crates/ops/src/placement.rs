@@ -200,28 +200,30 @@ where
     let Some(wanted) = ImageRef::parse(image, project) else {
         return Ok(());
     };
-    let exists = ask_once(
-        &IMAGES,
-        wanted.clone(),
-        connect,
-        async |cloud, deadline| match &wanted {
-            ImageRef::Named { project, name } => {
-                cloud.compute.image_exists(project, name, deadline).await
-            }
-            ImageRef::Family { project, family } => {
-                cloud
-                    .compute
-                    .image_family_exists(project, family, deadline)
-                    .await
-            }
-        },
-    )
+    let exists = ask_once(&IMAGES, wanted.clone(), connect, async |cloud, deadline| {
+        image_found(&cloud.compute, &wanted, deadline).await
+    })
     .await?;
     if exists {
         return Ok(());
     }
     let (summary, detail) = wanted.not_found();
     Err(OpError::Refused(summary, detail))
+}
+
+/// Whether Compute Engine has `image`: `images.get` for a named image, `images.getFromFamily` for a family.
+async fn image_found(
+    compute: &ha_gce::Compute,
+    image: &ha_domain::image::ImageRef,
+    deadline: Instant,
+) -> ha_gce::Result<bool> {
+    use ha_domain::image::ImageRef;
+    match image {
+        ImageRef::Named { project, name } => compute.image_exists(project, name, deadline).await,
+        ImageRef::Family { project, family } => {
+            compute.image_family_exists(project, family, deadline).await
+        }
+    }
 }
 
 /// Asks Compute Engine again, with no answer kept, whether it still has what replica `me`'s roll `steps` would boot
@@ -243,21 +245,10 @@ pub async fn check_still_bootable(
     let master = &ctx.spec.master;
     if asks.image
         && let Some(wanted) = ImageRef::parse(&master.image, &ctx.spec.project)
+        && !image_found(&ctx.compute, &wanted, deadline).await?
     {
-        let exists = match &wanted {
-            ImageRef::Named { project, name } => {
-                ctx.compute.image_exists(project, name, deadline).await?
-            }
-            ImageRef::Family { project, family } => {
-                ctx.compute
-                    .image_family_exists(project, family, deadline)
-                    .await?
-            }
-        };
-        if !exists {
-            let (summary, detail) = withdrawn(me, wanted.not_found(), "image", down);
-            return Err(OpError::Refused(summary, detail));
-        }
+        let (summary, detail) = withdrawn(me, wanted.not_found(), "image", down);
+        return Err(OpError::Refused(summary, detail));
     }
     if asks.machine_type
         && let Some(name) = ha_domain::machine_type::predefined_name(&master.machine_type)
