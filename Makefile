@@ -41,5 +41,7 @@ bench: setup build
 release:
 	@python3 scripts/release
 
+# The acceptance tests' scratch: .work, and its twin in memory when /dev/shm has room (work_dir() in
+# acceptance-tests/src/paths.rs names it after this checkout's path).
 clean-work:
-	rm -rf .work
+	rm -rf .work /dev/shm/ha-acceptance-$$(printf %s "$$(pwd -P)" | sha256sum | cut -c1-12)

@@ -21,7 +21,8 @@
 //! The provider binary is not built here: `cargo build --release -p terraform-provider-ha` first, or set
 //! `HA_PROVIDER_BIN` (`make test` points it, and `HA_SIM_BIN`, at the binaries of its own test build). Other knobs: `HA_ACCEPTANCE_TIMEOUT_SECS` (per command, default 120),
 //! `HA_ACCEPTANCE_TF_LOG` (sets TF_LOG for the clients), `HA_ACCEPTANCE_KEEP` (keep passing workspaces; failing
-//! ones are always kept under `.work/acceptance/`).
+//! ones are always kept, under `work_dir()`: `/dev/shm/ha-acceptance-<checkout>` or `.work/acceptance/`),
+//! `HA_ACCEPTANCE_WORK_DIR` (where they go).
 
 pub mod api_calls;
 mod client;

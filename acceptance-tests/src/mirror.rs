@@ -28,7 +28,7 @@ pub struct Mirror {
 impl Mirror {
     /// The mirror of the release binary, shared by every workspace of this process.
     ///
-    /// It lives under `.work/acceptance/mirrors/<version>-<binary sha256 prefix>`: content-addressed, so test
+    /// It lives under `work_dir()/mirrors/<version>-<binary sha256 prefix>`: content-addressed, so test
     /// processes running at once (cargo test, nextest) agree on it, and a rebuilt binary gets a new mirror rather
     /// than breaking the lock files of workspaces still using the old one.
     pub fn shared() -> Arc<Mirror> {
@@ -50,7 +50,7 @@ impl Mirror {
     }
 
     /// The mirror of an earlier release's provider, for the upgrade tests: under its own version (the one
-    /// `scripts/build-previous-release` recorded beside the binary), in `.work/acceptance/previous-mirrors`.
+    /// `scripts/build-previous-release` recorded beside the binary), in `work_dir()/previous-mirrors`.
     pub fn release(release: Release) -> Arc<Mirror> {
         static MIRRORS: OnceLock<Mutex<HashMap<Release, Arc<Mirror>>>> = OnceLock::new();
         let mut mirrors = MIRRORS

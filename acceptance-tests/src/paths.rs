@@ -21,12 +21,48 @@ pub fn tools_bin() -> PathBuf {
     repo_root().join(".tools").join("bin")
 }
 
-/// `.work/acceptance`: scratch space for mirrors and workspaces. Under the repo (git-ignored, removed by
-/// `make clean-work`) rather than /tmp so a workspace kept after a failure is easy to find.
+/// Scratch space for mirrors, workspaces and sims: `HA_ACCEPTANCE_WORK_DIR` when set; else a folder of this
+/// checkout's own in `/dev/shm` when that is a memory file system with room; else `.work/acceptance` (git-ignored,
+/// removed by `make clean-work`).
+///
+/// Why memory: every sim VM's etcd fsyncs its WAL, and the sim writes its state behind each change. On the
+/// disk, drift and ca_rotation took 193 s of wall time and 345 CPU-seconds on two cores; in `/dev/shm`, 160 s
+/// and 294 (docs/benchmarks.md, "Test suite"). A kept workspace's path is printed in full by the failure that
+/// kept it; `make clean-work` removes both places.
 pub fn work_dir() -> PathBuf {
-    let dir = repo_root().join(".work").join("acceptance");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
-    dir
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        std::env::var_os("HA_ACCEPTANCE_WORK_DIR")
+            .map(PathBuf::from)
+            .or_else(in_memory_work_dir)
+            .unwrap_or_else(|| repo_root().join(".work").join("acceptance"))
+    });
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir.clone()
+}
+
+/// Room a whole `make test` needs: its sims' disks and the mirrors came to under 2 GB at most at once, and failed
+/// scenarios keep theirs.
+const MEMORY_ROOM: u64 = 8 << 30;
+
+/// `/dev/shm/ha-acceptance-<checkout>`, when `/dev/shm` is a tmpfs with [`MEMORY_ROOM`] free. Named by a hash of
+/// the checkout's path, so two checkouts (a clean clone beside a working one) never share mirrors or sims.
+fn in_memory_work_dir() -> Option<PathBuf> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let shm = Path::new("/dev/shm");
+    let path = std::ffi::CString::new("/dev/shm").ok()?;
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid NUL-terminated path and a zeroed out-parameter of the right type.
+    if unsafe { libc::statfs(path.as_ptr(), &mut fs) } != 0 {
+        return None;
+    }
+    let free = fs.f_bavail.saturating_mul(u64::try_from(fs.f_bsize).ok()?);
+    if fs.f_type != TMPFS_MAGIC || free < MEMORY_ROOM {
+        return None;
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(repo_root().as_os_str().as_encoded_bytes());
+    Some(shm.join(format!("ha-acceptance-{}", &hex::encode(digest)[..12])))
 }
 
 /// The cargo target dir, honouring CARGO_TARGET_DIR like cargo does.
