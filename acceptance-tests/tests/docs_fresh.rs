@@ -145,13 +145,52 @@ fn registry_problems(docs: &Path) -> Vec<String> {
             pages.push(name);
         }
     }
-    for page in pages {
-        let text = std::fs::read_to_string(docs.join(&page)).unwrap();
-        if let Some(why) = registry_refuses(&page, &text) {
+    for page in &pages {
+        let text = std::fs::read_to_string(docs.join(page)).unwrap();
+        if let Some(why) = registry_refuses(page, &text) {
             problems.push(format!("docs/{page}: {why}"));
+        }
+        for target in unpublished_links(page, &text, &pages) {
+            problems.push(format!(
+                "docs/{page}: links to {target}, which the registry does not publish: name the file in the \
+                 repository instead (`docs/...`), or link a published page"
+            ));
         }
     }
     problems
+}
+
+/// The relative Markdown links of `page` to a file that is not one of the published `pages` (docs/provider.md
+/// once was: the registry showed a broken link where users looked for the provider's settings). Links to other
+/// sites and anchors on the same page are not judged.
+fn unpublished_links(page: &str, text: &str, pages: &[String]) -> Vec<String> {
+    let dir = Path::new(page).parent().unwrap_or(Path::new(""));
+    let mut broken = Vec::new();
+    for (_, rest) in text.match_indices("](").map(|(i, _)| text.split_at(i + 2)) {
+        let Some(target) = rest.split([')', ' ']).next() else {
+            continue;
+        };
+        let path = target.split('#').next().unwrap_or_default();
+        if path.is_empty() || path.contains("://") || path.starts_with("mailto:") {
+            continue;
+        }
+        // Resolve `..` by hand: the file need not exist for the link to be judged.
+        let mut parts: Vec<&str> = dir.iter().filter_map(|p| p.to_str()).collect();
+        for part in path.split('/') {
+            match part {
+                ".." => {
+                    parts.pop();
+                }
+                "." | "" => {}
+                other => parts.push(other),
+            }
+        }
+        let resolved = parts.join("/");
+        if !pages.contains(&resolved) {
+            broken.push(target.to_string());
+        }
+    }
+    broken
 }
 
 #[test]
@@ -185,6 +224,11 @@ fn each_registry_rule_broken_is_reported() {
         ("index.md", "---\nsubcategory: \"\"\n---\n", "forbids there"),
         ("functions/x.txt", good, "only .md"),
         ("guides/x.md", "---\npage_title: [\n---\n", "not YAML"),
+        (
+            "guides/x.md",
+            "---\npage_title: \"A\"\n---\n\nSee [the settings](../provider.md#schema).\n",
+            "links to ../provider.md#schema, which the registry does not publish",
+        ),
     ];
     for (page, text, expected) in cases {
         let docs = tempfile::tempdir().unwrap();
